@@ -1,0 +1,185 @@
+import { defer, map, type OperatorFunction } from 'rxjs';
+import type { Attempted, FinishEvent, FinishReason, ToolCallEvent } from './types.js';
+
+/** Token usage as the provider reported it. */
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+/**
+ * What happened to one attempt:
+ * - `streaming`: the live attempt, not finished yet;
+ * - `completed`: it sent a `finish`;
+ * - `failed`: it sent a `finish` with reason `error`;
+ * - `abandoned`: a newer attempt replaced it.
+ */
+export type AttemptOutcome = 'streaming' | 'completed' | 'failed' | 'abandoned';
+
+/** The record of one attempt: what it cost and how it ended. */
+export interface AttemptRecord {
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  readonly outcome: AttemptOutcome;
+  /** Why it was abandoned (the reset's reason), when it was. */
+  readonly reason?: string;
+  /** Its finish reason, when it finished. */
+  readonly finishReason?: FinishReason;
+  /** Its usage, when the provider sent any; undefined means unknown, not zero. An abandoned attempt is billed too. */
+  readonly usage?: Usage;
+  /** Characters of text it streamed. */
+  readonly textLength: number;
+  /** Tool calls of it that reached this point of the pipeline (after buffering: the released ones). */
+  readonly toolCalls: number;
+}
+
+/** A snapshot of the turn, as {@link accumulateTurn} emits it after every event. Never mutated. */
+export interface TurnState<C = Attempted<ToolCallEvent>> {
+  /** The live attempt. */
+  readonly attempt: number;
+  /** The live attempt's text only; an abandoned attempt's text is never part of it. */
+  readonly text: string;
+  /** The live attempt's tool calls that were released, in order. */
+  readonly toolCalls: readonly C[];
+  /** The live attempt's finish, once it arrived. */
+  readonly finish: Attempted<FinishEvent> | undefined;
+  /** The live attempt's usage, when the provider sent any. */
+  readonly usage: Usage | undefined;
+  /** One record per attempt, in order; the last one is the live attempt. */
+  readonly attempts: readonly AttemptRecord[];
+}
+
+/** The tool-call events of an event type. */
+type CallOf<E> = Extract<E, { type: 'tool-call' }>;
+
+/**
+ * Reduces the turn stream to the current turn state, emitting an immutable snapshot after every event.
+ *
+ * A `reset` (or `retry`, or any event of a newer attempt) starts a new live attempt: the text and released
+ * calls start over and the previous attempt's record is closed as abandoned. Events of older attempts are
+ * ignored. Every attempt keeps a record of its usage, text length and calls, so that a turn's full cost is
+ * visible.
+ *
+ * ```text
+ * source:       -a-b-R-c-f-|      a = 'Refunding the dam', R = reset to attempt 2, c = 'Refund started.'
+ *          accumulateTurn()
+ * result:       -S-T-U-V-W-|      V.text = 'Refund started.'; W.attempts = [abandoned, completed]
+ * ```
+ *
+ * State: the live attempt's text, calls, finish and usage, and the closed records of earlier attempts.
+ *
+ * ## Example
+ * ```ts
+ * import { last } from 'rxjs';
+ * import { accumulateTurn, cleanTurn } from 'cleanturn';
+ *
+ * providerEvents$
+ *   .pipe(cleanTurn({ turnId: 'turn-42' }), accumulateTurn(), last())
+ *   .subscribe((turn) => {
+ *     console.log(turn.text);
+ *     for (const a of turn.attempts) console.log(a.attempt, a.outcome, a.usage ?? 'usage unknown');
+ *   });
+ * ```
+ *
+ * @see {@link cleanTurn}, whose output it is meant to read.
+ * @returns An operator from turn events to turn snapshots.
+ */
+export function accumulateTurn<E extends { type: string; attempt: number }>(): OperatorFunction<
+  E,
+  TurnState<CallOf<E>>
+> {
+  return function accumulateTurnOperator(source) {
+    return defer(() => {
+      const turn = new TurnAccumulator<CallOf<E>>();
+      return source.pipe(map((event) => turn.add(event)));
+    });
+  };
+}
+
+/** The mutable working state behind the snapshots. */
+class TurnAccumulator<C> {
+  /** Records of attempts that are over. */
+  private closed: readonly AttemptRecord[] = [];
+  /** The live attempt's number. */
+  private attempt = 1;
+  private text = '';
+  private toolCalls: readonly C[] = [];
+  private finish: Attempted<FinishEvent> | undefined = undefined;
+  private usage: Usage | undefined = undefined;
+  /** The last snapshot, returned again for events that change nothing. */
+  private snapshot: TurnState<C> | undefined = undefined;
+
+  add(event: { type: string; attempt: number }): TurnState<C> {
+    if (event.attempt < this.attempt) return this.snapshot ?? this.snap();
+    if (event.attempt > this.attempt) {
+      const reason =
+        event.type === 'reset' || event.type === 'retry'
+          ? (event as unknown as { reason?: string }).reason
+          : undefined;
+      this.startAttempt(event.attempt, reason);
+    }
+    switch (event.type) {
+      case 'text':
+        this.text += (event as unknown as { text: string }).text;
+        break;
+      case 'tool-call':
+        this.toolCalls = [...this.toolCalls, event as C];
+        break;
+      case 'usage': {
+        const { inputTokens, outputTokens } = event as unknown as Usage;
+        const usage: Usage = { ...this.usage };
+        if (inputTokens !== undefined) usage.inputTokens = inputTokens;
+        if (outputTokens !== undefined) usage.outputTokens = outputTokens;
+        this.usage = usage;
+        break;
+      }
+      case 'finish':
+        this.finish = event as unknown as Attempted<FinishEvent>;
+        break;
+    }
+    return this.snap();
+  }
+
+  private startAttempt(attempt: number, reason: string | undefined): void {
+    const closed = [...this.closed, this.record('abandoned', reason)];
+    for (let gap = this.attempt + 1; gap < attempt; gap++) {
+      closed.push({ attempt: gap, outcome: 'abandoned', textLength: 0, toolCalls: 0 });
+    }
+    this.closed = closed;
+    this.attempt = attempt;
+    this.text = '';
+    this.toolCalls = [];
+    this.finish = undefined;
+    this.usage = undefined;
+  }
+
+  private record(endedAs: 'abandoned' | 'live', reason?: string): AttemptRecord {
+    const outcome: AttemptOutcome =
+      endedAs === 'abandoned'
+        ? 'abandoned'
+        : this.finish === undefined
+          ? 'streaming'
+          : this.finish.reason === 'error'
+            ? 'failed'
+            : 'completed';
+    const record: {
+      -readonly [K in keyof AttemptRecord]: AttemptRecord[K];
+    } = { attempt: this.attempt, outcome, textLength: this.text.length, toolCalls: this.toolCalls.length };
+    if (reason !== undefined) record.reason = reason;
+    if (this.finish !== undefined) record.finishReason = this.finish.reason;
+    if (this.usage !== undefined) record.usage = this.usage;
+    return record;
+  }
+
+  private snap(): TurnState<C> {
+    this.snapshot = {
+      attempt: this.attempt,
+      text: this.text,
+      toolCalls: this.toolCalls,
+      finish: this.finish,
+      usage: this.usage,
+      attempts: [...this.closed, this.record('live')],
+    };
+    return this.snapshot;
+  }
+}

@@ -1,0 +1,54 @@
+import type { OperatorFunction } from 'rxjs';
+import { bufferUntilFinish } from './bufferUntilFinish.js';
+import { type DedupeByEffectKeyOptions, dedupeByEffectKey } from './dedupeByEffectKey.js';
+import { resetOnRetry, type WithResets } from './resetOnRetry.js';
+import { tagAttempts } from './tagAttempts.js';
+import type { Attempted, ProviderEvent, ToolCallEvent, TurnEvent } from './types.js';
+
+/** Options of {@link cleanTurn}. */
+export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
+  /** Tool calls to let through before their attempt finishes: pure reads only. See {@link bufferUntilFinish}. */
+  early?: (call: Attempted<ToolCallEvent>) => boolean;
+}
+
+/**
+ * The recommended policy: `tagAttempts → resetOnRetry → bufferUntilFinish → dedupeByEffectKey`.
+ *
+ * What a consumer receives is a clean turn: every event carries its attempt; each retry arrives as a typed
+ * `reset`; state-changing tool calls arrive only when their attempt has finished, keyed by meaning and at most
+ * once per key. Put {@link assembleToolCalls} before it when the source streams call fragments.
+ *
+ * ```text
+ * source:       -a-c-d-r-b-k-e-f-|       c, k: the same refund (ids c1, c7); r: retry
+ *          cleanTurn({ turnId: 'turn-42' })
+ * result:       -a---d-R-b---e-(Kf)|     K = k with attempt 2 and its effect key
+ * ```
+ *
+ * ## Example
+ * ```ts
+ * import { accumulateTurn, cleanTurn } from 'cleanturn';
+ *
+ * providerEvents$
+ *   .pipe(cleanTurn({ turnId: 'turn-42', early: (call) => call.name === 'lookup_order' }))
+ *   .subscribe((event) => {
+ *     if (event.type === 'reset') view.clear();
+ *     if (event.type === 'text') view.append(event.text);
+ *     if (event.type === 'tool-call') tools.run(event.name, event.args, event.effectKey);
+ *   });
+ * ```
+ *
+ * @see {@link accumulateTurn} to fold the result into the turn state.
+ * @param options `turnId`, and optionally `early`, `seen` and `key`.
+ * @returns An operator from provider events to the clean turn stream.
+ */
+export function cleanTurn(options: CleanTurnOptions): OperatorFunction<ProviderEvent, TurnEvent> {
+  const { early, ...dedupe } = options;
+  return function cleanTurnOperator(source) {
+    return source.pipe(
+      tagAttempts(),
+      resetOnRetry(),
+      bufferUntilFinish<WithResets<Attempted<ProviderEvent>>>(early === undefined ? {} : { early }),
+      dedupeByEffectKey<WithResets<Attempted<ProviderEvent>>>(dedupe),
+    );
+  };
+}

@@ -1,0 +1,51 @@
+// Event model
+
+export type { AttemptOutcome, AttemptRecord, TurnState, Usage } from './accumulateTurn.js';
+// Operators
+export { accumulateTurn } from './accumulateTurn.js';
+export type { AssembledEvent } from './assembleToolCalls.js';
+export { assembleToolCalls } from './assembleToolCalls.js';
+export type { BackoffOptions } from './backoff.js';
+export { backoff } from './backoff.js';
+export type { BufferUntilFinishOptions } from './bufferUntilFinish.js';
+export { bufferUntilFinish } from './bufferUntilFinish.js';
+export type { CleanTurnOptions } from './cleanTurn.js';
+export { cleanTurn } from './cleanTurn.js';
+export type { DedupeByEffectKeyOptions, EffectKeyLookup, WithEffectKeys } from './dedupeByEffectKey.js';
+export { dedupeByEffectKey } from './dedupeByEffectKey.js';
+export { effectKey } from './effectKey.js';
+export type { FailedAttempt, ToolCallAssemblyProblem } from './errors.js';
+// Errors
+export {
+  CleanturnError,
+  EffectKeyError,
+  isRetryable,
+  MissingFinishError,
+  RetriesExhaustedError,
+  ToolCallAssemblyError,
+} from './errors.js';
+export type { PolicyName } from './policies.js';
+// Policies of the help-desk comparison
+export { lateExecutionPolicy, naivePolicy, policies, resetOnlyPolicy } from './policies.js';
+export { requireFinish } from './requireFinish.js';
+export type { WithResets } from './resetOnRetry.js';
+export { resetOnRetry } from './resetOnRetry.js';
+export type { RetryAsEventsOptions } from './retryAsEvents.js';
+export { retryAsEvents } from './retryAsEvents.js';
+export { tagAttempts } from './tagAttempts.js';
+export type {
+  Attempted,
+  FinishEvent,
+  FinishReason,
+  KeyedToolCall,
+  PolicyEvent,
+  ProviderEvent,
+  ResetEvent,
+  RetryEvent,
+  TextEvent,
+  ToolCallDeltaEvent,
+  ToolCallEvent,
+  ToolCallMeaning,
+  TurnEvent,
+  UsageEvent,
+} from './types.js';

@@ -1,0 +1,50 @@
+import { defer, map, type OperatorFunction } from 'rxjs';
+import type { Attempted } from './types.js';
+
+/**
+ * Numbers the attempts of a turn and stamps `attempt` on every event.
+ *
+ * The first attempt is 1. Each `retry` event starts the next attempt and carries that attempt's number;
+ * every event after it carries the same number until the next `retry`. Each subscription counts from 1.
+ *
+ * ```text
+ * source:       -a-b-r-c-d-r-e-f-|
+ *          tagAttempts()
+ * result:       -A-B-R-C-D-S-E-F-|
+ *
+ *   a, b → attempt 1    r → retry, attempt 2    c, d → attempt 2    r → retry, attempt 3    e, f → attempt 3
+ * ```
+ *
+ * State: the attempt number, incremented on every `retry`.
+ *
+ * ## Example
+ * ```ts
+ * import { from } from 'rxjs';
+ * import { tagAttempts } from 'cleanturn';
+ *
+ * from([
+ *   { type: 'text', text: 'Refunding the dam' },
+ *   { type: 'retry', reason: 'connection reset' },
+ *   { type: 'text', text: 'Refund started.' },
+ * ] as const)
+ *   .pipe(tagAttempts())
+ *   .subscribe((e) => console.log(e.attempt, e.type)); // 1 text, 2 retry, 2 text
+ * ```
+ *
+ * @see {@link resetOnRetry} to turn the numbered `retry` into a typed `reset`.
+ * @returns An operator that adds `attempt` to each event.
+ */
+export function tagAttempts<E extends { type: string }>(): OperatorFunction<E, Attempted<E>> {
+  return function tagAttemptsOperator(source) {
+    return defer(() => {
+      // The attempt the next event belongs to.
+      let attempt = 1;
+      return source.pipe(
+        map((event): Attempted<E> => {
+          if (event.type === 'retry') attempt++;
+          return { ...event, attempt };
+        }),
+      );
+    });
+  };
+}

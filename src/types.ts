@@ -1,0 +1,109 @@
+/**
+ * The event model of a streamed turn.
+ *
+ * Adapters turn a provider's wire format into {@link ProviderEvent}s; a user's own client can produce them
+ * too. The operators of this package add an attempt number ({@link Attempted}), replace retries with typed
+ * resets ({@link ResetEvent}) and stamp effect keys on tool calls ({@link KeyedToolCall}).
+ *
+ * @module
+ */
+
+/** Why a model stopped generating, mapped from each provider's own vocabulary. */
+export type FinishReason = 'stop' | 'tool-calls' | 'length' | 'content-filter' | 'error' | 'other';
+
+/** A fragment of answer text. */
+export interface TextEvent {
+  type: 'text';
+  /** The fragment, appended to the attempt's text so far. */
+  text: string;
+}
+
+/** A fragment of a tool call as it streams; {@link assembleToolCalls} joins fragments into a {@link ToolCallEvent}. */
+export interface ToolCallDeltaEvent {
+  type: 'tool-call-delta';
+  /** Which call of the attempt this fragment belongs to; parallel calls have different indexes. */
+  index: number;
+  /** The provider's call id, usually on the first fragment only. */
+  id?: string;
+  /** The tool's name, usually on the first fragment only. */
+  name?: string;
+  /** A piece of the JSON argument text, appended in arrival order. */
+  argsDelta: string;
+}
+
+/** A complete tool call with parsed arguments. */
+export interface ToolCallEvent {
+  type: 'tool-call';
+  /** The provider's call id. It changes from attempt to attempt: never deduplicate by it. */
+  id: string;
+  /** The tool's name. */
+  name: string;
+  /** The parsed arguments. */
+  args: unknown;
+}
+
+/**
+ * Token usage of the current attempt so far. Providers report usage cumulatively: a later `usage` event of
+ * the same attempt replaces the fields it carries.
+ */
+export interface UsageEvent {
+  type: 'usage';
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+/** The model finished this attempt. */
+export interface FinishEvent {
+  type: 'finish';
+  reason: FinishReason;
+  /** The provider's own finish reason, when it differs from `reason`. */
+  raw?: string;
+}
+
+/** A new attempt starts after this event; everything the previous attempt streamed is void. */
+export interface RetryEvent {
+  type: 'retry';
+  /** Why the previous attempt was abandoned, for people and logs. */
+  reason: string;
+  /** The error that ended the previous attempt, if there was one. */
+  error?: unknown;
+}
+
+/** Everything a provider stream can say, in provider-neutral form. */
+export type ProviderEvent =
+  | TextEvent
+  | ToolCallDeltaEvent
+  | ToolCallEvent
+  | UsageEvent
+  | FinishEvent
+  | RetryEvent;
+
+/**
+ * An event stamped with the attempt it belongs to (1 for the first attempt). A `retry` carries the number of
+ * the attempt it starts.
+ */
+export type Attempted<E> = E & { attempt: number };
+
+/** Tells every consumer: discard everything that attempts before `attempt` delivered. */
+export interface ResetEvent {
+  type: 'reset';
+  /** The attempt that starts now. */
+  attempt: number;
+  /** Why the previous attempt was abandoned. */
+  reason: string;
+}
+
+/** A tool call stamped with its attempt and its effect key (see {@link effectKey}). */
+export type KeyedToolCall = Attempted<ToolCallEvent> & { effectKey: string };
+
+/** What a policy emits: attempted events, with retries turned into resets. */
+export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetEvent;
+
+/** The clean turn stream that {@link cleanTurn} emits: like {@link PolicyEvent}, with keyed tool calls. */
+export type TurnEvent =
+  | Attempted<TextEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent>
+  | KeyedToolCall
+  | ResetEvent;
+
+/** The part of a tool call that its effect key depends on. */
+export type ToolCallMeaning = Pick<ToolCallEvent, 'name' | 'args'>;
