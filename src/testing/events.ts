@@ -1,0 +1,107 @@
+import { effectKey } from '../effectKey.js';
+import type {
+  Attempted,
+  FinishEvent,
+  FinishReason,
+  KeyedToolCall,
+  ResetEvent,
+  RetryEvent,
+  TextEvent,
+  ToolCallDeltaEvent,
+  ToolCallEvent,
+  UsageEvent,
+} from '../types.js';
+
+/** A `text` event. */
+export function text(value: string): TextEvent {
+  return { type: 'text', text: value };
+}
+
+/** A whole `tool-call` event. */
+export function call(id: string, name: string, args: unknown = {}): ToolCallEvent {
+  return { type: 'tool-call', id, name, args };
+}
+
+/** A `tool-call-delta` fragment; `id` and `name` usually come with the first fragment only. */
+export function delta(
+  index: number,
+  argsDelta: string,
+  start?: { id?: string; name?: string },
+): ToolCallDeltaEvent {
+  const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index, argsDelta };
+  if (start?.id !== undefined) event.id = start.id;
+  if (start?.name !== undefined) event.name = start.name;
+  return event;
+}
+
+/** A `usage` event. */
+export function usage(inputTokens?: number, outputTokens?: number): UsageEvent {
+  const event: UsageEvent = { type: 'usage' };
+  if (inputTokens !== undefined) event.inputTokens = inputTokens;
+  if (outputTokens !== undefined) event.outputTokens = outputTokens;
+  return event;
+}
+
+/** A `finish` event. */
+export function finish(reason: FinishReason = 'stop', raw?: string): FinishEvent {
+  return raw === undefined ? { type: 'finish', reason } : { type: 'finish', reason, raw };
+}
+
+/** A `retry` event. */
+export function retry(reason = 'connection reset', error?: unknown): RetryEvent {
+  return error === undefined ? { type: 'retry', reason } : { type: 'retry', reason, error };
+}
+
+/** A `reset` event that starts `attempt`. */
+export function reset(attempt: number, reason = 'connection reset'): ResetEvent {
+  return { type: 'reset', attempt, reason };
+}
+
+/** Stamps an attempt number on an event, as `tagAttempts` does. */
+export function at<E extends object>(attempt: number, event: E): Attempted<E> {
+  return { ...event, attempt };
+}
+
+/** Stamps an attempt number and the effect key of `turnId` on a tool call, as `cleanTurn` does. */
+export function keyed(turnId: string, attempt: number, event: ToolCallEvent): KeyedToolCall {
+  return { ...event, attempt, effectKey: effectKey(turnId, event) };
+}
+
+/** The arguments of the help-desk refund. */
+export const refundArgs = { order_id: 'ORD-7781', amount: 'full' } as const;
+
+/**
+ * The help-desk turn: attempt 1 streams text, the refund call `c1` and half a sentence, then the connection
+ * resets; attempt 2 streams text, the same refund as `c7`, a whole sentence and a finish. One letter per
+ * event, for marble diagrams: `-a-c-d-r-b-k-e-f-|`.
+ */
+export const helpDesk = {
+  /** Attempt 1's opening. */
+  a: text('Checking order ORD-7781. '),
+  /** Attempt 1's refund. */
+  c: call('c1', 'issue_refund', refundArgs),
+  /** Attempt 1's half sentence, cut off. */
+  d: text('Refunding the dam'),
+  /** The retry after the connection reset. */
+  r: retry('connection reset'),
+  /** Attempt 2's opening. */
+  b: text('Checking order ORD-7781. '),
+  /** Attempt 2's refund: the same meaning with a new id. */
+  k: call('c7', 'issue_refund', refundArgs),
+  /** Attempt 2's sentence. */
+  e: text('The book arrived damaged, so I have started a full refund.'),
+  /** Attempt 2's finish. */
+  f: finish('stop'),
+} as const;
+
+/** The help-desk turn as a list, in stream order. */
+export const helpDeskTurn = [
+  helpDesk.a,
+  helpDesk.c,
+  helpDesk.d,
+  helpDesk.r,
+  helpDesk.b,
+  helpDesk.k,
+  helpDesk.e,
+  helpDesk.f,
+];

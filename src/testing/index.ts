@@ -1,0 +1,22 @@
+/**
+ * Marble helpers for specifying turn policies: an event alphabet, the help-desk turn, and a runner for marble
+ * cases that works with any test framework's deep equality.
+ *
+ * @module
+ */
+export {
+  at,
+  call,
+  delta,
+  finish,
+  helpDesk,
+  helpDeskTurn,
+  keyed,
+  refundArgs,
+  reset,
+  retry,
+  text,
+  usage,
+} from './events.js';
+export type { MarbleCase, MarbleSpec } from './marbles.js';
+export { defineMarbles, runMarbleCase } from './marbles.js';
