@@ -19,7 +19,7 @@ export interface MarbleCase {
   /** The operator as the picture labels it, e.g. `tagAttempts()`. */
   label: string;
   /** Makes the operator under test; called once per run. */
-  operator: () => OperatorFunction<any, any>;
+  operator: () => OperatorFunction<never, unknown>;
   /** The result diagram. */
   expected: string;
   /** The events the letters of `expected` stand for. */
@@ -75,7 +75,7 @@ export function runMarbleCase(
       sources.length === 1
         ? (sources[0] as Observable<unknown>)
         : defer(() => sources[Math.min(next++, sources.length - 1)] as Observable<unknown>);
-    const result = source.pipe(marbleCase.operator());
+    const result = (source as Observable<never>).pipe(marbleCase.operator());
     expectObservable(result, marbleCase.unsubscribe).toBe(
       marbleCase.expected,
       marbleCase.expectedValues as Record<string, unknown>,
