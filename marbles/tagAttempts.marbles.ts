@@ -12,7 +12,7 @@ export default defineMarbles({
       label: 'tagAttempts()',
       operator: () => tagAttempts(),
       expected: /* */ '-A-C-D-R-B-K-E-F-|',
-      // prettier-ignore
+      // biome-ignore format: an aligned value table
       expectedValues: {
         A: at(1, h.a),
         C: at(1, h.c),
@@ -32,7 +32,7 @@ export default defineMarbles({
       label: 'tagAttempts()',
       operator: () => tagAttempts(),
       expected: /* */ '-A-R-S-B-F-|',
-      // prettier-ignore
+      // biome-ignore format: an aligned value table
       expectedValues: {
         A: at(1, text('x')),
         R: at(2, retry('reset')),

@@ -1,0 +1,62 @@
+import { backoff, RetriesExhaustedError, retryAsEvents } from 'cleanturn';
+import { defineMarbles, finish, retry, text } from 'cleanturn/testing';
+
+const reset = new Error('connection reset');
+const stall = new Error('stalled');
+const v = { a: text('Refunding the dam'), b: text('Refund'), c: text('Refund started.'), f: finish() };
+
+export default defineMarbles({
+  name: 'retryAsEvents',
+  summary:
+    'Retries like RxJS `retry`, but emits a `retry` event before each new attempt; past the cap, a typed error.',
+  cases: [
+    {
+      title: 'the source fails once: a retry event, then the second attempt',
+      source: ['-a-#', '--c-f-|'],
+      values: v,
+      error: reset,
+      label: 'retryAsEvents({ count: 2 })',
+      operator: () => retryAsEvents({ count: 2 }),
+      expected: /* */ '-a-r-c-f-|',
+      expectedValues: { ...v, r: retry('connection reset', reset) },
+      subscriptions: ['^--!', '---^-----!'],
+    },
+    {
+      title: 'with a delay, the retry event comes when the next attempt starts',
+      source: ['-a-#', '--b-#', '--c-f-|'],
+      values: v,
+      error: stall,
+      label: "retryAsEvents({ count: 2, delay: backoff({ initialDelay: 3, factor: 1, jitter: 'none' }) })",
+      operator: () =>
+        retryAsEvents({ count: 2, delay: backoff({ initialDelay: 3, factor: 1, jitter: 'none' }) }),
+      expected: /* */ '-a----r-b----r-c-f-|',
+      expectedValues: { ...v, r: retry('stalled', stall) },
+      subscriptions: ['^--!', '------^---!', '-------------^-----!'],
+    },
+    {
+      title: 'past the cap: RetriesExhaustedError with a record of every attempt',
+      source: ['-a-#', '--b-#'],
+      values: v,
+      error: reset,
+      label: 'retryAsEvents({ count: 1 })',
+      operator: () => retryAsEvents({ count: 1 }),
+      expected: /* */ '-a-r-b-#',
+      expectedValues: { ...v, r: retry('connection reset', reset) },
+      expectedError: new RetriesExhaustedError([
+        { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
+        { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
+      ]),
+    },
+    {
+      title: 'an error that is not retryable passes through as it is',
+      source: ['-a-#'],
+      values: v,
+      error: Object.assign(new Error('invalid api key'), { retryable: false }),
+      label: 'retryAsEvents({ count: 3 })',
+      operator: () => retryAsEvents({ count: 3 }),
+      expected: /* */ '-a-#',
+      expectedValues: v,
+      expectedError: Object.assign(new Error('invalid api key'), { retryable: false }),
+    },
+  ],
+});
