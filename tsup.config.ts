@@ -1,14 +1,33 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' },
+  entry: {
+    index: 'src/index.ts',
+    providers: 'src/providers/index.ts',
+    transport: 'src/transport/index.ts',
+    effects: 'src/effects/index.ts',
+    'effects-sqlite': 'src/effects/sqlite/index.ts',
+    'effects-redis': 'src/effects/redis/index.ts',
+    testing: 'src/testing/index.ts',
+  },
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,
   clean: true,
   target: 'es2022',
   platform: 'neutral',
-  // rxjs is a peer dependency: a bundled second copy breaks TestScheduler and instanceof checks.
-  external: [/^rxjs($|\/)/, /^@noble\/hashes($|\/)/, 'fast-json-stable-stringify'],
+  // Dependencies stay imports: rxjs is a peer (a bundled second copy breaks TestScheduler and instanceof checks),
+  // and the heavy optional peers load only from their own entry points.
+  external: [
+    // Sub-entries import the core through the package name: one copy of its classes per module format.
+    /^cleanturn($|\/)/,
+    /^rxjs($|\/)/,
+    /^@noble\/hashes($|\/)/,
+    'fast-json-stable-stringify',
+    'eventsource-parser',
+    'better-sqlite3',
+    'ioredis',
+    /^node:/,
+  ],
   treeshake: true,
 });

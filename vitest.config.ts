@@ -8,6 +8,11 @@ export default defineConfig({
     // Tests import through the package names, as users do; they run against the sources.
     alias: [
       { find: /^cleanturn\/testing$/, replacement: src('testing/index.ts') },
+      { find: /^cleanturn\/providers$/, replacement: src('providers/index.ts') },
+      { find: /^cleanturn\/transport$/, replacement: src('transport/index.ts') },
+      { find: /^cleanturn\/effects\/sqlite$/, replacement: src('effects/sqlite/index.ts') },
+      { find: /^cleanturn\/effects\/redis$/, replacement: src('effects/redis/index.ts') },
+      { find: /^cleanturn\/effects$/, replacement: src('effects/index.ts') },
       { find: /^cleanturn$/, replacement: src('index.ts') },
     ],
   },

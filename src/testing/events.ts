@@ -1,4 +1,3 @@
-import { effectKey } from '../effectKey.js';
 import type {
   Attempted,
   FinishEvent,
@@ -10,7 +9,8 @@ import type {
   ToolCallDeltaEvent,
   ToolCallEvent,
   UsageEvent,
-} from '../types.js';
+} from 'cleanturn';
+import { effectKey } from 'cleanturn';
 
 /** A `text` event. */
 export function text(value: string): TextEvent {
