@@ -1,0 +1,86 @@
+// A real HTTP server on 127.0.0.1 (random free port) for tests: serves a scripted response per request.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What the server does for one request. */
+export interface ScriptedResponse {
+  status?: number;
+  headers?: Record<string, string>;
+  /** The body, written in `chunks` pieces (default: one piece). */
+  body: string | Uint8Array;
+  /** Split the body into writes of this many bytes, with a macrotask between writes. */
+  chunkSize?: number;
+  /** Destroy the socket after this many body bytes (a reset mid-stream). */
+  destroyAfter?: number;
+  /** End the response cleanly after this many body bytes (a clean close before the end). */
+  endAfter?: number;
+  /** Stop writing after this many bytes but keep the socket open (a stall). */
+  stallAfter?: number;
+}
+
+export interface TestServer {
+  url: string;
+  /** Requests received so far, with their bodies. */
+  requests: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a server that answers the n-th request with `script(n)` (0-based). The last entry of an array repeats.
+ */
+export async function startServer(
+  script: readonly ScriptedResponse[] | ((n: number, req: IncomingMessage, body: string) => ScriptedResponse),
+): Promise<TestServer> {
+  const requests: TestServer['requests'] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts).toString('utf8');
+      const n = requests.length;
+      requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
+      const plan =
+        typeof script === 'function'
+          ? script(n, req, body)
+          : (script[Math.min(n, script.length - 1)] as ScriptedResponse);
+      void respond(plan, res);
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function respond(plan: ScriptedResponse, res: ServerResponse): Promise<void> {
+  const body = typeof plan.body === 'string' ? Buffer.from(plan.body, 'utf8') : Buffer.from(plan.body);
+  res.writeHead(plan.status ?? 200, { 'content-type': 'text/event-stream', ...plan.headers });
+  const limit = Math.min(body.length, plan.destroyAfter ?? plan.endAfter ?? plan.stallAfter ?? body.length);
+  const size = plan.chunkSize ?? limit;
+  for (let offset = 0; offset < limit; offset += Math.max(1, size)) {
+    if (res.destroyed) return;
+    res.write(body.subarray(offset, Math.min(limit, offset + Math.max(1, size))));
+    if (plan.chunkSize !== undefined) await new Promise((resolve) => setImmediate(resolve));
+  }
+  if (plan.destroyAfter !== undefined) {
+    // Let the written bytes leave before the reset.
+    await new Promise((resolve) => setImmediate(resolve));
+    res.socket?.destroy();
+  } else if (plan.stallAfter !== undefined) {
+    // Keep the socket open; the server's close() destroys it.
+  } else {
+    res.end();
+  }
+}
