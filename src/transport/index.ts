@@ -1,1 +1,20 @@
-export {};
+/**
+ * SSE over fetch, and a turn runner that composes the transport, an adapter and the clean-turn operators.
+ *
+ * @module
+ */
+export {
+  ConnectionError,
+  HttpStatusError,
+  isRetryableStatus,
+  parseRetryAfter,
+  SseDataError,
+  StallError,
+} from './errors.js';
+export type { FromSSEOptions, SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
+export { fromSSE } from './fromSSE.js';
+export { sseJson } from './sseJson.js';
+export type { StreamTurnOptions } from './streamTurn.js';
+export { streamTurn } from './streamTurn.js';
+export type { AttemptReport, TurnReport } from './turnReport.js';
+export { toTurnReport } from './turnReport.js';

@@ -21,7 +21,15 @@ export interface ScriptedResponse {
 export interface TestServer {
   url: string;
   /** Requests received so far, with their bodies. */
-  requests: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[];
+  requests: {
+    method: string;
+    url: string;
+    headers: IncomingMessage['headers'];
+    body: string;
+    receivedAt: number;
+  }[];
+  /** Requests whose connection the client closed before the response ended. */
+  aborted: number;
   close(): Promise<void>;
 }
 
@@ -39,7 +47,16 @@ export async function startServer(
     req.on('end', () => {
       const body = Buffer.concat(parts).toString('utf8');
       const n = requests.length;
-      requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
+      requests.push({
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        body,
+        receivedAt: Date.now(),
+      });
+      res.on('close', () => {
+        if (!res.writableFinished) handle.aborted++;
+      });
       const plan =
         typeof script === 'function'
           ? script(n, req, body)
@@ -53,15 +70,17 @@ export async function startServer(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const handle: TestServer = {
     url: `http://127.0.0.1:${port}`,
     requests,
+    aborted: 0,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
   };
+  return handle;
 }
 
 async function respond(plan: ScriptedResponse, res: ServerResponse): Promise<void> {

@@ -1,0 +1,69 @@
+import { CleanturnError } from 'cleanturn';
+
+/**
+ * The server answered with a status other than 2xx. Retryable for 408, 409, 429 and 5xx; not for other 4xx
+ * (400, 401, 403, 404…), which a new attempt would only repeat.
+ */
+export class HttpStatusError extends CleanturnError {
+  /** The HTTP status. */
+  readonly status: number;
+  /** How long the server asked the client to wait (`retry-after`), in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+  /** The start of the response body (up to 2 KiB), for logs. */
+  readonly body: string;
+
+  constructor(status: number, statusText: string, body: string, retryAfterMs: number | undefined) {
+    super(`HTTP ${status}${statusText ? ` ${statusText}` : ''}${body ? `: ${body.slice(0, 200)}` : ''}`, {
+      retryable: isRetryableStatus(status),
+    });
+    this.status = status;
+    this.retryAfterMs = retryAfterMs;
+    this.body = body;
+  }
+}
+
+/** The connection failed or broke mid-stream (refused, reset, closed by a proxy). Retryable. */
+export class ConnectionError extends CleanturnError {
+  constructor(message: string, cause: unknown) {
+    super(message, { retryable: true, cause });
+  }
+}
+
+/** No event arrived for the stall timeout; the attempt was aborted. Retryable. */
+export class StallError extends CleanturnError {
+  /** The timeout that expired, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`no event for ${timeoutMs} ms: the stream stalled`, { retryable: true });
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** An SSE `data` payload that should be JSON is not. Retryable: a garbled or cut payload. */
+export class SseDataError extends CleanturnError {
+  /** The payload as received. */
+  readonly data: string;
+
+  constructor(data: string, cause: unknown) {
+    super(`SSE data is not JSON: ${JSON.stringify(data.slice(0, 80))}`, { retryable: true, cause });
+    this.data = data;
+  }
+}
+
+/** Whether a new attempt could succeed after this HTTP status. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/**
+ * Parses a `retry-after` header: delay-seconds or an HTTP date. Returns milliseconds, or undefined when absent
+ * or unreadable.
+ */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}

@@ -1,0 +1,166 @@
+import {
+  accumulateTurn,
+  assembleToolCalls,
+  type BackoffOptions,
+  backoff,
+  cleanTurn,
+  type EffectKeyLookup,
+  isRetryable,
+  type ProviderEvent,
+  requireFinish,
+  retryAsEvents,
+  type ToolCallEvent,
+  type TurnEvent,
+  type TurnState,
+} from 'cleanturn';
+import { defer, Observable, type OperatorFunction, Subject, tap, timer } from 'rxjs';
+import { HttpStatusError } from './errors.js';
+import { fromSSE, type SseRequest } from './fromSSE.js';
+import { sseJson } from './sseJson.js';
+import { type TurnReport, toTurnReport } from './turnReport.js';
+
+/** Options of {@link streamTurn}. */
+export interface StreamTurnOptions {
+  /** Makes the HTTP request of each attempt (1-based `attempt`); pass `signal` on to fetch if you build a `Request`. */
+  request: (context: { attempt: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
+  /** The provider adapter, from parsed SSE payloads to provider events (`openaiChat()`, `anthropicMessages()`…). */
+  adapter: OperatorFunction<unknown, ProviderEvent>;
+  /** The turn's id, stable across retries and restarts: the scope of effect keys. */
+  turnId: string;
+  /** Attempts allowed for this turn, the first included. Default 3. */
+  maxAttempts?: number;
+  /** Abort an attempt after this many milliseconds without an event. Default 60 000; `0` turns it off. */
+  stallTimeout?: number;
+  /** The delay between attempts (see `backoff`); `false` retries at once. Default: `backoff()`'s defaults. */
+  backoff?: BackoffOptions | false;
+  /** The longest `retry-after` the turn will wait; a longer one fails the turn. Default 60 000 ms. */
+  maxRetryAfter?: number;
+  /** Pure reads that may run before their attempt finishes. */
+  early?: (call: ToolCallEvent & { attempt: number }) => boolean;
+  /** Effect keys that already ran (a ledger), dropped from the released calls. */
+  seen?: EffectKeyLookup;
+  /** Called once when the turn ends (completed, failed, or unsubscribed) with what it cost. */
+  onReport?: (report: TurnReport) => void;
+  /** The fetch to use; default `globalThis.fetch`. */
+  fetch?: typeof fetch;
+}
+
+/**
+ * Runs one streamed turn over SSE with retries, and emits the clean turn.
+ *
+ * Composed only of public operators, as you would compose your own:
+ *
+ * ```text
+ * fromSSE → sseJson → adapter → assembleToolCalls → requireFinish      (one attempt)
+ *   → retryAsEvents({ count: maxAttempts - 1, delay: backoff, honouring retry-after })
+ *   → cleanTurn({ turnId, early, seen })
+ * ```
+ *
+ * Each attempt is a new request; an abandoned attempt's request is aborted. Errors that are not retryable
+ * (a 401, an invalid request) end the turn at once; past `maxAttempts` the turn errors with
+ * `RetriesExhaustedError`. `onReport` receives every attempt's usage, the abandoned ones too.
+ *
+ * ## Example
+ * ```ts
+ * import { openaiChat } from 'cleanturn/providers';
+ * import { streamTurn } from 'cleanturn/transport';
+ *
+ * streamTurn({
+ *   turnId: 'turn-42',
+ *   adapter: openaiChat(),
+ *   request: ({ signal }) => ({
+ *     url: 'https://api.openai.com/v1/chat/completions',
+ *     init: { method: 'POST', headers, body: JSON.stringify({ model, messages, tools, stream: true }), signal },
+ *   }),
+ *   onReport: (report) => billing.record(report),
+ * }).subscribe(render);
+ * ```
+ *
+ * @param options The request, the adapter, the turn id, and the retry policy.
+ * @returns A cold Observable of the clean turn; each subscription runs the turn.
+ */
+export function streamTurn(options: StreamTurnOptions): Observable<TurnEvent> {
+  const {
+    request,
+    adapter,
+    turnId,
+    maxAttempts = 3,
+    stallTimeout = 60_000,
+    maxRetryAfter = 60_000,
+    early,
+    seen,
+    onReport,
+  } = options;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new RangeError('streamTurn: maxAttempts must be >= 1');
+  const wait = options.backoff === false ? undefined : backoff(options.backoff ?? {});
+
+  return defer(() => {
+    // The attempt the next subscription to the source makes.
+    let attempt = 0;
+    const oneAttempt = defer(() => {
+      attempt++;
+      const current = attempt;
+      return fromSSE(
+        ({ signal }) => request({ attempt: current, signal }),
+        stallTimeout > 0 ? { fetch: options.fetch, stallTimeout } : { fetch: options.fetch },
+      ).pipe(sseJson(), adapter, assembleToolCalls(), requireFinish());
+    });
+    const events = oneAttempt.pipe(
+      retryAsEvents({
+        count: maxAttempts - 1,
+        shouldRetry: (error) =>
+          isRetryable(error) &&
+          !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),
+        delay: (error, retryCount) => {
+          const asked = error instanceof HttpStatusError ? (error.retryAfterMs ?? 0) : 0;
+          if (wait === undefined) return timer(asked);
+          return asked > 0 ? timer(asked) : wait(error, retryCount);
+        },
+      }),
+      cleanTurn(
+        early === undefined
+          ? { turnId, ...(seen ? { seen } : {}) }
+          : { turnId, early, ...(seen ? { seen } : {}) },
+      ),
+    );
+    if (onReport === undefined) return events;
+    return reporting(events, turnId, onReport);
+  });
+}
+
+/** Mirrors `events` and calls `onReport` exactly once when the turn ends, however it ends. */
+function reporting(
+  events: Observable<TurnEvent>,
+  turnId: string,
+  onReport: (report: TurnReport) => void,
+): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
+    let state: TurnState<unknown> | undefined;
+    let reported = false;
+    const report = (end: { outcome: TurnReport['outcome']; error?: unknown }) => {
+      if (reported) return;
+      reported = true;
+      onReport(toTurnReport(turnId, state, end));
+    };
+    // The clean events also feed the turn state, synchronously and in order.
+    const feed = new Subject<TurnEvent>();
+    const fold = feed.pipe(accumulateTurn()).subscribe((s) => {
+      state = s;
+    });
+    const subscription = events
+      .pipe(
+        tap({
+          next: (event) => feed.next(event),
+          error: (error: unknown) => report({ outcome: 'failed', error }),
+          complete: () => report({ outcome: 'completed' }),
+        }),
+      )
+      .subscribe(subscriber);
+    return () => {
+      subscription.unsubscribe();
+      fold.unsubscribe();
+      report({ outcome: 'cancelled' });
+    };
+  });
+}

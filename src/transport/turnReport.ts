@@ -1,0 +1,101 @@
+import type { AttemptOutcome, TurnState, Usage } from 'cleanturn';
+
+/** One attempt in a {@link TurnReport}. */
+export interface AttemptReport {
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** How it ended: `abandoned` attempts were replaced by a retry; the last attempt may have `failed`. */
+  outcome: AttemptOutcome;
+  /** Why it was abandoned or failed, when known. */
+  reason?: string;
+  /** Usage as the provider reported it; absent when it sent none. */
+  usage?: Usage;
+  /** False when the provider sent no usage for this attempt: bill it from `textLength` or a tokenizer. */
+  usageKnown: boolean;
+  /** Characters of text the attempt streamed before it ended. */
+  textLength: number;
+  /** Tool calls of the attempt that were released to the tools. */
+  toolCalls: number;
+}
+
+/** What a turn cost and how it ended, for logs and billing. */
+export interface TurnReport {
+  turnId: string;
+  /** `completed`: the last attempt finished; `failed`: the turn errored; `cancelled`: the consumer unsubscribed. */
+  outcome: 'completed' | 'failed' | 'cancelled';
+  /** The error that ended a failed turn. */
+  error?: unknown;
+  /** The text the user reads (the last attempt's). */
+  text: string;
+  /** Every attempt, abandoned ones included: each was billed. */
+  attempts: AttemptReport[];
+  /** Summed usage of the attempts that reported any. */
+  usage: Usage;
+  /** True when every attempt reported its usage. */
+  usageComplete: boolean;
+}
+
+/**
+ * Builds the report of a turn from its last state and how it ended.
+ *
+ * @param turnId The turn's id.
+ * @param state The last {@link TurnState} (from `accumulateTurn`), if any event arrived.
+ * @param end How the stream ended, and the error that ended it.
+ */
+export function toTurnReport(
+  turnId: string,
+  state: TurnState<unknown> | undefined,
+  end: { outcome: TurnReport['outcome']; error?: unknown },
+): TurnReport {
+  const records = state?.attempts ?? [
+    { attempt: 1, outcome: 'streaming' as const, textLength: 0, toolCalls: 0 },
+  ];
+  const attempts: AttemptReport[] = records.map((record, i, all) => {
+    const live = i === all.length - 1 && record.outcome === 'streaming';
+    const outcome: AttemptOutcome = !live
+      ? record.outcome
+      : end.outcome === 'failed'
+        ? 'failed'
+        : end.outcome === 'cancelled'
+          ? 'abandoned'
+          : record.outcome;
+    const report: AttemptReport = {
+      attempt: record.attempt,
+      outcome,
+      usageKnown: record.usage !== undefined,
+      textLength: record.textLength,
+      toolCalls: record.toolCalls,
+    };
+    const reason =
+      record.reason ??
+      (live && end.outcome === 'failed' && end.error !== undefined
+        ? describe(end.error)
+        : live && end.outcome === 'cancelled'
+          ? 'cancelled by the consumer'
+          : undefined);
+    if (reason !== undefined) report.reason = reason;
+    if (record.usage !== undefined) report.usage = record.usage;
+    return report;
+  });
+  const usage: Usage = {};
+  for (const a of attempts) {
+    if (a.usage?.inputTokens !== undefined)
+      usage.inputTokens = (usage.inputTokens ?? 0) + a.usage.inputTokens;
+    if (a.usage?.outputTokens !== undefined)
+      usage.outputTokens = (usage.outputTokens ?? 0) + a.usage.outputTokens;
+  }
+  const report: TurnReport = {
+    turnId,
+    outcome: end.outcome,
+    text: state?.text ?? '',
+    attempts,
+    usage,
+    usageComplete: attempts.length > 0 && attempts.every((a) => a.usageKnown),
+  };
+  if (end.error !== undefined) report.error = end.error;
+  return report;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

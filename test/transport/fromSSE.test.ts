@@ -1,0 +1,158 @@
+import { createServer } from 'node:net';
+import {
+  ConnectionError,
+  fromSSE,
+  HttpStatusError,
+  isRetryableStatus,
+  parseRetryAfter,
+  SseDataError,
+  StallError,
+  sseJson,
+} from 'cleanturn/transport';
+import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
+import { settledResources } from '../support/resources.js';
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function serve(response: ScriptedResponse) {
+  server = await startServer([response]);
+  return server.url;
+}
+
+const collect = (url: string, options = {}) => lastValueFrom(fromSSE(() => url, options).pipe(toArray()));
+
+describe('fromSSE', () => {
+  it('parses LF, CRLF and CR framing, multi-line data, ids and comments', async () => {
+    const url = await serve({
+      body: 'data: a\n\n: keep-alive\r\n\r\nevent: x\r\nid: 7\r\ndata: b1\r\ndata: b2\r\n\r\ndata: c\r\rdata: cut',
+      chunkSize: 3,
+    });
+    expect(await collect(url)).toEqual([
+      { data: 'a', event: undefined },
+      { data: 'b1\nb2', event: 'x', id: '7' },
+      { data: 'c', event: undefined },
+    ]);
+  });
+
+  it('decodes UTF-8 split across reads', async () => {
+    const url = await serve({ body: 'data: 📦 ünï ✓\n\n', chunkSize: 1 });
+    expect((await collect(url)).map((m) => m.data)).toEqual(['📦 ünï ✓']);
+  });
+
+  it('emits a raw JSON document sent without SSE framing (a late error) as event "raw"', async () => {
+    const tail = '{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n';
+    const url = await serve({ body: `data: {"a":1}\n\n${tail}` });
+    const messages = await collect(url);
+    expect(messages[1]?.event).toBe('raw');
+    expect(JSON.parse(messages[1]?.data ?? '')).toEqual({ error: { code: 503, status: 'UNAVAILABLE' } });
+  });
+
+  it.each([
+    [400, false],
+    [401, false],
+    [403, false],
+    [404, false],
+    [408, true],
+    [409, true],
+    [429, true],
+    [500, true],
+    [503, true],
+  ])('HTTP %i errors with HttpStatusError, retryable: %s', async (status, retryable) => {
+    const url = await serve({ status, headers: { 'retry-after': '2' }, body: '{"error":"nope"}' });
+    const error = await collect(url).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpStatusError);
+    expect(error).toMatchObject({ status, retryable, retryAfterMs: 2000, body: '{"error":"nope"}' });
+    expect(isRetryableStatus(status)).toBe(retryable);
+  });
+
+  it('parses retry-after as seconds or as an HTTP date', () => {
+    expect(parseRetryAfter('3')).toBe(3000);
+    expect(parseRetryAfter('0.5')).toBe(500);
+    expect(parseRetryAfter(new Date(10_000 + 4_000).toUTCString(), 10_000)).toBe(4000);
+    expect(parseRetryAfter('soon')).toBeUndefined();
+    expect(parseRetryAfter(null)).toBeUndefined();
+  });
+
+  it('a refused connection is a retryable ConnectionError', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      });
+    });
+    const error = await collect(`http://127.0.0.1:${port}/`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect((error as ConnectionError).retryable).toBe(true);
+  });
+
+  it('a socket reset mid-stream is a retryable ConnectionError after the events that arrived', async () => {
+    const url = await serve({ body: 'data: a\n\ndata: b\n\ndata: c\n\n', destroyAfter: 12 });
+    const seen: string[] = [];
+    const error = await new Promise((resolve) => {
+      fromSSE(() => url).subscribe({
+        next: (m) => seen.push(m.data),
+        error: resolve,
+        complete: () => resolve('completed'),
+      });
+    });
+    expect(seen).toEqual(['a']);
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect((error as ConnectionError).retryable).toBe(true);
+  });
+
+  it('silence longer than stallTimeout errors with StallError and aborts the request', async () => {
+    const url = await serve({ body: 'data: a\n\ndata: b\n\n', stallAfter: 9 });
+    const seen: string[] = [];
+    const error = await new Promise((resolve) => {
+      fromSSE(() => url, { stallTimeout: 150 }).subscribe({ next: (m) => seen.push(m.data), error: resolve });
+    });
+    expect(seen).toEqual(['a']);
+    expect(error).toBeInstanceOf(StallError);
+    expect((error as StallError).retryable).toBe(true);
+    for (let i = 0; i < 100 && server?.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(server?.aborted).toBe(1);
+  });
+
+  it('passes a request factory error to the subscriber', async () => {
+    const boom = new Error('no credentials');
+    const error = await firstValueFrom(
+      fromSSE(() => {
+        throw boom;
+      }),
+    ).catch((e: unknown) => e);
+    expect(error).toBe(boom);
+  });
+
+  it('leaves no socket or timer behind after completion, error and unsubscription', async () => {
+    const baseline = process.getActiveResourcesInfo();
+    const url = await serve({ body: 'data: a\n\n', stallAfter: 9 });
+    const subscription = fromSSE(() => url, { stallTimeout: 10_000 }).subscribe();
+    await new Promise((r) => setTimeout(r, 50));
+    subscription.unsubscribe();
+    await server?.close();
+    server = undefined;
+    const left = await settledResources(baseline);
+    const count = (list: string[]) => list.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length;
+    expect(count(left)).toBeLessThanOrEqual(count(baseline));
+  });
+});
+
+describe('sseJson', () => {
+  it('parses data as JSON and drops [DONE]', async () => {
+    const url = await serve({ body: 'data: {"x":1}\n\ndata: [1,2]\n\ndata: [DONE]\n\n' });
+    expect(await lastValueFrom(fromSSE(() => url).pipe(sseJson(), toArray()))).toEqual([{ x: 1 }, [1, 2]]);
+  });
+
+  it('errors with a retryable SseDataError on a payload that is not JSON', async () => {
+    const url = await serve({ body: 'data: {"x":\n\n' });
+    const error = await lastValueFrom(fromSSE(() => url).pipe(sseJson())).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SseDataError);
+    expect(error).toMatchObject({ data: '{"x":', retryable: true });
+  });
+});
