@@ -141,9 +141,18 @@ class TurnAccumulator<C> {
   }
 
   private startAttempt(attempt: number, reason: string | undefined): void {
-    const closed = [...this.closed, this.record('abandoned', reason)];
+    // The reason says why the attempt just before `attempt` ended; with a gap, that is the last skipped one.
+    const skipped = attempt - this.attempt > 1;
+    const closed = [...this.closed, this.record('abandoned', skipped ? undefined : reason)];
     for (let gap = this.attempt + 1; gap < attempt; gap++) {
-      closed.push({ attempt: gap, outcome: 'abandoned', textLength: 0, toolCalls: 0 });
+      const record: { -readonly [K in keyof AttemptRecord]: AttemptRecord[K] } = {
+        attempt: gap,
+        outcome: 'abandoned',
+        textLength: 0,
+        toolCalls: 0,
+      };
+      if (gap === attempt - 1 && reason !== undefined) record.reason = reason;
+      closed.push(record);
     }
     this.closed = closed;
     this.attempt = attempt;

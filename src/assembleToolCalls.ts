@@ -1,5 +1,6 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import { ToolCallAssemblyError } from './errors.js';
+import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { ToolCallEvent } from './types.js';
 
 /** The events {@link assembleToolCalls} emits for an input of `E`: fragments become whole calls. */
@@ -79,7 +80,7 @@ export function assembleToolCalls<E extends { type: string }>(): OperatorFunctio
           order = [];
         }
       };
-      const subscription = source.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(event) {
           if (subscriber.closed) return;
           switch (event.type) {

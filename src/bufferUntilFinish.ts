@@ -1,4 +1,11 @@
 import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
+import { subscribeLinked } from './internal/subscribeLinked.js';
+
+/**
+ * `T`, in a position that TypeScript must not infer `T` from (what `NoInfer<T>` does since TypeScript 5.4, but
+ * resolved to `T` itself in the result).
+ */
+type NotInferred<T> = [T][T extends unknown ? 0 : never];
 
 /** Options of {@link bufferUntilFinish}. */
 export interface BufferUntilFinishOptions<C> {
@@ -43,7 +50,9 @@ export interface BufferUntilFinishOptions<C> {
  * @returns An operator that delays state-changing calls to the end of their attempt.
  */
 export function bufferUntilFinish<E extends { type: string; attempt: number }>(
-  options: BufferUntilFinishOptions<Extract<E, { type: 'tool-call' }>> = {},
+  // Not inferred from `early`: a named predicate such as `(call: { name: string }) => boolean` would make `E`
+  // its constraint (and the output type too); `E` comes from the source.
+  options: BufferUntilFinishOptions<NotInferred<Extract<E, { type: 'tool-call' }>>> = {},
 ): MonoTypeOperatorFunction<E> {
   const { early } = options;
   return function bufferUntilFinishOperator(source) {
@@ -52,7 +61,7 @@ export function bufferUntilFinish<E extends { type: string; attempt: number }>(
       let held: E[] = [];
       // The newest attempt seen; older events are stragglers whose calls are never held.
       let heldAttempt = 0;
-      const subscription = source.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(event) {
           if (subscriber.closed) return;
           if (event.attempt > heldAttempt) {

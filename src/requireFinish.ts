@@ -1,5 +1,6 @@
-import { concat, defer, EMPTY, type MonoTypeOperatorFunction, tap, throwError } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { MissingFinishError } from './errors.js';
+import { subscribeLinked } from './internal/subscribeLinked.js';
 
 /**
  * Errors with a retryable {@link MissingFinishError} when the source completes without a `finish` for its
@@ -7,8 +8,9 @@ import { MissingFinishError } from './errors.js';
  *
  * A socket that closes cleanly just before the finish looks like a normal end of stream; without this check
  * the turn would quietly end half-written. Place it before {@link retryAsEvents} so that the cut-off attempt
- * is retried. It also works on a tagged stream: a `retry` or `reset` starts a new attempt that needs its own
- * `finish`.
+ * is retried. It also works on a tagged stream: a `retry` or `reset` (or any event of a newer attempt) starts
+ * a new attempt that needs its own `finish`, and a straggler of an older attempt (even its `finish`) is passed
+ * on but not counted.
  *
  * ```text
  * source:       -a-b-f-|         source:       -a-b-|
@@ -16,7 +18,7 @@ import { MissingFinishError } from './errors.js';
  * result:       -a-b-f-|         result:       -a-b-#      # = MissingFinishError (retryable)
  * ```
  *
- * State: whether the current attempt has finished.
+ * State: the current attempt's number, and whether it has finished.
  *
  * ## Example
  * ```ts
@@ -31,22 +33,37 @@ import { MissingFinishError } from './errors.js';
  */
 export function requireFinish<E extends { type: string }>(): MonoTypeOperatorFunction<E> {
   return function requireFinishOperator(source) {
-    return defer(() => {
+    return new Observable<E>((subscriber) => {
       // Whether the current attempt has sent its finish.
       let finished = false;
       // The current attempt's number, when the events carry one.
       let attempt: number | undefined;
-      return concat(
-        source.pipe(
-          tap((event) => {
-            const a = (event as { attempt?: unknown }).attempt;
-            if (typeof a === 'number') attempt = a;
-            if (event.type === 'finish') finished = true;
-            else if (event.type === 'retry' || event.type === 'reset') finished = false;
-          }),
-        ),
-        defer(() => (finished ? EMPTY : throwError(() => new MissingFinishError(attempt)))),
-      );
+      const subscription = subscribeLinked(source, subscriber, {
+        next(event) {
+          const a = (event as { attempt?: unknown }).attempt;
+          if (typeof a === 'number') {
+            // A straggler of an older attempt says nothing about the current one.
+            if (attempt !== undefined && a < attempt) {
+              subscriber.next(event);
+              return;
+            }
+            // Any event of a newer attempt starts it, even without a `retry` or `reset` before it.
+            if (attempt !== undefined && a > attempt) finished = false;
+            attempt = a;
+          }
+          if (event.type === 'finish') finished = true;
+          else if (event.type === 'retry' || event.type === 'reset') finished = false;
+          subscriber.next(event);
+        },
+        error(error) {
+          subscriber.error(error);
+        },
+        complete() {
+          if (finished) subscriber.complete();
+          else subscriber.error(new MissingFinishError(attempt));
+        },
+      });
+      return () => subscription.unsubscribe();
     });
   };
 }

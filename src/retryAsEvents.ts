@@ -8,7 +8,14 @@ import {
   timer,
 } from 'rxjs';
 import { type FailedAttempt, isRetryable, RetriesExhaustedError } from './errors.js';
+import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { RetryEvent } from './types.js';
+
+/**
+ * `T`, in a position that TypeScript must not infer `T` from (what `NoInfer<T>` does since TypeScript 5.4, but
+ * resolved to `T` itself in the result).
+ */
+type NotInferred<T> = [T][T extends unknown ? 0 : never];
 
 /** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
 export interface RetryAsEventsOptions {
@@ -71,7 +78,11 @@ export interface RetryAsEventsOptions {
  * @param options The cap, delay and retry predicate.
  * @returns An operator that emits the source's values and a `retry` event before each new attempt.
  */
-export function retryAsEvents<T>(options: RetryAsEventsOptions = {}): OperatorFunction<T, T | RetryEvent> {
+export function retryAsEvents<T>(
+  options: RetryAsEventsOptions = {},
+  // `T` comes from the source only: inferred from what follows (`cleanTurn` reads `ProviderEvent`), it would
+  // lose the `retry` member and no longer match the source.
+): OperatorFunction<T, NotInferred<T> | RetryEvent> {
   const {
     count = Number.POSITIVE_INFINITY,
     delay,
@@ -136,7 +147,7 @@ export function retryAsEvents<T>(options: RetryAsEventsOptions = {}): OperatorFu
           return;
         }
         let fired = false;
-        waiting = wait.subscribe({
+        const subscription = wait.subscribe({
           next() {
             fired = true;
             waiting = null;
@@ -147,6 +158,9 @@ export function retryAsEvents<T>(options: RetryAsEventsOptions = {}): OperatorFu
             if (!fired) subscriber.complete();
           },
         });
+        // A notifier that fired synchronously has already started the next attempt, which may be waiting on a
+        // delay of its own by now: keep that one.
+        if (!fired) waiting = subscription;
       };
 
       const subscribeAttempt = (): void => {
@@ -155,7 +169,7 @@ export function retryAsEvents<T>(options: RetryAsEventsOptions = {}): OperatorFu
         let attemptSubscription: Subscription | undefined;
         // A retry decided during a synchronous error, run once `subscribe` has returned.
         let deferred: (() => void) | null = null;
-        attemptSubscription = from(source).subscribe({
+        attemptSubscription = subscribeLinked(source, subscriber, {
           next(value) {
             emitted++;
             if (resetOnSuccess) retryCount = 0;

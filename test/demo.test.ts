@@ -1,11 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 
 // The demo is the README's first command: it must keep telling the truth about the three policies.
-beforeAll(() => {
-  if (!existsSync('dist/index.js')) execFileSync('npx', ['tsup'], { stdio: 'ignore' });
-}, 120_000);
 
 it('prints the three policies and cleanTurn side by side with their refunds and keys', () => {
   const out = execFileSync(process.execPath, ['examples/demo.mjs'], { encoding: 'utf8' });

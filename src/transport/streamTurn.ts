@@ -20,11 +20,11 @@ import { sseJson } from './sseJson.js';
 import { type TurnReport, toTurnReport } from './turnReport.js';
 
 /** Options of {@link streamTurn}. */
-export interface StreamTurnOptions {
+export interface StreamTurnOptions<I = unknown> {
   /** Makes the HTTP request of each attempt (1-based `attempt`); pass `signal` on to fetch if you build a `Request`. */
   request: (context: { attempt: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
   /** The provider adapter, from parsed SSE payloads to provider events (`openaiChat()`, `anthropicMessages()`…). */
-  adapter: OperatorFunction<unknown, ProviderEvent>;
+  adapter: OperatorFunction<I, ProviderEvent>;
   /** The turn's id, stable across retries and restarts: the scope of effect keys. */
   turnId: string;
   /** Attempts allowed for this turn, the first included. Default 3. */
@@ -79,7 +79,7 @@ export interface StreamTurnOptions {
  * @param options The request, the adapter, the turn id, and the retry policy.
  * @returns A cold Observable of the clean turn; each subscription runs the turn.
  */
-export function streamTurn(options: StreamTurnOptions): Observable<TurnEvent> {
+export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {
   const {
     request,
     adapter,
@@ -104,7 +104,7 @@ export function streamTurn(options: StreamTurnOptions): Observable<TurnEvent> {
       return fromSSE(
         ({ signal }) => request({ attempt: current, signal }),
         stallTimeout > 0 ? { fetch: options.fetch, stallTimeout } : { fetch: options.fetch },
-      ).pipe(sseJson(), adapter, assembleToolCalls(), requireFinish());
+      ).pipe(sseJson<I>(), adapter, assembleToolCalls(), requireFinish());
     });
     const events = oneAttempt.pipe(
       retryAsEvents({

@@ -1,0 +1,11 @@
+// Builds dist/ once before the suite: the package tests, the demo test and the contract load the built package.
+import { execFileSync } from 'node:child_process';
+
+export default function build(): void {
+  try {
+    execFileSync('npx', ['tsup'], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`the build failed:\n${stdout ?? ''}\n${stderr ?? ''}`);
+  }
+}

@@ -1,0 +1,361 @@
+// Type tests: what each operator does to the event union, checked by the compiler (vitest typecheck).
+import type {
+  AssembledEvent,
+  Attempted,
+  FailedAttempt,
+  FinishEvent,
+  KeyedToolCall,
+  PolicyEvent,
+  PolicyName,
+  ProviderEvent,
+  ResetEvent,
+  RetryEvent,
+  TextEvent,
+  ToolCallDeltaEvent,
+  ToolCallEvent,
+  TurnEvent,
+  TurnState,
+  UsageEvent,
+  WithEffectKeys,
+  WithResets,
+} from 'cleanturn';
+import {
+  accumulateTurn,
+  assembleToolCalls,
+  bufferUntilFinish,
+  cleanTurn,
+  dedupeByEffectKey,
+  effectKey,
+  lateExecutionPolicy,
+  naivePolicy,
+  policies,
+  type RetriesExhaustedError,
+  requireFinish,
+  resetOnlyPolicy,
+  resetOnRetry,
+  retryAsEvents,
+  tagAttempts,
+} from 'cleanturn';
+import { text } from 'cleanturn/testing';
+import { type MonoTypeOperatorFunction, type Observable, type OperatorFunction, of } from 'rxjs';
+import { describe, expectTypeOf, test } from 'vitest';
+
+declare const provider$: Observable<ProviderEvent>;
+declare const attempted$: Observable<Attempted<ProviderEvent>>;
+declare const turn$: Observable<TurnEvent>;
+
+/** The value type of an observable. */
+type ValueOf<O> = O extends Observable<infer T> ? T : never;
+
+describe('the event model', () => {
+  test('Attempted<E> adds attempt: number to every member of a union', () => {
+    expectTypeOf<Attempted<TextEvent>>().toEqualTypeOf<TextEvent & { attempt: number }>();
+    expectTypeOf<Attempted<ProviderEvent>>().toHaveProperty('attempt').toEqualTypeOf<number>();
+    expectTypeOf<Extract<Attempted<ProviderEvent>, { type: 'retry' }>>().toEqualTypeOf<
+      Attempted<RetryEvent>
+    >();
+  });
+
+  test('PolicyEvent has no retry, and has resets', () => {
+    expectTypeOf<Extract<PolicyEvent, { type: 'retry' }>>().toBeNever();
+    expectTypeOf<Extract<PolicyEvent, { type: 'reset' }>>().toEqualTypeOf<ResetEvent>();
+  });
+
+  test('a tool-call of TurnEvent is a KeyedToolCall', () => {
+    expectTypeOf<Extract<TurnEvent, { type: 'tool-call' }>>().toEqualTypeOf<KeyedToolCall>();
+    expectTypeOf<KeyedToolCall>().toHaveProperty('effectKey').toEqualTypeOf<string>();
+    expectTypeOf<KeyedToolCall>().toHaveProperty('attempt').toEqualTypeOf<number>();
+    expectTypeOf<Extract<TurnEvent, { type: 'retry' }>>().toBeNever();
+  });
+});
+
+describe('tagAttempts', () => {
+  test('outputs Attempted<E> for the input type', () => {
+    expectTypeOf(tagAttempts<ProviderEvent>()).toEqualTypeOf<
+      OperatorFunction<ProviderEvent, Attempted<ProviderEvent>>
+    >();
+    expectTypeOf(provider$.pipe(tagAttempts())).toEqualTypeOf<Observable<Attempted<ProviderEvent>>>();
+    // Any event type works, and keeps its own fields.
+    const custom$ = of({ type: 'text' as const, text: 'hi', lang: 'en' }).pipe(tagAttempts());
+    expectTypeOf<ValueOf<typeof custom$>>().toEqualTypeOf<
+      Attempted<{ type: 'text'; text: string; lang: string }>
+    >();
+  });
+
+  test('rejects values that are not events', () => {
+    // @ts-expect-error numbers have no `type`
+    of(1, 2).pipe(tagAttempts());
+  });
+});
+
+describe('resetOnRetry', () => {
+  test('removes retry from the union and adds ResetEvent', () => {
+    const out$ = attempted$.pipe(resetOnRetry());
+    type Out = ValueOf<typeof out$>;
+    expectTypeOf<Out>().toEqualTypeOf<WithResets<Attempted<ProviderEvent>>>();
+    expectTypeOf<Out>().toEqualTypeOf<Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetEvent>();
+    expectTypeOf<Extract<Out, { type: 'retry' }>>().toBeNever();
+    expectTypeOf<Extract<Out, { type: 'reset' }>>().toEqualTypeOf<ResetEvent>();
+    expectTypeOf<Extract<Out, { type: 'text' }>>().toEqualTypeOf<Attempted<TextEvent>>();
+  });
+
+  test('needs events with an attempt (tagAttempts first)', () => {
+    // @ts-expect-error ProviderEvent has no `attempt`
+    provider$.pipe(resetOnRetry());
+    // @ts-expect-error a bare text event has no `attempt`
+    of(text('x')).pipe(resetOnRetry());
+    expectTypeOf(provider$.pipe(tagAttempts(), resetOnRetry())).toEqualTypeOf<
+      Observable<WithResets<Attempted<ProviderEvent>>>
+    >();
+  });
+});
+
+describe('bufferUntilFinish', () => {
+  test('keeps the type', () => {
+    expectTypeOf(bufferUntilFinish<Attempted<ProviderEvent>>()).toEqualTypeOf<
+      MonoTypeOperatorFunction<Attempted<ProviderEvent>>
+    >();
+    expectTypeOf(attempted$.pipe(bufferUntilFinish())).toEqualTypeOf<Observable<Attempted<ProviderEvent>>>();
+    const policy$ = attempted$.pipe(resetOnRetry(), bufferUntilFinish());
+    expectTypeOf(policy$).toEqualTypeOf<Observable<WithResets<Attempted<ProviderEvent>>>>();
+  });
+
+  test('its early callback receives the tool-call member', () => {
+    attempted$.pipe(
+      bufferUntilFinish({
+        early: (call) => {
+          expectTypeOf(call).toEqualTypeOf<Attempted<ToolCallEvent>>();
+          return call.name === 'lookup_order';
+        },
+      }),
+    );
+    bufferUntilFinish<Attempted<ProviderEvent>>({
+      early: (call) => {
+        expectTypeOf(call).toEqualTypeOf<Attempted<ToolCallEvent>>();
+        expectTypeOf(call.attempt).toBeNumber();
+        return true;
+      },
+    });
+    // A named predicate (not contextually typed) still leaves the event type to the source.
+    const isPureRead = (call: { name: string }): boolean => call.name === 'lookup_order';
+    expectTypeOf(attempted$.pipe(bufferUntilFinish({ early: isPureRead }))).toEqualTypeOf<
+      Observable<Attempted<ProviderEvent>>
+    >();
+    // A predicate that returns something else is refused.
+    // @ts-expect-error early must return a boolean
+    bufferUntilFinish<Attempted<ProviderEvent>>({ early: (call) => call.name });
+  });
+
+  test('needs events with an attempt', () => {
+    // @ts-expect-error ProviderEvent has no `attempt`
+    provider$.pipe(bufferUntilFinish());
+  });
+});
+
+describe('dedupeByEffectKey', () => {
+  test('adds effectKey: string to tool calls only', () => {
+    const out$ = attempted$.pipe(dedupeByEffectKey({ turnId: 't' }));
+    type Out = ValueOf<typeof out$>;
+    expectTypeOf<Out>().toEqualTypeOf<WithEffectKeys<Attempted<ProviderEvent>>>();
+    expectTypeOf<Extract<Out, { type: 'tool-call' }>>().toEqualTypeOf<KeyedToolCall>();
+    expectTypeOf<Extract<Out, { type: 'tool-call' }>>().toHaveProperty('effectKey').toEqualTypeOf<string>();
+    expectTypeOf<Extract<Out, { type: 'text' }>>().toEqualTypeOf<Attempted<TextEvent>>();
+    expectTypeOf<Extract<Out, { type: 'text' }>>().not.toHaveProperty('effectKey');
+    expectTypeOf<Extract<Out, { type: 'finish' }>>().not.toHaveProperty('effectKey');
+    // It also works before tagAttempts.
+    expectTypeOf<ValueOf<ReturnType<ReturnType<typeof dedupeByEffectKey<ProviderEvent>>>>>().toEqualTypeOf<
+      WithEffectKeys<ProviderEvent>
+    >();
+    expectTypeOf<Extract<WithEffectKeys<ProviderEvent>, { type: 'tool-call' }>>().toEqualTypeOf<
+      ToolCallEvent & { effectKey: string }
+    >();
+  });
+
+  test('options: turnId is required; seen is anything with has(key); key is a function', () => {
+    dedupeByEffectKey({ turnId: 't', seen: new Set<string>() });
+    dedupeByEffectKey({ turnId: 't', seen: { has: (key: string) => key === 'x' } });
+    dedupeByEffectKey({ turnId: 't', key: (turnId, call) => `${turnId}:${call.name}` });
+    // @ts-expect-error turnId is required
+    dedupeByEffectKey({});
+    // @ts-expect-error turnId is a string
+    dedupeByEffectKey({ turnId: 42 });
+    // @ts-expect-error seen must be able to answer has(key)
+    dedupeByEffectKey({ turnId: 't', seen: ['a'] });
+  });
+});
+
+describe('cleanTurn', () => {
+  test('maps ProviderEvent to TurnEvent', () => {
+    expectTypeOf(cleanTurn({ turnId: 't' })).toEqualTypeOf<OperatorFunction<ProviderEvent, TurnEvent>>();
+    expectTypeOf(provider$.pipe(cleanTurn({ turnId: 't' }))).toEqualTypeOf<Observable<TurnEvent>>();
+  });
+
+  test('a tool-call of the result narrows to KeyedToolCall', () => {
+    provider$.pipe(cleanTurn({ turnId: 't' })).subscribe((event) => {
+      if (event.type === 'tool-call') {
+        expectTypeOf(event).toEqualTypeOf<KeyedToolCall>();
+        expectTypeOf(event.effectKey).toBeString();
+      }
+      if (event.type === 'reset') expectTypeOf(event).toEqualTypeOf<ResetEvent>();
+      if (event.type === 'text') {
+        expectTypeOf(event).toEqualTypeOf<Attempted<TextEvent>>();
+        // @ts-expect-error only tool calls carry an effect key
+        event.effectKey;
+      }
+    });
+  });
+
+  test('early receives an attempted tool call; options are checked', () => {
+    cleanTurn({
+      turnId: 't',
+      early: (call) => {
+        expectTypeOf(call).toEqualTypeOf<Attempted<ToolCallEvent>>();
+        return call.name === 'lookup_order';
+      },
+    });
+    // @ts-expect-error turnId is required
+    cleanTurn({});
+    // @ts-expect-error cleanTurn reads provider events, not numbers
+    of(1).pipe(cleanTurn({ turnId: 't' }));
+  });
+});
+
+describe('assembleToolCalls', () => {
+  test('replaces the delta member with a tool call', () => {
+    const out$ = provider$.pipe(assembleToolCalls());
+    type Out = ValueOf<typeof out$>;
+    expectTypeOf<Out>().toEqualTypeOf<AssembledEvent<ProviderEvent>>();
+    expectTypeOf<Extract<Out, { type: 'tool-call-delta' }>>().toBeNever();
+    expectTypeOf<Extract<Out, { type: 'tool-call' }>>().toExtend<ToolCallEvent>();
+    expectTypeOf<Extract<Out, { type: 'text' }>>().toEqualTypeOf<TextEvent>();
+    // What a delta becomes: exactly a tool call.
+    expectTypeOf<AssembledEvent<ToolCallDeltaEvent>>().branded.toEqualTypeOf<ToolCallEvent>();
+    // So the result feeds cleanTurn.
+    expectTypeOf(provider$.pipe(assembleToolCalls(), cleanTurn({ turnId: 't' }))).toEqualTypeOf<
+      Observable<TurnEvent>
+    >();
+  });
+
+  test('keeps attempt when present', () => {
+    const out$ = attempted$.pipe(assembleToolCalls());
+    type Out = ValueOf<typeof out$>;
+    expectTypeOf<Extract<Out, { type: 'tool-call-delta' }>>().toBeNever();
+    expectTypeOf<Extract<Out, { type: 'tool-call' }>>().toHaveProperty('attempt').toEqualTypeOf<number>();
+    expectTypeOf<Extract<Out, { type: 'tool-call' }>>().toExtend<Attempted<ToolCallEvent>>();
+    expectTypeOf<AssembledEvent<Attempted<ToolCallDeltaEvent>>>().branded.toEqualTypeOf<
+      Attempted<ToolCallEvent>
+    >();
+    // A delta keeps none of its fragment fields.
+    expectTypeOf<AssembledEvent<Attempted<ToolCallDeltaEvent>>>().not.toHaveProperty('argsDelta');
+    expectTypeOf<AssembledEvent<Attempted<ToolCallDeltaEvent>>>().not.toHaveProperty('index');
+  });
+});
+
+describe('accumulateTurn', () => {
+  test('yields TurnState whose toolCalls are the input’s tool-call members', () => {
+    expectTypeOf(turn$.pipe(accumulateTurn())).toEqualTypeOf<Observable<TurnState<KeyedToolCall>>>();
+    const state$ = provider$.pipe(cleanTurn({ turnId: 't' }), accumulateTurn());
+    type State = ValueOf<typeof state$>;
+    expectTypeOf<State['toolCalls']>().toEqualTypeOf<readonly KeyedToolCall[]>();
+    expectTypeOf<State['text']>().toBeString();
+    expectTypeOf<State['attempt']>().toBeNumber();
+    expectTypeOf<State['finish']>().toEqualTypeOf<Attempted<FinishEvent> | undefined>();
+    // Without effect keys, the calls are plain attempted calls.
+    const policy$ = provider$.pipe(lateExecutionPolicy(), accumulateTurn());
+    expectTypeOf<ValueOf<typeof policy$>['toolCalls']>().toEqualTypeOf<readonly Attempted<ToolCallEvent>[]>();
+  });
+
+  test('needs events with an attempt', () => {
+    // @ts-expect-error ProviderEvent has no `attempt`
+    provider$.pipe(accumulateTurn());
+  });
+});
+
+describe('retryAsEvents', () => {
+  test('yields T | RetryEvent', () => {
+    expectTypeOf(retryAsEvents<number>()).toEqualTypeOf<OperatorFunction<number, number | RetryEvent>>();
+    expectTypeOf(of(1, 2).pipe(retryAsEvents({ count: 2 }))).toEqualTypeOf<Observable<number | RetryEvent>>();
+    expectTypeOf(provider$.pipe(retryAsEvents({ count: 3 }))).toEqualTypeOf<Observable<ProviderEvent>>();
+    // The event type comes from the source, not from what follows: cleanTurn can follow it directly.
+    expectTypeOf(
+      provider$.pipe(requireFinish(), retryAsEvents({ count: 3 }), cleanTurn({ turnId: 't' })),
+    ).toEqualTypeOf<Observable<TurnEvent>>();
+    expectTypeOf(provider$.pipe(retryAsEvents({ count: 3 }), cleanTurn({ turnId: 't' }))).toEqualTypeOf<
+      Observable<TurnEvent>
+    >();
+    expectTypeOf(
+      provider$.pipe(
+        requireFinish(),
+        retryAsEvents({ count: 3 }),
+        assembleToolCalls(),
+        cleanTurn({ turnId: 't' }),
+      ),
+    ).toEqualTypeOf<Observable<TurnEvent>>();
+  });
+
+  test('options are RetryConfig-like', () => {
+    retryAsEvents({ count: 3, delay: 100, resetOnSuccess: false });
+    retryAsEvents({ delay: (error, retryCount) => of(`${String(error)} ${retryCount}`) });
+    retryAsEvents({ shouldRetry: (error) => error instanceof Error, reason: () => 'why' });
+    // @ts-expect-error count is a number
+    retryAsEvents({ count: '3' });
+    // @ts-expect-error shouldRetry answers with a boolean
+    retryAsEvents({ shouldRetry: () => 'yes' });
+  });
+
+  test('its error carries the attempt records', () => {
+    expectTypeOf<RetriesExhaustedError['attempts']>().toEqualTypeOf<readonly FailedAttempt[]>();
+    expectTypeOf<FailedAttempt['emitted']>().toBeNumber();
+    expectTypeOf<RetriesExhaustedError>().toExtend<Error>();
+  });
+});
+
+describe('requireFinish', () => {
+  test('keeps the type', () => {
+    expectTypeOf(provider$.pipe(requireFinish())).toEqualTypeOf<Observable<ProviderEvent>>();
+    expectTypeOf(attempted$.pipe(requireFinish())).toEqualTypeOf<Observable<Attempted<ProviderEvent>>>();
+  });
+});
+
+describe('effectKey', () => {
+  test('returns a string from a turn id and a call’s meaning', () => {
+    expectTypeOf(effectKey).returns.toBeString();
+    expectTypeOf(effectKey('t', { name: 'issue_refund', args: { order_id: 'ORD-1' } })).toBeString();
+    expectTypeOf(effectKey('t', { name: 'issue_refund', args: {} }, 2)).toBeString();
+    // A whole (keyed) call is accepted too: only its meaning counts.
+    expectTypeOf<KeyedToolCall>().toExtend<Parameters<typeof effectKey>[1]>();
+  });
+
+  test('rejects a call without name, a turn id that is not a string, a step that is not a number', () => {
+    // @ts-expect-error a call without name
+    effectKey('t', { args: {} });
+    // @ts-expect-error a call without args
+    effectKey('t', { name: 'issue_refund' });
+    // @ts-expect-error the turn id is a string
+    effectKey(42, { name: 'issue_refund', args: {} });
+    // @ts-expect-error the step is a number
+    effectKey('t', { name: 'issue_refund', args: {} }, '2');
+  });
+});
+
+describe('policies', () => {
+  test('map ProviderEvent to PolicyEvent', () => {
+    type Policy = OperatorFunction<ProviderEvent, PolicyEvent>;
+    expectTypeOf(naivePolicy()).toEqualTypeOf<Policy>();
+    expectTypeOf(resetOnlyPolicy()).toEqualTypeOf<Policy>();
+    expectTypeOf(lateExecutionPolicy()).toEqualTypeOf<Policy>();
+    expectTypeOf<PolicyName>().toEqualTypeOf<'naive' | 'resetOnly' | 'lateExecution'>();
+    const byName = (name: PolicyName) => policies[name]();
+    expectTypeOf(byName).returns.toEqualTypeOf<Policy>();
+    expectTypeOf(provider$.pipe(policies.lateExecution())).toEqualTypeOf<Observable<PolicyEvent>>();
+    // The naive policy's output is still typed: resets included, even though it never sends one.
+    expectTypeOf<Extract<PolicyEvent, { type: 'usage' }>>().toEqualTypeOf<Attempted<UsageEvent>>();
+  });
+
+  test('take provider events only', () => {
+    // @ts-expect-error already-tagged events are not provider events
+    attempted$.pipe(resetOnRetry(), naivePolicy());
+    // @ts-expect-error no such policy
+    policies.optimistic();
+  });
+});
