@@ -43,9 +43,9 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' } ? E & { effectKe
  * ```ts
  * import { dedupeByEffectKey, tagAttempts } from 'cleanturn';
  *
- * const done = new Set(await ledger.completedKeys('turn-42'));
+ * const ledger = new MemoryEffectLedger(); // from 'cleanturn/effects'
  * providerEvents$
- *   .pipe(tagAttempts(), dedupeByEffectKey({ turnId: 'turn-42', seen: done }))
+ *   .pipe(tagAttempts(), dedupeByEffectKey({ turnId: 'turn-42', seen: ledger.seen('turn-42') }))
  *   .subscribe((e) => {
  *     if (e.type === 'tool-call') runTool(e.name, e.args, e.effectKey);
  *   });

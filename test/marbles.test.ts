@@ -18,6 +18,7 @@ const operators = [
   'naivePolicy',
   'resetOnlyPolicy',
   'lateExecutionPolicy',
+  'executeTools',
 ];
 
 it('has one marble spec per operator and policy', () => {

@@ -1,1 +1,8 @@
-export {};
+/**
+ * The SQLite effect ledger, for one machine. Needs the optional peer dependency `better-sqlite3`; importing
+ * `cleanturn/effects` alone never loads it.
+ *
+ * @module
+ */
+export type { SqliteEffectLedgerOptions } from './SqliteEffectLedger.js';
+export { SqliteEffectLedger } from './SqliteEffectLedger.js';

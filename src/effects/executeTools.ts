@@ -1,0 +1,356 @@
+import type { KeyedToolCall, TurnEvent } from 'cleanturn';
+import { isRetryable } from 'cleanturn';
+import {
+  catchError,
+  defaultIfEmpty,
+  defer,
+  filter,
+  from,
+  isObservable,
+  map,
+  mergeMap,
+  Observable,
+  type OperatorFunction,
+  of,
+  throwError,
+  timer,
+} from 'rxjs';
+import { EffectResultError, LeaseLostError, MissingEffectKeyError } from './errors.js';
+import { encodeResult, serializeError } from './json.js';
+import { checkDuration, MemoryEffectLedger } from './MemoryEffectLedger.js';
+import type {
+  Awaitable,
+  EffectLedger,
+  JsonValue,
+  SerializedError,
+  ToolContext,
+  ToolHandler,
+  ToolHandlers,
+  ToolResultEvent,
+} from './types.js';
+
+/** Options of {@link executeTools}. */
+export interface ExecuteToolsOptions {
+  /** The turn id: the ledger scope of the calls' effect keys. The same id as `cleanTurn`'s. */
+  turnId: string;
+  /**
+   * Where effects are recorded. Default: a new {@link MemoryEffectLedger} per `executeTools()` call, shared by
+   * its subscriptions (exactly once within one process only).
+   */
+  ledger?: EffectLedger;
+  /** How many handlers may run at once. Default: 1, one after the other in call order. */
+  concurrency?: number;
+  /**
+   * The order of the results when `concurrency` > 1: `'calls'` (default) emits them in the order of the calls,
+   * holding an early result until the ones before it are out; `'completion'` emits each as soon as it is ready.
+   */
+  order?: 'calls' | 'completion';
+  /**
+   * How long a claim holds while its handler runs, in milliseconds. Choose it longer than the slowest handler:
+   * past it, another process may take the key over and run the handler again (with the same key). It is also
+   * how long a restart waits for the claim of a process that crashed mid-effect. Default: 60 000.
+   */
+  leaseMs?: number;
+  /**
+   * What to do when another holder is running the same effect: `'wait'` (default) polls the ledger until the
+   * effect is settled and replays it, or until the other lease expires and takes it over; `'report'` emits an
+   * `in-progress` result at once, as an idempotency store that answers 409 Conflict would.
+   */
+  inProgress?: 'wait' | 'report';
+  /** How often a waiting call asks the ledger again, in milliseconds. Default: 100. */
+  pollMs?: number;
+  /**
+   * Which handler failures to record, so that later runs replay the error instead of running the handler again.
+   * Failures that are not recorded are released: the next run of the turn runs the handler again (with the same
+   * key). Default: record the errors that carry `retryable: false` (a declined card, like a 4xx that Stripe
+   * stores), release the others (timeouts, network errors, bugs, as Powertools deletes the record).
+   */
+  recordFailure?: (error: unknown) => boolean;
+}
+
+/** Default `leaseMs`. */
+export const DEFAULT_LEASE_MS = 60_000;
+/** Default `pollMs`. */
+const DEFAULT_POLL_MS = 100;
+
+/** A handler's outcome as a value: handler failures are results, not stream errors. */
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * Runs the tool calls of a clean turn with your handlers, at most once per effect key across retries,
+ * restarts and processes, and emits one `tool-result` per call.
+ *
+ * Each call's effect key is claimed in the ledger (scope: `turnId`) before its handler runs. A key that already
+ * ran is replayed from the ledger; a key that another process is running is waited for; a key whose holder
+ * crashed is taken over when its lease expires, and the handler runs again with the same key, which the
+ * handler passes on so that the service (a payment API) is idempotent too. Unknown tools and handler failures
+ * become typed results; nothing is dropped. Other events (text, resets, finish) are not passed on: share the
+ * turn to render it and to execute it.
+ *
+ * ```text
+ * source:       -b-K-L-f-|         K, L: released calls (issue_refund, send_email); b, f: text, finish
+ *          executeTools({ issue_refund, send_email }, { turnId: 'turn-42' })
+ * result:       ---k-l---|         k, l: { type: 'tool-result', outcome: 'executed', result, … }
+ * ```
+ *
+ * State per call: claim → run the handler → complete (or fail / release) → emit; with `order: 'calls'`, the
+ * results that wait for an earlier one. Unsubscribing aborts the handlers' `signal` and writes nothing more:
+ * a claim whose handler was cut off expires after `leaseMs`, as if its process had crashed.
+ *
+ * The outcomes:
+ * - `executed`: the handler ran now; `reclaimed: true` when it took over an expired claim.
+ * - `replayed`: the effect ran before; `result` is the stored one.
+ * - `failed`: the handler threw (`replayed: false`, with `cause`) or its recorded failure was replayed.
+ * - `unknown-tool`: no handler has that name; the ledger is not touched.
+ * - `in-progress`: another holder is running it (only with `inProgress: 'report'`).
+ *
+ * The stream errors only when the ledger itself fails (a database or network error: whether the effect ran is
+ * then unknown, and the claim expires), or with {@link MissingEffectKeyError} for a call without an effect key.
+ *
+ * ## Example
+ * ```ts
+ * import { cleanTurn } from 'cleanturn';
+ * import { executeTools } from 'cleanturn/effects';
+ * import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
+ *
+ * const ledger = new SqliteEffectLedger({ database: 'effects.db' });
+ * providerEvents$
+ *   .pipe(
+ *     cleanTurn({ turnId: 'turn-42' }),
+ *     executeTools(
+ *       {
+ *         issue_refund: async (args, { effectKey, signal }) =>
+ *           payments.refund(RefundArgs.parse(args), { idempotencyKey: effectKey, signal }),
+ *       },
+ *       { turnId: 'turn-42', ledger },
+ *     ),
+ *   )
+ *   .subscribe((r) => console.log(r.call.name, r.outcome));
+ * ```
+ *
+ * @see {@link MemoryEffectLedger}, `SqliteEffectLedger` and `RedisEffectLedger`; {@link EffectLedger} for the
+ *   promises a ledger keeps.
+ * @param handlers Tool handlers by tool name.
+ * @param options `turnId`, and optionally `ledger`, `concurrency`, `order`, `leaseMs`, `inProgress`, `pollMs`,
+ *   `recordFailure`.
+ * @returns An operator from the clean turn stream to one `tool-result` per tool call.
+ */
+export function executeTools(
+  handlers: ToolHandlers,
+  options: ExecuteToolsOptions,
+): OperatorFunction<TurnEvent, ToolResultEvent> {
+  const {
+    turnId,
+    ledger = new MemoryEffectLedger(),
+    concurrency = 1,
+    order = 'calls',
+    inProgress = 'wait',
+    recordFailure = (error: unknown) => !isRetryable(error),
+  } = options;
+  const leaseMs = checkDuration(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
+  const pollMs = checkDuration(options.pollMs ?? DEFAULT_POLL_MS, 'pollMs');
+  if (!(concurrency >= 1 && (Number.isInteger(concurrency) || concurrency === Number.POSITIVE_INFINITY))) {
+    throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
+  }
+
+  /** Claims the call's key and acts on the answer; waits and asks again while another holder runs it. */
+  function runCall(call: KeyedToolCall): Observable<ToolResultEvent> {
+    const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
+    const handler = Object.hasOwn(handlers, call.name) ? handlers[call.name] : undefined;
+    if (handler === undefined) {
+      const error: SerializedError = {
+        name: 'UnknownToolError',
+        message: `no handler for tool ${call.name}`,
+        retryable: false,
+      };
+      return of({ ...base, outcome: 'unknown-tool', error });
+    }
+    const attempt = (): Observable<ToolResultEvent> =>
+      awaited(() => ledger.claim(turnId, call.effectKey, { leaseMs })).pipe(
+        mergeMap((claim): Observable<ToolResultEvent> => {
+          switch (claim.status) {
+            case 'completed':
+              return of({ ...base, outcome: 'replayed', result: claim.result });
+            case 'failed':
+              return of({ ...base, outcome: 'failed', error: claim.error, replayed: true });
+            case 'in-progress':
+              if (inProgress === 'report') return of({ ...base, outcome: 'in-progress', until: claim.until });
+              return timer(Math.max(1, Math.min(pollMs, claim.until - Date.now()))).pipe(mergeMap(attempt));
+            case 'claimed':
+              return execute(call, handler, claim.token, claim.reclaimed);
+          }
+        }),
+      );
+    return attempt();
+  }
+
+  /** Runs the handler of a claimed call and records its outcome. */
+  function execute(
+    call: KeyedToolCall,
+    handler: ToolHandler,
+    token: string,
+    reclaimed: boolean,
+  ): Observable<ToolResultEvent> {
+    const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
+    const context = { effectKey: call.effectKey, turnId, call, reclaimed };
+    return runHandler(handler, call.args, context).pipe(
+      mergeMap((settled): Observable<ToolResultEvent> => {
+        if (settled.ok) {
+          const executed: ToolResultEvent = {
+            ...base,
+            outcome: 'executed',
+            result: settled.value as JsonValue | undefined,
+            reclaimed,
+          };
+          return defer(() => {
+            // Checked here too, so that a ledger of one's own that forgets to check cannot store a non-JSON result.
+            encodeResult(settled.value);
+            return awaited(() => ledger.complete(turnId, call.effectKey, token, settled.value));
+          }).pipe(
+            map(() => executed),
+            catchError((error: unknown) => {
+              // The effect ran, but its result cannot be stored: record that as a failure, so that no later run
+              // repeats an effect known to have happened.
+              if (error instanceof EffectResultError) return settle('fail', call, token, error);
+              // Another holder took the key over after our lease expired; its record stands, our result is real.
+              if (error instanceof LeaseLostError) return of(executed);
+              return throwError(() => error);
+            }),
+          );
+        }
+        let record: boolean;
+        try {
+          record = recordFailure(settled.error);
+        } catch (error) {
+          return throwError(() => error);
+        }
+        return settle(record ? 'fail' : 'release', call, token, settled.error);
+      }),
+    );
+  }
+
+  /** Records (`fail`) or releases a failed call and emits its `failed` result. */
+  function settle(
+    how: 'fail' | 'release',
+    call: KeyedToolCall,
+    token: string,
+    cause: unknown,
+  ): Observable<ToolResultEvent> {
+    const error = serializeError(cause);
+    const failed: ToolResultEvent = {
+      type: 'tool-result',
+      effectKey: call.effectKey,
+      call,
+      outcome: 'failed',
+      error,
+      replayed: false,
+      cause,
+    };
+    return awaited(() =>
+      how === 'fail'
+        ? ledger.fail(turnId, call.effectKey, token, error)
+        : ledger.release(turnId, call.effectKey, token),
+    ).pipe(
+      map(() => failed),
+      catchError((e: unknown) => (e instanceof LeaseLostError ? of(failed) : throwError(() => e))),
+    );
+  }
+
+  return function executeToolsOperator(source) {
+    return defer(() => {
+      const calls = source.pipe(
+        filter((event): event is KeyedToolCall => event.type === 'tool-call'),
+        map((call) => {
+          if (typeof call.effectKey !== 'string') throw new MissingEffectKeyError(call.name);
+          return call;
+        }),
+      );
+      if (order === 'completion' || concurrency === 1) return calls.pipe(mergeMap(runCall, concurrency));
+      // Results that are ready, by call index, waiting for the calls before them.
+      const ready = new Map<number, ToolResultEvent>();
+      // The index of the next result to emit.
+      let next = 0;
+      return calls.pipe(
+        mergeMap((call, index) => runCall(call).pipe(map((result) => [index, result] as const)), concurrency),
+        mergeMap(([index, result]) => {
+          ready.set(index, result);
+          const out: ToolResultEvent[] = [];
+          for (let r = ready.get(next); r !== undefined; r = ready.get(next)) {
+            ready.delete(next);
+            next++;
+            out.push(r);
+          }
+          return out;
+        }),
+      );
+    });
+  };
+}
+
+/** A ledger answer as an observable: synchronous answers stay synchronous. */
+function awaited<T>(call: () => Awaitable<T>): Observable<T> {
+  return defer(() => {
+    const value = call();
+    return isThenable(value) ? from(value) : of(value);
+  });
+}
+
+/**
+ * Runs a handler and emits its outcome once as a {@link Settled} value. Accepts a plain value, a promise (or
+ * any thenable) or an observable (its first value; none means `undefined`). Unsubscribing before it settles
+ * aborts `signal`.
+ */
+function runHandler(
+  handler: ToolHandler,
+  args: unknown,
+  context: Omit<ToolContext, 'signal'>,
+): Observable<Settled> {
+  return new Observable<Settled>((subscriber) => {
+    const controller = new AbortController();
+    // Whether the handler has settled; only an unsettled handler is aborted on unsubscribe.
+    let done = false;
+    const settle = (settled: Settled) => {
+      if (done || subscriber.closed) return;
+      done = true;
+      subscriber.next(settled);
+      subscriber.complete();
+    };
+    const abort = () => {
+      if (!done) controller.abort();
+    };
+    let output: unknown;
+    try {
+      output = handler(args, { ...context, signal: controller.signal });
+    } catch (error) {
+      settle({ ok: false, error });
+      return;
+    }
+    if (isObservable(output)) {
+      const inner = output.pipe(defaultIfEmpty(undefined)).subscribe({
+        next: (value) => settle({ ok: true, value }),
+        error: (error: unknown) => settle({ ok: false, error }),
+      });
+      return () => {
+        abort();
+        inner.unsubscribe();
+      };
+    }
+    if (isThenable(output)) {
+      output.then(
+        (value) => settle({ ok: true, value }),
+        (error: unknown) => settle({ ok: false, error }),
+      );
+    } else {
+      settle({ ok: true, value: output });
+    }
+    return abort;
+  });
+}
+
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}

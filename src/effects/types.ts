@@ -1,0 +1,247 @@
+/**
+ * The effect ledger contract and the events of the tool executor.
+ *
+ * An effect ledger remembers, per turn and effect key, whether a tool call's effect is being run (claimed),
+ * has run (completed, with its result) or has failed for good (failed, with its error). {@link executeTools}
+ * consults it before running a handler, so that a state-changing tool runs once per effect key across
+ * retries, restarts and processes.
+ *
+ * @module
+ */
+import type { EffectKeyLookup, KeyedToolCall } from 'cleanturn';
+
+/** A value or a promise of it: in-memory and SQLite ledgers answer synchronously, Redis asynchronously. */
+export type Awaitable<T> = T | Promise<T>;
+
+/** JSON data: what a durable ledger can store and give back unchanged. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * An error as a ledger stores it and as a result event carries it: plain JSON data, the same whether the error
+ * was thrown just now or replayed from the ledger by another process.
+ */
+export interface SerializedError {
+  /** The error's `name` (`Error`, `TypeError`, `CardDeclinedError`…). */
+  name: string;
+  /** The error's message. */
+  message: string;
+  /** Whether trying again could succeed (see `isRetryable` in `cleanturn`). */
+  retryable: boolean;
+  /** The error's `code` (`ECONNRESET`, `card_declined`…), when it had a string or number one. */
+  code?: string | number;
+}
+
+/** Options of {@link EffectLedger.claim}. */
+export interface ClaimOptions {
+  /**
+   * How long the claim holds, in milliseconds. A holder that crashes never completes; once its lease has
+   * expired, the next caller may claim the key (and learns so through `reclaimed: true`).
+   */
+  leaseMs: number;
+}
+
+/** What {@link EffectLedger.claim} answers. */
+export type ClaimResult =
+  | {
+      /** The caller holds the key and must run the effect, then `complete`, `fail` or `release`. */
+      status: 'claimed';
+      /** The fencing token: pass it to `complete`, `fail` or `release`. */
+      token: string;
+      /**
+       * An earlier holder's lease expired without an outcome: its effect may or may not have happened. The
+       * handler runs again with the same effect key, so the service it calls must be idempotent on that key.
+       */
+      reclaimed: boolean;
+    }
+  | {
+      /** Another holder's lease is live: its effect is running now (or it crashed and its lease has not run out). */
+      status: 'in-progress';
+      /** When that lease expires, in epoch milliseconds of this machine's clock. */
+      until: number;
+    }
+  | {
+      /** The effect ran: replay its stored result instead of running it again. */
+      status: 'completed';
+      /** The stored result; `undefined` when the handler returned nothing. */
+      result: JsonValue | undefined;
+    }
+  | {
+      /** The effect failed for good and the failure was recorded: replay the error. */
+      status: 'failed';
+      error: SerializedError;
+    };
+
+/** A ledger record as {@link EffectLedger.get} returns it. */
+export type EffectRecord =
+  | {
+      status: 'claimed';
+      /** The holder's fencing token. */
+      token: string;
+      /** When the lease expires (epoch ms, this machine's clock); past it, the next claim takes over. */
+      leaseUntil: number;
+      /** When the ledger forgets the record (epoch ms). */
+      expiresAt: number;
+    }
+  | {
+      status: 'completed';
+      /** The token of the holder that completed it. */
+      token: string;
+      result: JsonValue | undefined;
+      expiresAt: number;
+    }
+  | {
+      status: 'failed';
+      /** The token of the holder that recorded the failure. */
+      token: string;
+      error: SerializedError;
+      expiresAt: number;
+    };
+
+/**
+ * A store of effect records, keyed by scope (the turn id) and effect key. Records move `claimed → completed`
+ * or `claimed → failed`, or are released (deleted) when a failure should be retried.
+ *
+ * The promises every implementation keeps (and the conformance suite checks):
+ *
+ * - **One winner.** Of any number of concurrent `claim`s on an absent key, from any number of processes,
+ *   exactly one answers `claimed`.
+ * - **In progress.** While a claim's lease is live, `claim` answers `in-progress` with the lease's end. The
+ *   ledger never blocks; waiting is the caller's choice (see `inProgress` of {@link executeTools}).
+ * - **Lease expiry.** Once a lease has expired without an outcome, the next `claim` takes the key over with a
+ *   new token and `reclaimed: true`.
+ * - **Fencing.** `complete`, `fail` and `release` succeed only while the record is absent or still carries the
+ *   caller's token. A holder whose lease expired may still complete if nobody has claimed since; once another
+ *   holder has claimed, the old token is fenced off and these calls throw `LeaseLostError`.
+ * - **Replay.** `claim` on a completed key answers `completed` with the stored result, on a failed key
+ *   `failed` with the stored error, until the record's retention runs out. Then the key is absent again.
+ * - **JSON only.** `complete` stores JSON data and rejects anything else with `EffectResultError`, before it
+ *   writes. Results come back as JSON data: equal, not identical.
+ * - **Scope isolation.** The same key in two scopes names two records.
+ *
+ * Methods may answer synchronously (in-memory, SQLite) or with a promise (Redis).
+ */
+export interface EffectLedger {
+  /** Tries to take the key; see {@link ClaimResult} for the four answers. */
+  claim(scope: string, key: string, options: ClaimOptions): Awaitable<ClaimResult>;
+  /**
+   * Records that the effect ran, with its result (JSON data, or `undefined` for none).
+   *
+   * @throws {EffectResultError} when `result` is not JSON data; nothing is written.
+   * @throws {LeaseLostError} when another holder has claimed the key since.
+   */
+  complete(scope: string, key: string, token: string, result: unknown): Awaitable<void>;
+  /**
+   * Records that the effect failed for good: later claims replay the error instead of running it again.
+   *
+   * @throws {LeaseLostError} when another holder has claimed the key since.
+   */
+  fail(scope: string, key: string, token: string, error: SerializedError): Awaitable<void>;
+  /**
+   * Deletes the caller's claim, so that the next claim runs the effect again (for failures worth retrying).
+   *
+   * @throws {LeaseLostError} when another holder has claimed or settled the key since.
+   */
+  release(scope: string, key: string, token: string): Awaitable<void>;
+  /** The record of a key, or `undefined` when there is none (never written, released, or past retention). */
+  get(scope: string, key: string): Awaitable<EffectRecord | undefined>;
+}
+
+/**
+ * A ledger that answers synchronously (in-memory, SQLite). It can also serve as `seen` of
+ * `dedupeByEffectKey`, which needs a synchronous `has`.
+ */
+export interface SyncEffectLedger extends EffectLedger {
+  claim(scope: string, key: string, options: ClaimOptions): ClaimResult;
+  complete(scope: string, key: string, token: string, result: unknown): void;
+  fail(scope: string, key: string, token: string, error: SerializedError): void;
+  release(scope: string, key: string, token: string): void;
+  get(scope: string, key: string): EffectRecord | undefined;
+  /**
+   * The keys of a scope whose effects are settled (completed, or failed and recorded), as the `seen` option of
+   * `dedupeByEffectKey`: `cleanTurn({ turnId, seen: ledger.seen(turnId) })`.
+   */
+  seen(scope: string): EffectKeyLookup;
+}
+
+/** What a tool handler receives besides the call's arguments. */
+export interface ToolContext {
+  /**
+   * The call's effect key. Pass it to the service as its idempotency key (Stripe's `Idempotency-Key` header):
+   * after a crash between the effect and its record, the handler runs again with the same key.
+   */
+  effectKey: string;
+  /** The turn id (the ledger scope). A service that is not scoped per turn may key on `${turnId}:${effectKey}`. */
+  turnId: string;
+  /** The whole tool call: name, provider id, attempt, arguments. */
+  call: KeyedToolCall;
+  /** Aborts when the consumer unsubscribes before the handler settles. */
+  signal: AbortSignal;
+  /** An earlier holder's lease expired without an outcome: its effect may already have happened. */
+  reclaimed: boolean;
+}
+
+/**
+ * Runs one tool. The arguments are the model's, unvalidated: check them (with zod or the like). Return JSON data
+ * (or nothing), synchronously, as a promise, or as an observable whose first value is the result. Throw (or
+ * reject, or error) to fail.
+ */
+export type ToolHandler = (args: unknown, context: ToolContext) => unknown;
+
+/** Tool handlers by tool name. */
+export type ToolHandlers = Readonly<Record<string, ToolHandler>>;
+
+/** What every {@link ToolResultEvent} carries. */
+interface ToolResultBase {
+  type: 'tool-result';
+  /** The call's effect key. */
+  effectKey: string;
+  /** The call the result belongs to. */
+  call: KeyedToolCall;
+}
+
+/** The handler ran now and returned `result`. */
+export interface ToolExecutedEvent extends ToolResultBase {
+  outcome: 'executed';
+  result: JsonValue | undefined;
+  /** An earlier holder's lease had expired: this was a second run with the same key (after a crash). */
+  reclaimed: boolean;
+}
+
+/** The effect had already run (in this process or another): `result` is the stored one. */
+export interface ToolReplayedEvent extends ToolResultBase {
+  outcome: 'replayed';
+  result: JsonValue | undefined;
+}
+
+/** The handler failed now (`replayed: false`) or its recorded failure was replayed (`replayed: true`). */
+export interface ToolFailedEvent extends ToolResultBase {
+  outcome: 'failed';
+  error: SerializedError;
+  replayed: boolean;
+  /** What the handler threw, when it failed in this process just now. */
+  cause?: unknown;
+}
+
+/** No handler has the call's name. Nothing ran and the ledger was not touched. */
+export interface UnknownToolEvent extends ToolResultBase {
+  outcome: 'unknown-tool';
+  error: SerializedError;
+}
+
+/** Another holder is running the effect (only with `inProgress: 'report'`). */
+export interface ToolInProgressEvent extends ToolResultBase {
+  outcome: 'in-progress';
+  /** When the other holder's lease expires (epoch ms). */
+  until: number;
+}
+
+/** What {@link executeTools} emits: one per tool call. */
+export type ToolResultEvent =
+  | ToolExecutedEvent
+  | ToolReplayedEvent
+  | ToolFailedEvent
+  | UnknownToolEvent
+  | ToolInProgressEvent;
+
+/** The outcomes of a {@link ToolResultEvent}. */
+export type ToolOutcome = ToolResultEvent['outcome'];

@@ -1,0 +1,533 @@
+// executeTools beyond its marble spec: the standard operator checks, async handlers and ledgers, failures and
+// their recording, waiting for another holder, lease take-over, fencing, abort on unsubscribe.
+import { cleanTurn, type KeyedToolCall, type TurnEvent } from 'cleanturn';
+import {
+  type EffectLedger,
+  EffectResultError,
+  executeTools,
+  MemoryEffectLedger,
+  MissingEffectKeyError,
+  type ToolContext,
+  type ToolHandlers,
+} from 'cleanturn/effects';
+import { at, call, finish, helpDeskTurn, keyed, refundArgs, text } from 'cleanturn/testing';
+import {
+  firstValueFrom,
+  from,
+  lastValueFrom,
+  mergeMap,
+  Observable,
+  of,
+  type Subscription,
+  toArray,
+} from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+
+const turnId = 'turn-42';
+const refund = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const email = keyed(turnId, 2, call('c8', 'send_email', { to: 'ada@example.com' }));
+const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+
+/** The same ledger behind promises, as a networked ledger answers. */
+function asyncLedger(inner: EffectLedger): EffectLedger {
+  return {
+    claim: async (...args) => inner.claim(...args),
+    complete: async (...args) => inner.complete(...args),
+    fail: async (...args) => inner.fail(...args),
+    release: async (...args) => inner.release(...args),
+    get: async (...args) => inner.get(...args),
+  };
+}
+
+/** Runs calls through executeTools and collects the results. */
+function run(calls: TurnEvent[], handlers: ToolHandlers, options: Parameters<typeof executeTools>[1]) {
+  return lastValueFrom(from(calls).pipe(executeTools(handlers, options), toArray()));
+}
+
+/** A promise with its resolve function. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('executeTools: standard checks', () => {
+  const handlers: ToolHandlers = { issue_refund: () => ({ ok: true }), send_email: () => undefined };
+  const values = { a: at(2, text('Refund started.')), b: refund, c: at(2, finish()) };
+  const results = {
+    r: {
+      type: 'tool-result',
+      effectKey: refund.effectKey,
+      call: refund,
+      outcome: 'executed',
+      result: { ok: true },
+      reclaimed: false,
+    },
+  };
+
+  it('emits one result per call, in the frame of the call', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold(' -a-b-c-|', values);
+      const sourceSubs = '  ^------!';
+      const expected = '    ---r---|';
+      expectObservable(source.pipe(executeTools(handlers, { turnId }))).toBe(expected, results);
+      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
+    });
+  });
+
+  it('passes a source error through', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const boom = new Error('connection reset');
+      const source = cold(' -a-b-#', values, boom);
+      const sourceSubs = '  ^----!';
+      const expected = '    ---r-#';
+      expectObservable(source.pipe(executeTools(handlers, { turnId }))).toBe(expected, results, boom);
+      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
+    });
+  });
+
+  it('completes on an empty source', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold<TurnEvent>(' |');
+      expectObservable(source.pipe(executeTools(handlers, { turnId }))).toBe('|');
+      expectSubscriptions(source.subscriptions).toBe('(^!)');
+    });
+  });
+
+  it('stays silent on a source that never emits', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold<TurnEvent>(' -');
+      const unsub = '       -----!';
+      const sourceSubs = '  ^----!';
+      expectObservable(source.pipe(executeTools(handlers, { turnId })), unsub).toBe('-');
+      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
+    });
+  });
+
+  it('tears down the source when the result is unsubscribed early', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold(' -a-b-c-|', values);
+      const unsub = '       ----!';
+      const sourceSubs = '  ^---!';
+      const expected = '    ---r';
+      expectObservable(source.pipe(executeTools(handlers, { turnId })), unsub).toBe(expected, results);
+      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
+    });
+  });
+
+  it('does not break unsubscription chains when the result is unsubscribed explicitly', () => {
+    newScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
+      const source = hot('  -a-b-c-|', values);
+      const unsub = '       -----!';
+      const sourceSubs = '  ^----!';
+      const expected = '    ---r-';
+      const result = source.pipe(
+        mergeMap((x) => of(x)),
+        executeTools(handlers, { turnId }),
+        mergeMap((x) => of(x)),
+      );
+      expectObservable(result, unsub).toBe(expected, results);
+      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
+    });
+  });
+
+  it('errors with the exception of a recordFailure callback that throws', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const thrown = new Error('the callback failed');
+      const source = cold(' -a-b-c-|', values);
+      const sourceSubs = '  ^--!';
+      const failing: ToolHandlers = {
+        issue_refund: () => {
+          throw new Error('declined');
+        },
+      };
+      const operator = executeTools(failing, {
+        turnId,
+        recordFailure: () => {
+          throw thrown;
+        },
+      });
+      expectObservable(source.pipe(operator)).toBe('---#', undefined, thrown);
+      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
+    });
+  });
+});
+
+describe('executeTools', () => {
+  for (const [kind, make] of [
+    ['synchronous ledger', () => new MemoryEffectLedger()],
+    ['asynchronous ledger', () => asyncLedger(new MemoryEffectLedger())],
+  ] as const) {
+    describe(kind, () => {
+      it('runs the help-desk refund once through cleanTurn, handing the handler the effect key', async () => {
+        const ledger = make();
+        const seen: ToolContext[] = [];
+        const handlers: ToolHandlers = {
+          issue_refund: async (args, context) => {
+            seen.push(context);
+            return { refund_id: 're_1', args: args as typeof refundArgs };
+          },
+        };
+        const results = await lastValueFrom(
+          from(helpDeskTurn).pipe(
+            cleanTurn({ turnId }),
+            executeTools(handlers, { turnId, ledger }),
+            toArray(),
+          ),
+        );
+        expect(results).toEqual([
+          {
+            type: 'tool-result',
+            effectKey: refund.effectKey,
+            call: refund,
+            outcome: 'executed',
+            result: { refund_id: 're_1', args: refundArgs },
+            reclaimed: false,
+          },
+        ]);
+        expect(seen).toHaveLength(1);
+        expect(seen[0]).toMatchObject({
+          effectKey: refund.effectKey,
+          turnId,
+          call: refund,
+          reclaimed: false,
+        });
+        expect(seen[0]?.signal.aborted).toBe(false);
+        expect(await ledger.get(turnId, refund.effectKey)).toMatchObject({
+          status: 'completed',
+          result: { refund_id: 're_1', args: refundArgs },
+        });
+
+        // The whole turn again (a restart): replayed, the handler is not called.
+        const again = await lastValueFrom(
+          from(helpDeskTurn).pipe(
+            cleanTurn({ turnId }),
+            executeTools(handlers, { turnId, ledger }),
+            toArray(),
+          ),
+        );
+        expect(again).toEqual([
+          {
+            type: 'tool-result',
+            effectKey: refund.effectKey,
+            call: refund,
+            outcome: 'replayed',
+            result: { refund_id: 're_1', args: refundArgs },
+          },
+        ]);
+        expect(seen).toHaveLength(1);
+      });
+
+      it('releases a retryable failure: the next run runs the handler again', async () => {
+        const ledger = make();
+        let calls = 0;
+        const handlers: ToolHandlers = {
+          issue_refund: async () => {
+            calls++;
+            if (calls === 1) throw Object.assign(new Error('gateway timeout'), { code: 504 });
+            return { refund_id: 're_1' };
+          },
+        };
+        const [first] = await run([refund], handlers, { turnId, ledger });
+        expect(first).toMatchObject({
+          outcome: 'failed',
+          replayed: false,
+          error: { name: 'Error', message: 'gateway timeout', retryable: true, code: 504 },
+        });
+        expect((first as { cause: unknown }).cause).toBeInstanceOf(Error);
+        expect(await ledger.get(turnId, refund.effectKey)).toBeUndefined();
+        const [second] = await run([refund], handlers, { turnId, ledger });
+        expect(second).toMatchObject({ outcome: 'executed', result: { refund_id: 're_1' } });
+        expect(calls).toBe(2);
+      });
+
+      it('records a failure that says retryable: false, and replays it without running again', async () => {
+        const ledger = make();
+        let calls = 0;
+        const handlers: ToolHandlers = {
+          issue_refund: () => {
+            calls++;
+            throw Object.assign(new Error('card declined'), { retryable: false, code: 'card_declined' });
+          },
+        };
+        const error = { name: 'Error', message: 'card declined', retryable: false, code: 'card_declined' };
+        const [first] = await run([refund], handlers, { turnId, ledger });
+        expect(first).toMatchObject({ outcome: 'failed', replayed: false, error });
+        const [second] = await run([refund], handlers, { turnId, ledger });
+        expect(second).toEqual({
+          type: 'tool-result',
+          effectKey: refund.effectKey,
+          call: refund,
+          outcome: 'failed',
+          replayed: true,
+          error,
+        });
+        expect(calls).toBe(1);
+      });
+
+      it('recordFailure decides which failures are recorded', async () => {
+        const ledger = make();
+        const handlers: ToolHandlers = {
+          issue_refund: () => {
+            throw new Error('anything');
+          },
+        };
+        await run([refund], handlers, { turnId, ledger, recordFailure: () => true });
+        expect(await ledger.get(turnId, refund.effectKey)).toMatchObject({ status: 'failed' });
+      });
+
+      it('a result that is not JSON data: a failed result, recorded, since the effect did run', async () => {
+        const ledger = make();
+        let calls = 0;
+        const handlers: ToolHandlers = {
+          issue_refund: () => {
+            calls++;
+            return { refund_id: 're_1', created: new Date(0) };
+          },
+        };
+        const [first] = await run([refund], handlers, { turnId, ledger });
+        expect(first).toMatchObject({
+          outcome: 'failed',
+          replayed: false,
+          error: { name: 'EffectResultError', retryable: false },
+        });
+        expect((first as { cause: unknown }).cause).toBeInstanceOf(EffectResultError);
+        const [second] = await run([refund], handlers, { turnId, ledger });
+        expect(second).toMatchObject({
+          outcome: 'failed',
+          replayed: true,
+          error: { name: 'EffectResultError' },
+        });
+        expect(calls).toBe(1);
+      });
+
+      it('waits for another holder to finish, then replays its result (inProgress: wait)', async () => {
+        const ledger = make();
+        const other = await ledger.claim(turnId, refund.effectKey, { leaseMs: 60_000 });
+        if (other.status !== 'claimed') throw new Error('expected a claim');
+        let calls = 0;
+        const result = firstValueFrom(
+          of(refund).pipe(executeTools({ issue_refund: () => ++calls }, { turnId, ledger, pollMs: 10 })),
+        );
+        await ledger.complete(turnId, refund.effectKey, other.token, { refund_id: 're_other' });
+        expect(await result).toMatchObject({ outcome: 'replayed', result: { refund_id: 're_other' } });
+        expect(calls).toBe(0);
+      });
+
+      it("takes over a crashed holder's claim once its lease expires, and says so", async () => {
+        const ledger = make();
+        await ledger.claim(turnId, refund.effectKey, { leaseMs: 100 }); // a holder that never comes back
+        const contexts: ToolContext[] = [];
+        const [result] = await run(
+          [refund],
+          {
+            issue_refund: (_args, context) => {
+              contexts.push(context);
+              return { refund_id: 're_1' };
+            },
+          },
+          { turnId, ledger, pollMs: 10 },
+        );
+        expect(result).toMatchObject({ outcome: 'executed', reclaimed: true, result: { refund_id: 're_1' } });
+        expect(contexts.map((c) => c.reclaimed)).toEqual([true]);
+      });
+
+      it("reports another holder's claim at once with inProgress: 'report'", async () => {
+        const ledger = make();
+        const other = await ledger.claim(turnId, refund.effectKey, { leaseMs: 60_000 });
+        if (other.status !== 'claimed') throw new Error('expected a claim');
+        const [result] = await run(
+          [refund],
+          { issue_refund: () => 1 },
+          { turnId, ledger, inProgress: 'report' },
+        );
+        expect(result).toEqual({
+          type: 'tool-result',
+          effectKey: refund.effectKey,
+          call: refund,
+          outcome: 'in-progress',
+          until: expect.any(Number),
+        });
+      });
+
+      it('a handler that outlives its lease: another holder takes over; both report what their handler did', async () => {
+        const ledger = make();
+        const gate = deferred<void>();
+        const slow = firstValueFrom(
+          of(refund).pipe(
+            executeTools(
+              {
+                issue_refund: async () => {
+                  await gate.promise;
+                  return { by: 'slow' };
+                },
+              },
+              { turnId, ledger, leaseMs: 50 },
+            ),
+          ),
+        );
+        // A second process: it waits for the slow holder's lease to run out, then takes the key over.
+        const [fast] = await run(
+          [refund],
+          { issue_refund: () => ({ by: 'fast' }) },
+          { turnId, ledger, pollMs: 10 },
+        );
+        expect(fast).toMatchObject({ outcome: 'executed', reclaimed: true, result: { by: 'fast' } });
+        gate.resolve();
+        // The slow holder's completion is fenced off; it still reports what its handler returned.
+        expect(await slow).toMatchObject({ outcome: 'executed', result: { by: 'slow' } });
+        expect(await ledger.get(turnId, refund.effectKey)).toMatchObject({
+          status: 'completed',
+          result: { by: 'fast' },
+        });
+      });
+    });
+  }
+
+  it('an unknown tool is a typed result and leaves the ledger alone, even for names on Object.prototype', async () => {
+    const ledger = new MemoryEffectLedger();
+    const unknown = keyed(turnId, 1, call('c1', 'toString', {}));
+    const [result] = await run([unknown], {}, { turnId, ledger });
+    expect(result).toEqual({
+      type: 'tool-result',
+      effectKey: unknown.effectKey,
+      call: unknown,
+      outcome: 'unknown-tool',
+      error: { name: 'UnknownToolError', message: 'no handler for tool toString', retryable: false },
+    });
+    expect(ledger.get(turnId, unknown.effectKey)).toBeUndefined();
+  });
+
+  it('aborts the signal of a running handler on unsubscribe, and writes nothing afterwards', async () => {
+    const ledger = new MemoryEffectLedger();
+    const gate = deferred<void>();
+    let signal: AbortSignal | undefined;
+    const subscription: Subscription = of(refund)
+      .pipe(
+        executeTools(
+          {
+            issue_refund: async (_args, context) => {
+              signal = context.signal;
+              await gate.promise;
+              return { refund_id: 're_1' };
+            },
+          },
+          { turnId, ledger },
+        ),
+      )
+      .subscribe();
+    expect(signal?.aborted).toBe(false);
+    subscription.unsubscribe();
+    expect(signal?.aborted).toBe(true);
+    gate.resolve();
+    await gate.promise;
+    await Promise.resolve();
+    // The claim stays as it was: it expires after leaseMs, as if the process had crashed.
+    expect(ledger.get(turnId, refund.effectKey)).toMatchObject({ status: 'claimed' });
+  });
+
+  it('does not abort a handler that has settled', async () => {
+    let signal: AbortSignal | undefined;
+    await run(
+      [refund],
+      {
+        issue_refund: async (_args, context) => {
+          signal = context.signal;
+          return 1;
+        },
+      },
+      { turnId },
+    );
+    expect(signal?.aborted).toBe(false);
+  });
+
+  it('takes an observable handler: its first value, or undefined when it completes empty; an error fails', async () => {
+    const results = await run(
+      [refund, email],
+      {
+        issue_refund: () => from([{ refund_id: 're_1' }, { refund_id: 're_ignored' }]),
+        send_email: () => new Observable<never>((s) => s.error(new Error('smtp down'))),
+      },
+      { turnId },
+    );
+    expect(
+      results.map((r) => [r.outcome, r.outcome === 'failed' ? r.error.message : 'result' in r && r.result]),
+    ).toEqual([
+      ['executed', { refund_id: 're_1' }],
+      ['failed', 'smtp down'],
+    ]);
+    const [none] = await run([refund], { issue_refund: () => from([]) }, { turnId });
+    expect(none).toMatchObject({ outcome: 'executed', result: undefined });
+  });
+
+  it('keeps results in call order with concurrency, or in completion order when asked', async () => {
+    const calls = [1, 2, 3, 4].map((n) =>
+      keyed(turnId, 1, call(`c${n}`, 'send_email', { to: `user${n}@example.com` })),
+    );
+    // The first call finishes last, the last first.
+    const gates = calls.map(() => deferred<void>());
+    const handlers: ToolHandlers = {
+      send_email: async (args) => {
+        const n = Number(/user(\d)/.exec((args as { to: string }).to)?.[1]);
+        await gates[n - 1]?.promise;
+        return n;
+      },
+    };
+    const collect = (order: 'calls' | 'completion') => {
+      const out: number[] = [];
+      const done = lastValueFrom(
+        from(calls).pipe(executeTools(handlers, { turnId, concurrency: 4, order }), toArray()),
+      ).then((results) => {
+        for (const r of results) out.push(r.outcome === 'executed' ? (r.result as number) : -1);
+        return out;
+      });
+      return done;
+    };
+    const inOrder = collect('calls');
+    const asReady = collect('completion');
+    for (const gate of [...gates].reverse()) {
+      gate.resolve();
+      await gate.promise;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await inOrder).toEqual([1, 2, 3, 4]);
+    expect(await asReady).toEqual([4, 3, 2, 1]);
+  });
+
+  it('the default ledger belongs to the operator: a second subscription replays', async () => {
+    let calls = 0;
+    const operator = executeTools({ issue_refund: () => ++calls }, { turnId });
+    const first = await lastValueFrom(of(refund).pipe(operator));
+    const second = await lastValueFrom(of(refund).pipe(operator));
+    expect([first.outcome, second.outcome]).toEqual(['executed', 'replayed']);
+    expect(calls).toBe(1);
+  });
+
+  it('errors when the ledger fails: whether the effect ran is unknown', async () => {
+    const down = new Error('ECONNREFUSED');
+    const ledger: EffectLedger = {
+      ...asyncLedger(new MemoryEffectLedger()),
+      claim: async () => {
+        throw down;
+      },
+    };
+    await expect(run([refund], { issue_refund: () => 1 }, { turnId, ledger })).rejects.toBe(down);
+  });
+
+  it('errors with MissingEffectKeyError on a tool call that did not go through cleanTurn', async () => {
+    const bare = at(1, call('c1', 'issue_refund', refundArgs)) as unknown as KeyedToolCall;
+    await expect(run([bare], { issue_refund: () => 1 }, { turnId })).rejects.toBeInstanceOf(
+      MissingEffectKeyError,
+    );
+  });
+
+  it('refuses options that make no sense', () => {
+    expect(() => executeTools({}, { turnId, concurrency: 0 })).toThrow(RangeError);
+    expect(() => executeTools({}, { turnId, concurrency: 1.5 })).toThrow(RangeError);
+    expect(() => executeTools({}, { turnId, leaseMs: -1 })).toThrow(RangeError);
+    expect(() => executeTools({}, { turnId, pollMs: 0 })).toThrow(RangeError);
+  });
+});
