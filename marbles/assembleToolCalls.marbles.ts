@@ -12,11 +12,12 @@ const invalid = (() => {
 
 export default defineMarbles({
   name: 'assembleToolCalls',
-  summary: 'Joins `tool-call-delta` fragments by index into whole calls, emitted right before the finish.',
+  summary:
+    'Joins `tool-call-delta` fragments by index into whole calls, each emitted as soon as its JSON arguments close.',
   cases: [
     {
-      title: 'two parallel calls, fragments interleaved, arguments of one arriving whole',
-      source: /*   */ '-p-q-s-u-t-f----|',
+      title: 'two parallel calls, fragments interleaved: each call is emitted when its arguments close',
+      source: /*   */ '-p-q-s-u-t-f-|',
       // biome-ignore format: an aligned value table
       values: {
         p: delta(0, '{"order_id":"ORD-7781",', { id: 'c1', name: 'issue_refund' }),
@@ -28,7 +29,7 @@ export default defineMarbles({
       },
       label: 'assembleToolCalls()',
       operator: () => assembleToolCalls(),
-      expected: /* */ '---------t-(ABf)|',
+      expected: /* */ '-----A-B-t-f-|',
       // biome-ignore format: an aligned value table
       expectedValues: {
         t: text('Refund started.'),
@@ -36,10 +37,10 @@ export default defineMarbles({
         B: call('c2', 'lookup_order', { order_id: 'ORD-7781' }),
         f: finish('tool-calls'),
       },
-      subscriptions: '^---------------!',
+      subscriptions: '^------------!',
     },
     {
-      title: 'a call without arguments gets {}; the attempt number of the fragments is kept',
+      title: 'a call without arguments is complete only at the finish, with {}; the attempt number is kept',
       source: /*   */ '-p-f---|',
       values: { p: at(3, delta(0, '', { id: 'c9', name: 'list_orders' })), f: at(3, finish('tool-calls')) },
       label: 'assembleToolCalls()',
@@ -48,8 +49,8 @@ export default defineMarbles({
       expectedValues: { A: at(3, call('c9', 'list_orders', {})), f: at(3, finish('tool-calls')) },
     },
     {
-      title: "a retry discards the abandoned attempt's open fragments",
-      source: /*   */ '-p-r-q-s-f---|',
+      title: "a retry discards the abandoned attempt's open fragments; the new attempt's call is emitted whole",
+      source: /*   */ '-p-r-q-s-f-|',
       // biome-ignore format: an aligned value table
       values: {
         p: delta(0, '{"order_id":"ORD-', { id: 'c1', name: 'issue_refund' }),
@@ -60,7 +61,7 @@ export default defineMarbles({
       },
       label: 'assembleToolCalls()',
       operator: () => assembleToolCalls(),
-      expected: /* */ '---r-----(Kf)|',
+      expected: /* */ '---r---K-f-|',
       // biome-ignore format: an aligned value table
       expectedValues: {
         r: retry('connection reset'),

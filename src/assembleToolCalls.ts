@@ -25,31 +25,84 @@ interface OpenCall {
   name: string | undefined;
   /** Argument pieces, joined once when the call completes (linear in the argument size). */
   parts: string[];
+  /** Where the argument text stands: whether its top-level object has closed. */
+  json: JsonScan;
+  /** Emitted already: its arguments closed before the finish. */
+  emitted: boolean;
+}
+
+/** An incremental scan of JSON text that tells when the top-level object or array closes. Linear, no parsing. */
+interface JsonScan {
+  /** Nesting depth of objects and arrays. */
+  depth: number;
+  /** Inside a string literal. */
+  inString: boolean;
+  /** The previous character inside a string was a backslash. */
+  escaped: boolean;
+  /** The text started with `{` or `[`: only then can a close be detected before the finish. */
+  structured: boolean;
+  /** The text started with something else (a scalar): completion is known only at the finish. */
+  opaque: boolean;
+  /** The top-level object or array has closed. */
+  closed: boolean;
+}
+
+function newScan(): JsonScan {
+  return { depth: 0, inString: false, escaped: false, structured: false, opaque: false, closed: false };
+}
+
+/** Advances `scan` over `text`; sets `closed` when the top-level object or array closes. */
+function advance(scan: JsonScan, text: string): void {
+  if (scan.opaque) return;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (scan.inString) {
+      if (scan.escaped) scan.escaped = false;
+      else if (c === 92 /* \\ */) scan.escaped = true;
+      else if (c === 34 /* " */) scan.inString = false;
+    } else if (c === 34) {
+      scan.inString = true;
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
+      scan.depth++;
+      scan.structured = true;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) {
+      scan.depth--;
+      if (scan.depth === 0 && scan.structured) scan.closed = true;
+    } else if (!scan.structured && c !== 32 && c !== 10 && c !== 13 && c !== 9) {
+      scan.opaque = true;
+      return;
+    }
+  }
 }
 
 /**
  * Joins `tool-call-delta` fragments into whole `tool-call` events.
  *
  * Fragments are grouped by `index`, in any interleaving; the first fragment to name an `id` or `name` sets
- * it. A stream only says that a call is complete when its attempt finishes, so the calls are emitted at the
- * `finish`, in the order their first fragments arrived, immediately before it (same frame). Whole `tool-call`
- * events and everything else pass through untouched.
+ * it. A call is emitted as soon as it is complete: when the top-level JSON object of its arguments closes
+ * (tracked by a linear scan of the fragments, with no re-parsing). Calls whose completion cannot be seen
+ * before the end (no arguments, or arguments that never close) are emitted at the attempt's `finish`, in the
+ * order their first fragments arrived, immediately before it (same frame). Whole `tool-call` events and
+ * everything else pass through untouched. Holding state-changing calls until their attempt finishes is the
+ * job of {@link bufferUntilFinish}, after this operator; pure reads marked `early` there can start as soon as
+ * they are complete.
  *
  * - Arguments may arrive whole in the first fragment, or not at all: an empty buffer means `{}`.
  * - A fragment with a new `id` at an index whose call already has another id starts a new call.
  * - A `retry` or `reset` discards the open fragments (their attempt is void); so does a completion or an
  *   error without `finish`: a call that never completed is never emitted.
- * - A call whose arguments are not valid JSON, or that never named its tool, errors the stream with a
- *   retryable {@link ToolCallAssemblyError} carrying the raw argument text.
+ * - A call whose arguments are not valid JSON (also: text after the closed object), or that never named its
+ *   tool, errors the stream with a retryable {@link ToolCallAssemblyError} carrying the raw argument text.
  * - A call with no id gets `index-<index>`.
  *
  * ```text
- * source:       -a-b-a-b-t-f-|      a, b: fragments of calls 0 and 1, interleaved
+ * source:       -p-q-s-u-t-f-|      p, s: fragments of call 0; q, u: of call 1, interleaved
  *          assembleToolCalls()
- * result:       ---------t-(ABf)|   A, B: whole calls, in the order they started
+ * result:       -----A-B-t-f-|      A, B: each call when its arguments close
  * ```
  *
- * State: the open calls of the current attempt, by index, and their arrival order.
+ * State: the open calls of the current attempt, by index, their arrival order, and a scan of each one's
+ * argument text.
  *
  * ## Example
  * ```ts
@@ -80,6 +133,22 @@ export function assembleToolCalls<E extends { type: string }>(): OperatorFunctio
           order = [];
         }
       };
+      const fail = (error: unknown) => {
+        discard();
+        subscriber.error(error);
+      };
+      // Assembles a complete call and emits it; on a malformed call, errors the stream and returns false.
+      const emit = (call: OpenCall): boolean => {
+        let assembled: ToolCallEvent;
+        try {
+          assembled = assemble(call);
+        } catch (error) {
+          fail(error);
+          return false;
+        }
+        subscriber.next(assembled as AssembledEvent<E>);
+        return true;
+      };
       const subscription = subscribeLinked(source, subscriber, {
         next(event) {
           if (subscriber.closed) return;
@@ -91,27 +160,42 @@ export function assembleToolCalls<E extends { type: string }>(): OperatorFunctio
                 call === undefined ||
                 (fragment.id !== undefined && call.id !== undefined && fragment.id !== call.id)
               ) {
-                call = { first: fragment, index: fragment.index, id: undefined, name: undefined, parts: [] };
+                call = {
+                  first: fragment,
+                  index: fragment.index,
+                  id: undefined,
+                  name: undefined,
+                  parts: [],
+                  json: newScan(),
+                  emitted: false,
+                };
                 byIndex.set(fragment.index, call);
                 order.push(call);
               }
               if (call.id === undefined && fragment.id !== undefined) call.id = fragment.id;
               if (call.name === undefined && fragment.name !== undefined) call.name = fragment.name;
-              if (fragment.argsDelta.length > 0) call.parts.push(fragment.argsDelta);
+              const text = fragment.argsDelta;
+              if (call.emitted) {
+                // Whitespace after the closed arguments is harmless; anything else makes them invalid.
+                if (text.trim() === '') return;
+                call.parts.push(text);
+                fail(new ToolCallAssemblyError('invalid-json', describeCall(call)));
+                return;
+              }
+              if (text.length === 0) return;
+              call.parts.push(text);
+              advance(call.json, text);
+              if (call.json.closed && call.name !== undefined) {
+                call.emitted = true;
+                emit(call);
+              }
               return;
             }
             case 'finish': {
-              const complete = order;
+              const calls = order;
               discard();
-              for (const call of complete) {
-                let assembled: ToolCallEvent;
-                try {
-                  assembled = assemble(call);
-                } catch (error) {
-                  subscriber.error(error);
-                  return;
-                }
-                subscriber.next(assembled as AssembledEvent<E>);
+              for (const call of calls) {
+                if (!call.emitted && !emit(call)) return;
               }
               subscriber.next(event as AssembledEvent<E>);
               return;
@@ -142,9 +226,19 @@ export function assembleToolCalls<E extends { type: string }>(): OperatorFunctio
   };
 }
 
-function assemble(call: OpenCall): ToolCallEvent {
+function describeCall(call: OpenCall): {
+  index: number;
+  id: string | undefined;
+  name: string | undefined;
+  argsText: string;
+} {
   const argsText = call.parts.length === 1 ? (call.parts[0] as string) : call.parts.join('');
-  const described = { index: call.index, id: call.id, name: call.name, argsText };
+  return { index: call.index, id: call.id, name: call.name, argsText };
+}
+
+function assemble(call: OpenCall): ToolCallEvent {
+  const described = describeCall(call);
+  const { argsText } = described;
   if (call.name === undefined) throw new ToolCallAssemblyError('missing-name', described);
   let args: unknown;
   if (argsText.trim() === '') {

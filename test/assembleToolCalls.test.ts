@@ -37,7 +37,7 @@ function assemble(events: readonly { type: string }[], tail: Observable<never> =
 }
 
 describe('assembleToolCalls', () => {
-  it('joins interleaved fragments of parallel calls and emits them at the finish, in the order they started', () => {
+  it('joins interleaved fragments of parallel calls and emits each call when its arguments close', () => {
     // biome-ignore format: an aligned value table
     const values = {
       a: delta(0, '{"order_id":', { id: 'c1', name: 'lookup_order' }),
@@ -55,9 +55,9 @@ describe('assembleToolCalls', () => {
       f: values.f,
     };
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold(' -a-b-c-d-t-f-----|', values);
-      const sourceSubs = '  ^----------------!';
-      const expected = '    ---------t-(ABf)-|';
+      const source = cold(' -a-b-c-d-t-f-|', values);
+      const sourceSubs = '  ^------------!';
+      const expected = '    -----A-B-t-f-|';
 
       expectObservable(source.pipe(assembleToolCalls())).toBe(expected, expectedValues);
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
@@ -175,21 +175,49 @@ describe('assembleToolCalls', () => {
     });
   }
 
-  it('emits no call when the source completes without a finish', () => {
+  it('emits no incomplete call when the source completes without a finish', () => {
     const out = assemble([
       text('Refunding'),
-      delta(0, '{"order_id":"ORD-7781"}', { id: 'c1', name: 'issue_refund' }),
+      delta(0, '{"order_id":"ORD-7781"', { id: 'c1', name: 'issue_refund' }),
     ]);
     expect(out).toEqual({ values: [text('Refunding')], completed: true });
   });
 
-  it('emits no call when the source errors without a finish', () => {
+  it('emits no incomplete call when the source errors without a finish', () => {
     const cut = new Error('socket closed');
     const out = assemble(
-      [delta(0, '{"order_id":"ORD-7781"}', { id: 'c1', name: 'issue_refund' })],
+      [delta(0, '{"order_id":"ORD-', { id: 'c1', name: 'issue_refund' })],
       throwError(() => cut),
     );
     expect(out).toEqual({ values: [], error: cut, completed: false });
+  });
+
+  it('emits a call whose arguments closed even if its attempt never finishes (holding it is bufferUntilFinish’s job)', () => {
+    const out = assemble([delta(0, '{"order_id":"ORD-7781"}', { id: 'c1', name: 'issue_refund' }), text('Refunding')]);
+    expect(out).toEqual({
+      values: [call('c1', 'issue_refund', { order_id: 'ORD-7781' }), text('Refunding')],
+      completed: true,
+    });
+  });
+
+  it('sees through braces and escaped quotes inside strings when deciding that arguments closed', () => {
+    const args = { note: 'a } and a " and a \\ and {[', n: [1, { m: '}' }] };
+    const json = JSON.stringify(args);
+    const pieces = [...json].map((ch, i) => delta(0, ch, i === 0 ? { id: 'c1', name: 'note' } : undefined));
+    const out = assemble([...pieces.slice(0, -1), text('not yet'), ...pieces.slice(-1), text('after')]);
+    expect(out.values).toEqual([text('not yet'), call('c1', 'note', args), text('after')]);
+  });
+
+  it('errors when non-whitespace text follows arguments that already closed', () => {
+    const out = assemble([
+      delta(0, '{"a":1}', { id: 'c1', name: 'f' }),
+      delta(0, '  '),
+      delta(0, '{"b":2}'),
+      finish(),
+    ]);
+    expect(out.values).toEqual([call('c1', 'f', { a: 1 })]);
+    expect(out.error).toBeInstanceOf(ToolCallAssemblyError);
+    expect(out.error).toMatchObject({ problem: 'invalid-json', argsText: '{"a":1}{"b":2}' });
   });
 
   it('errors with a retryable ToolCallAssemblyError for arguments that are not valid JSON', () => {

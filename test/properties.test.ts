@@ -835,7 +835,66 @@ const abandonedAttemptArb = fragmentedAttemptArb.chain((a) =>
 );
 
 describe('assembleToolCalls', () => {
-  it('joins random fragments into the original args, in first-fragment order, right before the finish', async () => {
+  /**
+   * A reference model of assembleToolCalls, written the slow and obvious way: a call is complete at the first
+   * fragment after which its accumulated text parses as JSON (for the object and array arguments generated
+   * here, that is where the top-level value closes); calls still open at the finish come out there in
+   * first-fragment order; a retry discards open calls.
+   */
+  function modelAssemble(events: ProviderEvent[]): ProviderEvent[] {
+    const out: ProviderEvent[] = [];
+    let open = new Map<
+      number,
+      { id: string | undefined; name: string | undefined; text: string; done: boolean }
+    >();
+    let order: {
+      id: string | undefined;
+      name: string | undefined;
+      text: string;
+      done: boolean;
+      index: number;
+    }[] = [];
+    const whole = (c: (typeof order)[number]) =>
+      call(c.id ?? `index-${c.index}`, c.name ?? '', c.text.trim() === '' ? {} : JSON.parse(c.text));
+    for (const e of events) {
+      if (e.type === 'tool-call-delta') {
+        let c = open.get(e.index);
+        if (c === undefined || (e.id !== undefined && c.id !== undefined && c.id !== e.id)) {
+          const fresh = { id: undefined, name: undefined, text: '', done: false, index: e.index };
+          open.set(e.index, fresh);
+          order.push(fresh);
+          c = fresh;
+        }
+        c.id ??= e.id;
+        c.name ??= e.name;
+        if (c.done) continue;
+        c.text += e.argsDelta;
+        let parses = false;
+        try {
+          JSON.parse(c.text);
+          parses = c.text.trim() !== '';
+        } catch {}
+        if (parses && c.name !== undefined) {
+          c.done = true;
+          out.push(whole(c as (typeof order)[number]));
+        }
+      } else if (e.type === 'finish') {
+        for (const c of order) if (!c.done) out.push(whole(c));
+        open = new Map();
+        order = [];
+        out.push(e);
+      } else {
+        if (e.type === 'retry') {
+          open = new Map();
+          order = [];
+        }
+        out.push(e);
+      }
+    }
+    return out;
+  }
+
+  it('joins random fragments into the original args, each call when it closes, open ones at the finish', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(abandonedAttemptArb, { maxLength: 2 }),
@@ -848,35 +907,39 @@ describe('assembleToolCalls', () => {
             ...live.events,
             end,
           ];
-          // The calls in the order their first fragment arrived.
-          const firstOrder = [...new Set(live.order.filter((k) => k >= 0))].map(
-            (k) => live.calls[k] as FragmentedCall,
-          );
-          const whole = firstOrder.map((c) => call(c.id ?? `index-${c.index}`, c.name, c.args));
-          const passing = (es: ProviderEvent[]) => es.filter((e) => e.type !== 'tool-call-delta');
-          const expected: ProviderEvent[] = [
-            ...abandoned.flatMap((a) => [...passing(a), retry('connection reset')]),
-            ...passing(live.events),
-            ...whole,
-            end,
-          ];
+          const expected = modelAssemble(events);
           const out = await run(events, assembleToolCalls());
           expect(out).toEqual(expected);
+
+          // Every call of the live attempt comes out exactly once, with the original arguments.
+          const liveStart = expected.map((e) => e.type).lastIndexOf('retry') + 1;
+          const liveCalls = expected.slice(liveStart).filter((e) => e.type === 'tool-call');
+          const byId = (c: { id?: string; index: number }) => c.id ?? `index-${c.index}`;
+          expect([...liveCalls].map((c) => c.id).sort()).toEqual(
+            [...new Set(live.order.filter((k) => k >= 0))]
+              .map((k) => byId(live.calls[k] as FragmentedCall))
+              .sort(),
+          );
+          for (const c of liveCalls) {
+            const original = live.calls.find((f) => byId(f) === c.id) as FragmentedCall;
+            expect(c.args).toEqual(original.args);
+          }
 
           // With attempt numbers upstream, an assembled call keeps its attempt.
           const lastAttempt = abandoned.length + 1;
           const tagged = await run(events, (s: Observable<ProviderEvent>) =>
             s.pipe(tagAttempts(), assembleToolCalls()),
           );
-          const taggedCalls = tagged.filter((e) => e.type === 'tool-call');
-          expect(taggedCalls).toEqual(whole.map((c) => ({ ...c, attempt: lastAttempt })));
+          const taggedLive = tagged.filter((e) => e.type === 'tool-call' && e.attempt === lastAttempt);
+          expect(taggedLive).toEqual(liveCalls.map((c) => ({ ...c, attempt: lastAttempt })));
 
-          // And through the recommended pipeline, the calls of the finished attempt come out once per meaning.
+          // Through the recommended pipeline, only the finished attempt's calls come out, once per meaning,
+          // in the order they completed, right before the finish.
           const cleaned = await run(events, (s: Observable<ProviderEvent>) =>
             s.pipe(assembleToolCalls(), cleanTurn({ turnId: TURN_ID })),
           );
           const seen = new Set<string>();
-          const once = whole.filter((c) => !seen.has(meaning(c)) && seen.add(meaning(c)) !== undefined);
+          const once = liveCalls.filter((c) => !seen.has(meaning(c)) && seen.add(meaning(c)) !== undefined);
           const cleanedCalls = cleaned.filter((e) => e.type === 'tool-call');
           expect(cleanedCalls.map((c) => c.id)).toEqual(once.map((c) => c.id));
           expect(cleaned.at(-1)?.type).toBe('finish');
@@ -887,11 +950,16 @@ describe('assembleToolCalls', () => {
     );
   });
 
-  it('emits no call of an attempt that never finishes', async () => {
+  it('emits only the calls whose arguments closed when an attempt never finishes', async () => {
     await fc.assert(
       fc.asyncProperty(fragmentedAttemptArb, async (live) => {
         const out = await run(live.events, assembleToolCalls());
-        expect(out).toEqual(live.events.filter((e) => e.type !== 'tool-call-delta'));
+        expect(out).toEqual(modelAssemble(live.events));
+        // A call with no argument text at all is complete only at a finish.
+        const silent = live.calls
+          .filter((c) => c.fragments.join('').trim() === '')
+          .map((c) => c.id ?? `index-${c.index}`);
+        for (const c of out) if (c.type === 'tool-call') expect(silent).not.toContain(c.id);
       }),
       { numRuns: 200 },
     );
