@@ -2,8 +2,9 @@
 // Run it with `npm run demo` (it builds the package first).
 
 import { accumulateTurn, cleanTurn, effectKey, policies } from 'cleanturn';
+import { toTerminal } from 'cleanturn/renderers';
 import { helpDeskTurn } from 'cleanturn/testing';
-import { from, lastValueFrom, tap, toArray } from 'rxjs';
+import { concatMap, delay, from, identity, lastValueFrom, of, tap, toArray } from 'rxjs';
 
 const turnId = 'turn-42';
 
@@ -102,3 +103,26 @@ section(
 const [c1, c7] = helpDeskTurn.filter((e) => e.type === 'tool-call');
 console.log(`\neffectKey('${turnId}', c1) = ${effectKey(turnId, c1)}`);
 console.log(`effectKey('${turnId}', c7) = ${effectKey(turnId, c7)}   (same meaning, same key: one refund)`);
+
+// The clean turn as the terminal renderer draws it. On a terminal it streams word by word, and the reset erases
+// attempt 1's text from the screen; piped to a file it prints a marker line instead.
+const tty = process.stdout.isTTY === true;
+console.log(
+  `\nThe clean turn in a terminal${tty ? ' (watch attempt 1 vanish on the reset):' : ' (not a TTY: a marker line instead of erasing):'}\n`,
+);
+const streamSlowly = concatMap((event) =>
+  event.type === 'text'
+    ? from(event.text.split(/(?<= )/)).pipe(
+        concatMap((word) => of({ type: 'text', text: word }).pipe(delay(90))),
+      )
+    : of(event).pipe(delay(400)),
+);
+await lastValueFrom(
+  from(helpDeskTurn).pipe(
+    tty ? streamSlowly : identity,
+    cleanTurn({ turnId }),
+    toTerminal({ tty, columns: process.stdout.columns }),
+    tap((chunk) => process.stdout.write(chunk)),
+  ),
+  { defaultValue: '' },
+);

@@ -19,6 +19,9 @@ const operators = [
   'resetOnlyPolicy',
   'lateExecutionPolicy',
   'executeTools',
+  'turnView',
+  'toTerminal',
+  'toAcpUpdates',
 ];
 
 it('has one marble spec per operator and policy', () => {

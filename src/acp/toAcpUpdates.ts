@@ -1,0 +1,276 @@
+import type { SessionNotification, ToolKind } from '@agentclientprotocol/sdk';
+import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
+import type { KeyedToolCall, TurnEvent } from 'cleanturn';
+import { defer, mergeMap, type OperatorFunction } from 'rxjs';
+import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
+
+/**
+ * The result of running a released call, as an executor reports it. The `tool-result` events of
+ * `cleanturn/effects` have this shape; any executor can produce them.
+ */
+export interface ToolResultLike {
+  type: 'tool-result';
+  /** The call's effect key. */
+  effectKey: string;
+  /** The call the result belongs to. */
+  call: KeyedToolCall;
+  /**
+   * `executed` or `replayed`: the effect happened; `in-progress`: another process runs it; anything else
+   * (`failed`, `unknown-tool`): it did not happen.
+   */
+  outcome: string;
+  /** What the tool returned, when it ran. */
+  result?: unknown;
+  /** Why it failed, when it failed. */
+  error?: unknown;
+}
+
+/** What {@link toAcpUpdates} reads: the clean turn, and optionally the executor's results merged in. */
+export type AcpSourceEvent = TurnEvent | ToolResultLike;
+
+/** Options of {@link toAcpUpdates}. */
+export interface ToAcpUpdatesOptions {
+  /** The ACP session the notifications belong to. */
+  sessionId: string;
+  /**
+   * `v1` (the default): ACP v1 `session/update` params, as `@agentclientprotocol/sdk` types them. A reset
+   * starts a new message; the reset and the message it supersedes are in `_meta['cleanturn/reset']`.
+   *
+   * `v2`: the ACP v2 draft (`@agentclientprotocol/sdk/experimental/v2`), which can replace a message: a reset
+   * sends an `agent_message` upsert with empty `content`, which clears the abandoned attempt's text in place;
+   * the new attempt's chunks append to the same message. Tool calls are `tool_call_update` upserts there.
+   */
+  protocol?: 'v1' | 'v2';
+  /**
+   * The id of the message an attempt's text goes to; unique within the session. In `v1`, called once per
+   * attempt that shows anything (a reset shows an empty message); in `v2`, once per turn. Default: a random
+   * UUID.
+   */
+  messageId?: (attempt: number) => string;
+  /** The ACP tool call id of a call; default its provider id (`call.id`). */
+  toolCallId?: (call: KeyedToolCall) => string;
+  /** The human-readable title of a call; default its tool name. */
+  title?: (call: KeyedToolCall) => string;
+  /** The ACP tool kind of a call, which editors use for icons; default `other`. */
+  kind?: (call: KeyedToolCall) => ToolKind;
+}
+
+/** The ACP v1 notifications {@link toAcpUpdates} emits. */
+export type AcpNotification = SessionNotification;
+/** The ACP v2 draft notifications {@link toAcpUpdates} emits with `protocol: 'v2'`. */
+export type AcpV2Notification = UpdateSessionNotification;
+
+/**
+ * Turns the clean turn into ACP `session/update` notifications for an editor, with every reset made explicit.
+ *
+ * Text becomes `agent_message_chunk`s, a released call a `tool_call` (status `pending`, the arguments as
+ * `rawInput`, the effect key in `_meta['cleanturn/effectKey']`), and an executor's result (a `tool-result`
+ * event merged into the source) a `tool_call_update` (`completed`, `in_progress` or `failed`, with
+ * `rawOutput`). Usage, finishes and call fragments become nothing: the prompt's response carries the stop
+ * reason.
+ *
+ * ACP v1 cannot take back a chunk. On `reset` it starts a new message at once, with an empty chunk whose
+ * `_meta['cleanturn/reset']` is `{ attempt, reason, supersedes }` ({@link AcpResetMeta}): an editor that
+ * knows the key drops the superseded message (or collapses it into a "retried" marker); one that does not
+ * shows the abandoned text above the new message. With `protocol: 'v2'` the draft's message replacement
+ * clears the abandoned text in place, and every v2 editor drops it.
+ *
+ * ```text
+ * source:       -a-d-X-b-e-K-f-|      X = reset to attempt 2; K = the released refund c7
+ *          toAcpUpdates({ sessionId: 'sess-1', messageId: (attempt) => `msg-${attempt}` })
+ * result:       -a-d-x-b-e-k---|      a, d on msg-1; x: '' on msg-2 with the reset meta; k: tool_call c7
+ * ```
+ *
+ * State: the live attempt, its message id, and whether that message has been shown.
+ *
+ * ## Example
+ * ```ts
+ * import * as acp from '@agentclientprotocol/sdk';
+ * import { cleanTurn } from 'cleanturn';
+ * import { toAcpUpdates } from 'cleanturn/acp';
+ * import { concatMap, lastValueFrom } from 'rxjs';
+ *
+ * acp.agent().onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+ *   await lastValueFrom(
+ *     providerEvents$.pipe(
+ *       cleanTurn({ turnId: 'turn-42' }),
+ *       toAcpUpdates({ sessionId: params.sessionId }),
+ *       concatMap((update) => client.notify(acp.methods.client.session.update, update)),
+ *     ),
+ *     { defaultValue: undefined },
+ *   );
+ *   return { stopReason: 'end_turn' };
+ * });
+ * ```
+ *
+ * @see {@link acpMetaKeys} for the `_meta` keys and what an editor does with them.
+ * @param options `sessionId`; optionally `protocol`, `messageId`, `toolCallId`, `title` and `kind`.
+ * @returns An operator from the clean turn (and tool results) to `session/update` params.
+ */
+export function toAcpUpdates(
+  options: ToAcpUpdatesOptions & { protocol?: 'v1' },
+): OperatorFunction<AcpSourceEvent, AcpNotification>;
+export function toAcpUpdates(
+  options: ToAcpUpdatesOptions & { protocol: 'v2' },
+): OperatorFunction<AcpSourceEvent, AcpV2Notification>;
+export function toAcpUpdates(
+  options: ToAcpUpdatesOptions,
+): OperatorFunction<AcpSourceEvent, AcpNotification | AcpV2Notification>;
+export function toAcpUpdates(
+  options: ToAcpUpdatesOptions,
+): OperatorFunction<AcpSourceEvent, AcpNotification | AcpV2Notification> {
+  return function toAcpUpdatesOperator(source) {
+    return defer(() => {
+      const translator = options.protocol === 'v2' ? new V2Translator(options) : new V1Translator(options);
+      return source.pipe(mergeMap((event) => translator.translate(event)));
+    });
+  };
+}
+
+type Meta = Record<string, unknown>;
+
+/** The turn's state as an editor knows it, and the events that change it; the two protocols differ in how they say so. */
+abstract class Translator<N> {
+  /** The live attempt. */
+  protected attempt = 1;
+  /** The live attempt's message, once it has an id. */
+  protected message: string | undefined = undefined;
+  /** Whether the editor has been sent `message`. */
+  protected shown = false;
+
+  constructor(protected readonly options: ToAcpUpdatesOptions) {}
+
+  translate(event: AcpSourceEvent): N[] {
+    if (event.type === 'tool-result') return [this.toolResult(event)];
+    if (event.type === 'reset')
+      return event.attempt > this.attempt ? [this.startAttempt(event.attempt, event.reason)] : [];
+    if (event.attempt < this.attempt) return [];
+    // An event of a newer attempt without a reset before it still starts over.
+    const updates = event.attempt > this.attempt ? [this.startAttempt(event.attempt, 'retry')] : [];
+    if (event.type === 'text' && event.text !== '') {
+      const message = this.messageId();
+      this.shown = true;
+      updates.push(this.chunk(message, event.text));
+    } else if (event.type === 'tool-call') {
+      updates.push(this.toolCall(event));
+    }
+    return updates;
+  }
+
+  /** The message the next chunk goes to. */
+  protected messageId(): string {
+    if (this.message === undefined) {
+      const { messageId } = this.options;
+      this.message = messageId === undefined ? globalThis.crypto.randomUUID() : messageId(this.attempt);
+    }
+    return this.message;
+  }
+
+  protected toolCallId(call: KeyedToolCall): string {
+    return this.options.toolCallId?.(call) ?? call.id;
+  }
+
+  /** The fields a call is announced with, in either protocol. */
+  protected callFields(call: KeyedToolCall) {
+    return {
+      toolCallId: this.toolCallId(call),
+      title: this.options.title?.(call) ?? call.name,
+      name: call.name,
+      kind: this.options.kind?.(call) ?? 'other',
+      status: 'pending' as const,
+      rawInput: call.args,
+      _meta: { [acpMetaKeys.effectKey]: call.effectKey, [acpMetaKeys.attempt]: call.attempt },
+    };
+  }
+
+  /** The fields of a call's update from its result, in either protocol. */
+  protected resultFields(result: ToolResultLike) {
+    const done = result.outcome === 'executed' || result.outcome === 'replayed';
+    const status = done ? 'completed' : result.outcome === 'in-progress' ? 'in_progress' : 'failed';
+    const fields: { toolCallId: string; status: typeof status; rawOutput?: unknown; _meta: Meta } = {
+      toolCallId: this.toolCallId(result.call),
+      status,
+      _meta: { [acpMetaKeys.outcome]: result.outcome },
+    };
+    if (status === 'completed') fields.rawOutput = result.result;
+    else if (status === 'failed') fields.rawOutput = result.error;
+    return fields;
+  }
+
+  /** The meta of the update that announces a reset. */
+  protected resetMeta(attempt: number, reason: string, supersedes: string | undefined): Meta {
+    const meta: AcpResetMeta = { attempt, reason };
+    if (supersedes !== undefined) meta.supersedes = supersedes;
+    return { [acpMetaKeys.reset]: meta };
+  }
+
+  protected abstract startAttempt(attempt: number, reason: string): N;
+  protected abstract chunk(messageId: string, text: string): N;
+  protected abstract toolCall(call: KeyedToolCall): N;
+  protected abstract toolResult(result: ToolResultLike): N;
+}
+
+/** ACP v1: a reset starts a new message; the reset meta names the one it supersedes. */
+class V1Translator extends Translator<AcpNotification> {
+  protected startAttempt(attempt: number, reason: string): AcpNotification {
+    const supersedes = this.shown ? this.message : undefined;
+    this.attempt = attempt;
+    this.message = undefined;
+    const message = this.messageId();
+    this.shown = true;
+    return this.notify({
+      sessionUpdate: 'agent_message_chunk',
+      messageId: message,
+      content: { type: 'text', text: '' },
+      _meta: this.resetMeta(attempt, reason, supersedes),
+    });
+  }
+
+  protected chunk(messageId: string, text: string): AcpNotification {
+    return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
+  }
+
+  protected toolCall(call: KeyedToolCall): AcpNotification {
+    return this.notify({ sessionUpdate: 'tool_call', ...this.callFields(call) });
+  }
+
+  protected toolResult(result: ToolResultLike): AcpNotification {
+    return this.notify({ sessionUpdate: 'tool_call_update', ...this.resultFields(result) });
+  }
+
+  private notify(update: AcpNotification['update']): AcpNotification {
+    return { sessionId: this.options.sessionId, update };
+  }
+}
+
+/** The ACP v2 draft: one message per turn, whose content a reset replaces with nothing. */
+class V2Translator extends Translator<AcpV2Notification> {
+  protected startAttempt(attempt: number, reason: string): AcpV2Notification {
+    this.attempt = attempt;
+    const message = this.messageId();
+    this.shown = true;
+    // The replacement itself clears the abandoned text: there is no other message to supersede.
+    return this.notify({
+      sessionUpdate: 'agent_message',
+      messageId: message,
+      content: [],
+      _meta: this.resetMeta(attempt, reason, undefined),
+    });
+  }
+
+  protected chunk(messageId: string, text: string): AcpV2Notification {
+    return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
+  }
+
+  protected toolCall(call: KeyedToolCall): AcpV2Notification {
+    return this.notify({ sessionUpdate: 'tool_call_update', ...this.callFields(call) });
+  }
+
+  protected toolResult(result: ToolResultLike): AcpV2Notification {
+    return this.notify({ sessionUpdate: 'tool_call_update', ...this.resultFields(result) });
+  }
+
+  private notify(update: AcpV2Notification['update']): AcpV2Notification {
+    return { sessionId: this.options.sessionId, update };
+  }
+}

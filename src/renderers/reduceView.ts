@@ -1,0 +1,188 @@
+import type { FinishReason, KeyedToolCall, PolicyEvent, ResetEvent } from 'cleanturn';
+import { resultStatus } from './internal/results.js';
+
+/**
+ * The result of running a released call, as an executor reports it. The `tool-result` events of
+ * `cleanturn/effects` have this shape; any executor can produce them.
+ */
+export interface ToolResultLike {
+  type: 'tool-result';
+  /** The call's effect key. */
+  effectKey: string;
+  /** The call the result belongs to. */
+  call: KeyedToolCall;
+  /**
+   * `executed` or `replayed`: the effect happened; `in-progress`: another process runs it; anything else
+   * (`failed`, `unknown-tool`): it did not happen.
+   */
+  outcome: string;
+  /** What the tool returned, when it ran. */
+  result?: unknown;
+  /** Why it failed, when it failed. */
+  error?: unknown;
+}
+
+/** What a view reads: the output of any policy ({@link PolicyEvent}, so `cleanTurn` too) and tool results. */
+export type ViewEvent = PolicyEvent | ToolResultLike;
+
+/**
+ * Where a shown tool call is:
+ * - `released`: the policy let it through; it runs now or waits for the executor;
+ * - `running`: the executor reports that it is running (in another process);
+ * - `completed`: it ran, or its recorded result was replayed;
+ * - `failed`: it did not happen (the tool failed, or no tool has its name).
+ */
+export type ToolCallViewStatus = 'released' | 'running' | 'completed' | 'failed';
+
+/** A tool call as a UI shows it. Never mutated: a change makes a new object. */
+export interface ToolCallView {
+  /** The provider's call id. */
+  readonly id: string;
+  /** The tool's name. */
+  readonly name: string;
+  /** The parsed arguments. */
+  readonly args: unknown;
+  /** The effect key, when the policy stamps one (`cleanTurn` does). */
+  readonly effectKey: string | undefined;
+  readonly status: ToolCallViewStatus;
+  /** What the tool returned (`completed`) or why it failed (`failed`). */
+  readonly output?: unknown;
+}
+
+/** A message a UI shows beside the text: a retry is under way. */
+export interface RetryNotice {
+  type: 'retrying';
+  /** The attempt that started. */
+  attempt: number;
+  /** Why the previous attempt was abandoned. */
+  reason: string;
+}
+
+/**
+ * What a user should see now, as {@link reduceView} computes it. Never mutated: every change makes a new
+ * snapshot that shares what did not change (the text string, the tool call array).
+ */
+export interface TurnView {
+  /** The live attempt. */
+  readonly attempt: number;
+  /** The live attempt's text only: an abandoned attempt's text is never part of it. */
+  readonly text: string;
+  /** The live attempt's released tool calls, in order. */
+  readonly toolCalls: readonly ToolCallView[];
+  /** Whether the live attempt has finished. */
+  readonly finished: boolean;
+  /** The live attempt's finish reason, once it finished. */
+  readonly finishReason: FinishReason | undefined;
+  /** Every reset so far, oldest first: `resets.length` is the number of retries the user sat through. */
+  readonly resets: readonly ResetEvent[];
+  /** Set by a reset until the new attempt shows something (text, a call) or finishes: "retrying…". */
+  readonly notice: RetryNotice | undefined;
+}
+
+/** The empty tool call list, shared by every view without calls. */
+const noCalls: readonly ToolCallView[] = Object.freeze([]);
+
+/** The view before the first event: attempt 1, nothing to show. */
+export const initialView: TurnView = Object.freeze({
+  attempt: 1,
+  text: '',
+  toolCalls: noCalls,
+  finished: false,
+  finishReason: undefined,
+  resets: Object.freeze([]),
+  notice: undefined,
+});
+
+/**
+ * The view reducer: what a user should see after `event`, given what they saw before.
+ *
+ * Pure: it returns a new snapshot when `event` changes what is shown, and `view` itself when it does not
+ * (usage, call fragments, stragglers of abandoned attempts, results of calls that are not shown). A `reset`
+ * drops the abandoned attempt's text and calls and sets a "retrying" {@link TurnView.notice}, which the new
+ * attempt's first text or call clears. Text is appended to an immutable string and the call list is shared
+ * until a call changes, so a text token costs one small object.
+ *
+ * State changes, event by event:
+ * - `text` of the live attempt: `text` grows; the notice clears;
+ * - `tool-call` of the live attempt: a `released` call is appended; the notice clears;
+ * - `finish`: `finished` and `finishReason`; the notice clears;
+ * - `reset` to a newer attempt (or any event of a newer attempt): text and calls start over, the reset is
+ *   recorded in `resets` and shown as the notice;
+ * - `tool-result` of a shown call: its status becomes `completed`, `running` or `failed`.
+ *
+ * ## Example
+ * ```ts
+ * import { initialView, reduceView } from 'cleanturn/renderers';
+ *
+ * let view = initialView;
+ * socket.onmessage = (message) => {
+ *   view = reduceView(view, JSON.parse(message.data)); // the clean turn, sent event by event
+ *   bubble.textContent = view.text;
+ *   banner.hidden = view.notice === undefined;
+ * };
+ * ```
+ *
+ * @see {@link turnView}, the same reducer as an operator.
+ * @param view What the user saw before `event`.
+ * @param event The next event of the turn, or a tool result.
+ * @returns The view after `event`: `view` itself when nothing changed.
+ */
+export function reduceView(view: TurnView, event: ViewEvent): TurnView {
+  if (event.type === 'tool-result') return withResult(view, event);
+  if (event.type === 'reset') return event.attempt > view.attempt ? startAttempt(view, event) : view;
+  if (event.attempt < view.attempt) return view;
+  // An event of a newer attempt without a reset before it (a stream that skipped resetOnRetry) still starts over.
+  const live =
+    event.attempt > view.attempt
+      ? startAttempt(view, { type: 'reset', attempt: event.attempt, reason: 'retry' })
+      : view;
+  switch (event.type) {
+    case 'text':
+      return event.text === '' ? live : { ...live, text: live.text + event.text, notice: undefined };
+    case 'tool-call': {
+      const call: ToolCallView = {
+        id: event.id,
+        name: event.name,
+        args: event.args,
+        effectKey: 'effectKey' in event && typeof event.effectKey === 'string' ? event.effectKey : undefined,
+        status: 'released',
+      };
+      return { ...live, toolCalls: [...live.toolCalls, call], notice: undefined };
+    }
+    case 'finish':
+      return { ...live, finished: true, finishReason: event.reason, notice: undefined };
+    default:
+      return live;
+  }
+}
+
+/** The view at the start of the attempt `reset` starts. */
+function startAttempt(view: TurnView, reset: ResetEvent): TurnView {
+  return {
+    attempt: reset.attempt,
+    text: '',
+    toolCalls: noCalls,
+    finished: false,
+    finishReason: undefined,
+    resets: [...view.resets, reset],
+    notice: { type: 'retrying', attempt: reset.attempt, reason: reset.reason },
+  };
+}
+
+/** The view with a shown call's status updated from its result. */
+function withResult(view: TurnView, result: ToolResultLike): TurnView {
+  if (result.call.attempt !== view.attempt) return view;
+  const index = view.toolCalls.findIndex((c) => c.id === result.call.id);
+  const shown = view.toolCalls[index];
+  if (shown === undefined) return view;
+  const status = resultStatus(result.outcome);
+  const updated: ToolCallView =
+    status === 'completed'
+      ? { ...shown, status, output: result.result }
+      : status === 'failed'
+        ? { ...shown, status, output: result.error }
+        : { ...shown, status };
+  const toolCalls = view.toolCalls.slice();
+  toolCalls[index] = updated;
+  return { ...view, toolCalls };
+}

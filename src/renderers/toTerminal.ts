@@ -1,0 +1,208 @@
+import type { KeyedToolCall, ToolCallEvent } from 'cleanturn';
+import { defer, filter, map, type OperatorFunction } from 'rxjs';
+import { cellWidth, isControl } from './internal/cells.js';
+import { describeError, resultStatus } from './internal/results.js';
+import type { ToolResultLike, ViewEvent } from './reduceView.js';
+
+/** Options of {@link toTerminal}. */
+export interface ToTerminalOptions {
+  /**
+   * `true` for a terminal (`process.stdout.isTTY`): a reset erases what the abandoned attempt printed, with
+   * ANSI cursor movement. `false` (the default) for pipes, files and log tailers: plain text, and a reset
+   * prints a marker line after which the turn starts over.
+   */
+  tty?: boolean;
+  /**
+   * The terminal's width (`process.stdout.columns`), to follow lines the terminal wraps; default 80. Only
+   * used with `tty`.
+   */
+  columns?: number;
+}
+
+/** Select Graphic Rendition: faint on, and back to normal intensity. */
+const DIM = '\x1b[2m';
+const UNDIM = '\x1b[22m';
+/** Longest argument JSON shown on a call's line. */
+const ARGS_SHOWN = 80;
+
+/**
+ * Renders the turn for a terminal or a log: emits the strings to write, and on `reset` takes back what the
+ * abandoned attempt printed.
+ *
+ * With `tty: true` it tracks the cursor's row and column (following the terminal's line wrapping at
+ * `columns`), and a reset moves the cursor back to where the turn's output began and erases everything
+ * below it (`CR`, `CSI n A`, `CSI J`), then prints a faint `↺ attempt 2 (connection reset)` line; the new
+ * attempt writes under it. Without `tty` nothing can be taken back: a reset prints the same marker line,
+ * and a reader (person or program) discards what came before it. Released tool calls and their results get
+ * a line each. Control characters in model text (escape sequences, carriage returns) are dropped, so the
+ * model cannot move the cursor; tabs become spaces.
+ *
+ * Start it on a fresh line, and do not write to the terminal yourself while it runs: it can only erase
+ * what it knows about. Output that scrolled off the top of the screen stays in the scrollback.
+ *
+ * ```text
+ * source:       -a-d-X-b-e-K-f-|     d = 'Refunding the dam', X = reset to attempt 2, K = the released refund
+ *          toTerminal({ tty: true, columns: 30 })
+ * result:       -a-d-x-b-e-k---|     x = CR, CSI 1A (a and d took two rows), CSI J, '↺ attempt 2 (connection reset)'
+ * ```
+ *
+ * State: the live attempt, and the cursor's row and column relative to where the output began.
+ *
+ * ## Example
+ * ```ts
+ * import { cleanTurn } from 'cleanturn';
+ * import { toTerminal } from 'cleanturn/renderers';
+ *
+ * providerEvents$
+ *   .pipe(
+ *     cleanTurn({ turnId: 'turn-42' }),
+ *     toTerminal({ tty: process.stdout.isTTY, columns: process.stdout.columns }),
+ *   )
+ *   .subscribe((chunk) => process.stdout.write(chunk));
+ * ```
+ *
+ * @see {@link turnView} for UIs that redraw from a snapshot instead.
+ * @param options `tty` and `columns`.
+ * @returns An operator from the turn (and tool results) to the strings to write.
+ */
+export function toTerminal(options: ToTerminalOptions = {}): OperatorFunction<ViewEvent, string> {
+  const tty = options.tty === true;
+  const columns =
+    options.columns !== undefined && Number.isFinite(options.columns) && options.columns >= 1
+      ? Math.floor(options.columns)
+      : 80;
+  return function toTerminalOperator(source) {
+    return defer(() => {
+      const screen = new TerminalScreen(tty, columns);
+      return source.pipe(
+        map((event) => screen.render(event)),
+        filter((chunk) => chunk !== ''),
+      );
+    });
+  };
+}
+
+/** The renderer's picture of the terminal: what it printed since the output began, and where the cursor is. */
+class TerminalScreen {
+  /** The live attempt. */
+  private attempt = 1;
+  /** Rows the cursor moved down since the output began (the part a reset erases). */
+  private row = 0;
+  /** The cursor's column; `columns` means the row is full and the next character wraps to the next row. */
+  private col = 0;
+
+  constructor(
+    private readonly tty: boolean,
+    private readonly columns: number,
+  ) {}
+
+  /** The string to write for `event`; empty when it shows nothing. */
+  render(event: ViewEvent): string {
+    if (event.type === 'tool-result')
+      return event.call.attempt === this.attempt ? this.line(resultLine(event)) : '';
+    if (event.type === 'reset')
+      return event.attempt > this.attempt ? this.startAttempt(event.attempt, event.reason) : '';
+    if (event.attempt < this.attempt) return '';
+    // An event of a newer attempt without a reset before it still starts over.
+    const start = event.attempt > this.attempt ? this.startAttempt(event.attempt, 'retry') : '';
+    switch (event.type) {
+      case 'text':
+        return start + this.print(event.text);
+      case 'tool-call':
+        return start + this.line(callLine(event));
+      case 'finish':
+        return start + this.endLine();
+      default:
+        return start;
+    }
+  }
+
+  /** Takes back the abandoned attempt's output (on a TTY) and prints the marker line. */
+  private startAttempt(attempt: number, reason: string): string {
+    this.attempt = attempt;
+    let erase: string;
+    if (this.tty) {
+      erase = `\r${this.row > 0 ? `\x1b[${this.row}A` : ''}\x1b[J`;
+      this.row = 0;
+      this.col = 0;
+    } else {
+      erase = this.endLine();
+    }
+    return erase + this.line(`↺ attempt ${attempt} (${reason})`);
+  }
+
+  /** `text` on a line of its own, faint on a TTY. */
+  private line(text: string): string {
+    const start = this.endLine();
+    const printed = this.print(text);
+    return start + (this.tty ? DIM + printed + UNDIM : printed) + this.newline();
+  }
+
+  /** A newline if the cursor is not at the start of a row. */
+  private endLine(): string {
+    return this.col > 0 ? this.newline() : '';
+  }
+
+  private newline(): string {
+    this.row++;
+    this.col = 0;
+    // A terminal in raw mode does not turn LF into CR LF; write both.
+    return this.tty ? '\r\n' : '\n';
+  }
+
+  /** Model text made safe to write, with the cursor followed through the terminal's wrapping. */
+  private print(text: string): string {
+    let out = '';
+    for (const char of text) {
+      if (char === '\n') {
+        out += this.newline();
+        continue;
+      }
+      if (char === '\t') {
+        const spaces = 8 - (Math.min(this.col, this.columns - 1) % 8);
+        for (let i = 0; i < spaces; i++) out += this.put(' ', 1);
+        continue;
+      }
+      const code = char.codePointAt(0) ?? 0;
+      if (isControl(code)) continue;
+      out += this.put(char, cellWidth(char));
+    }
+    return out;
+  }
+
+  /** One printable character of `width` columns. */
+  private put(char: string, width: 0 | 1 | 2): string {
+    // The terminal wraps before a character that does not fit in the row (a full row, or a wide character
+    // in the last column).
+    if (width > 0 && this.col + width > this.columns) {
+      this.row++;
+      this.col = 0;
+    }
+    this.col += width;
+    return char;
+  }
+}
+
+/** A released call's line: name, arguments (shortened) and effect key. */
+function callLine(call: ToolCallEvent & Partial<Pick<KeyedToolCall, 'effectKey'>>): string {
+  let args: string;
+  try {
+    args = JSON.stringify(call.args) ?? String(call.args);
+  } catch {
+    args = String(call.args);
+  }
+  if (args.length > ARGS_SHOWN) args = `${args.slice(0, ARGS_SHOWN - 1)}…`;
+  return `⚙ ${call.name} ${args}${call.effectKey === undefined ? '' : ` [${call.effectKey}]`}`;
+}
+
+/** A tool result's line. */
+function resultLine(result: ToolResultLike): string {
+  switch (resultStatus(result.outcome)) {
+    case 'completed':
+      return `✓ ${result.call.name}`;
+    case 'running':
+      return `… ${result.call.name} (running elsewhere)`;
+    case 'failed':
+      return `✗ ${result.call.name}: ${describeError(result.error)}`;
+  }
+}

@@ -1,0 +1,266 @@
+// The terminal renderer, checked on a fake terminal that interprets what it writes: the tests read the screen.
+import { cleanTurn, effectKey, type KeyedToolCall, naivePolicy } from 'cleanturn';
+import { type ToolResultLike, toTerminal, type ViewEvent } from 'cleanturn/renderers';
+import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
+import { from, type Observable } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { FakeTerminal } from './fakeTerminal.js';
+import { standardChecks } from './standardChecks.js';
+
+const turnId = 'turn-42';
+const prompt = '$ help-desk --order ORD-7781';
+
+/** The chunks the renderer writes for `events`, synchronously. */
+function chunksOf(events$: Observable<ViewEvent>, options: Parameters<typeof toTerminal>[0]): string[] {
+  const chunks: string[] = [];
+  events$.pipe(toTerminal(options)).subscribe((chunk) => chunks.push(chunk));
+  return chunks;
+}
+
+/** A terminal with the user's command on its first row, and the screens after each chunk written to it. */
+function play(chunks: string[], columns: number): { terminal: FakeTerminal; screens: string[][] } {
+  const terminal = new FakeTerminal(columns);
+  terminal.write(`${prompt}\r\n`);
+  const screens = chunks.map((chunk) => {
+    terminal.write(chunk);
+    return terminal.screen;
+  });
+  return { terminal, screens };
+}
+
+/** `line` as a terminal `columns` wide shows it: cut into rows, trailing blanks trimmed. */
+function rows(line: string, columns: number): string[] {
+  const chars = [...line];
+  const out: string[] = [];
+  for (let i = 0; i < chars.length; i += columns)
+    out.push(
+      chars
+        .slice(i, i + columns)
+        .join('')
+        .trimEnd(),
+    );
+  return out.length === 0 ? [''] : out;
+}
+
+const c7 = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const refundLine = `⚙ issue_refund {"order_id":"ORD-7781","amount":"full"} [${effectKey(turnId, c7)}]`;
+const attempt2 = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
+
+describe('toTerminal on a TTY', () => {
+  it('the help-desk turn: a reset takes the abandoned text off the screen, wrapped rows included', () => {
+    const columns = 30;
+    const chunks = chunksOf(from(helpDeskTurn).pipe(cleanTurn({ turnId })), { tty: true, columns });
+    const { screens } = play(chunks, columns);
+    const resetAt = chunks.findIndex((chunk) => chunk.includes('↺'));
+
+    // Before the reset, the user watched attempt 1 stream, over two rows.
+    expect(screens[resetAt - 1]).toEqual([
+      prompt,
+      ...rows('Checking order ORD-7781. Refunding the dam', columns),
+    ]);
+    // The reset leaves the command and the marker; attempt 1 is gone.
+    expect(screens[resetAt]).toEqual([prompt, '↺ attempt 2 (connection reset)']);
+    for (const screen of screens.slice(resetAt)) expect(screen.join('\n')).not.toContain('Refunding the dam');
+    expect(screens.at(-1)).toEqual([
+      prompt,
+      '↺ attempt 2 (connection reset)',
+      ...rows(attempt2, columns),
+      ...rows(refundLine, columns),
+    ]);
+  });
+
+  it('the same turn through the naive policy leaves both attempts glued on the screen', () => {
+    // The fake terminal is not lenient: without a reset, the abandoned text stays where the user read it.
+    const columns = 30;
+    const chunks = chunksOf(from(helpDeskTurn).pipe(naivePolicy()), { tty: true, columns });
+    const { terminal } = play(chunks, columns);
+    expect(terminal.screen.join('')).toContain('Refunding the damChecking order');
+  });
+
+  describe('erases exactly what it printed: never less, never a row above', () => {
+    const columns = 10;
+    // Lengths around one, two and three rows, where the terminal's pending wrap and the row count disagree
+    // most easily; text with newlines, a wide character on the last column, tabs and combining marks.
+    const texts: [string, string][] = [];
+    for (let n = 0; n <= 31; n++) texts.push([`${n} characters`, 'x'.repeat(n)]);
+    texts.push(
+      ['a full row, then a newline', `${'x'.repeat(10)}\nmore`],
+      ['two full rows ending in a newline', `${'x'.repeat(20)}\n`],
+      ['empty lines', '\n\n\nx\n'],
+      ['a wide character that does not fit the last column', `${'x'.repeat(9)}退款已经开始`],
+      ['wide characters filling rows exactly', '退款退款退'.repeat(3)],
+      ['tabs', 'a\tb\tc\td'],
+      ['combining marks', 'cafe\u0301 '.repeat(4)],
+    );
+    for (const [title, attempt1] of texts) {
+      it(title, () => {
+        const events: ViewEvent[] = [at(1, text(attempt1)), reset(2, 'x'), at(2, text('ok'))];
+        const { screens } = play(chunksOf(from(events), { tty: true, columns }), columns);
+        expect(screens.at(-1)).toEqual([...rows(prompt, columns), '↺ attempt', '2 (x)', 'ok']);
+      });
+    }
+  });
+
+  it("a second reset also takes back the first one's marker", () => {
+    const columns = 40;
+    const events: ViewEvent[] = [
+      at(1, text('Refunding the dam')),
+      reset(2, 'connection reset'),
+      at(2, text('Refunding the damaged b')),
+      reset(3, 'stalled'),
+      at(3, text('Refund started.')),
+      at(3, finish()),
+    ];
+    const { terminal } = play(chunksOf(from(events), { tty: true, columns }), columns);
+    expect(terminal.screen).toEqual([prompt, '↺ attempt 3 (stalled)', 'Refund started.']);
+  });
+
+  it('model text cannot move the cursor: control characters are dropped, tabs become spaces', () => {
+    const columns = 40;
+    const events: ViewEvent[] = [
+      at(1, text('Hi\x1b[2J\x1b[H there\r\u0007\u009b1A\tend')),
+      reset(2, 'connection reset'),
+      at(2, text('clean')),
+    ];
+    const chunks = chunksOf(from(events), { tty: true, columns });
+    // The fake terminal throws on any control character or sequence it does not expect.
+    const { screens } = play(chunks, columns);
+    expect(screens[0]).toEqual([prompt, 'Hi[2J[H there1A end']);
+    expect(screens.at(-1)).toEqual([prompt, '↺ attempt 2 (connection reset)', 'clean']);
+  });
+
+  it('released calls and their results get a line each; results of abandoned attempts are not shown', () => {
+    const columns = 80;
+    const lookup = keyed(turnId, 2, call('c8', 'lookup_order', { order_id: 'ORD-7781' }));
+    const mail = keyed(turnId, 2, call('c9', 'send_email', { to: 'ada@example.com' }));
+    const early = keyed(turnId, 1, call('c2', 'lookup_order', { order_id: 'ORD-7781' }));
+    const result = (
+      c: KeyedToolCall,
+      outcome: string,
+      more: Partial<ToolResultLike> = {},
+    ): ToolResultLike => ({
+      type: 'tool-result',
+      effectKey: c.effectKey,
+      call: c,
+      outcome,
+      ...more,
+    });
+    const events: ViewEvent[] = [
+      early,
+      reset(2, 'connection reset'),
+      result(early, 'executed'),
+      at(2, text('Refund started.')),
+      lookup,
+      c7,
+      mail,
+      at(2, finish('tool-calls')),
+      result(lookup, 'replayed'),
+      result(c7, 'in-progress'),
+      result(mail, 'failed', { error: { name: 'Error', message: 'smtp timeout' } }),
+    ];
+    const { terminal } = play(chunksOf(from(events), { tty: true, columns }), columns);
+    expect(terminal.screen).toEqual([
+      prompt,
+      '↺ attempt 2 (connection reset)',
+      'Refund started.',
+      `⚙ lookup_order {"order_id":"ORD-7781"} [${lookup.effectKey}]`,
+      refundLine,
+      `⚙ send_email {"to":"ada@example.com"} [${mail.effectKey}]`,
+      '✓ lookup_order',
+      '… issue_refund (running elsewhere)',
+      '✗ send_email: smtp timeout',
+    ]);
+  });
+
+  it('ignores stragglers of abandoned attempts; an event of a newer attempt without a reset starts over', () => {
+    const columns = 40;
+    const events: ViewEvent[] = [
+      at(1, text('Refunding the dam')),
+      at(2, text('Refund started.')),
+      at(1, text('aged book')),
+      reset(2, 'a late duplicate reset'),
+      at(2, usage(120, 8)),
+    ];
+    const { terminal } = play(chunksOf(from(events), { tty: true, columns }), columns);
+    expect(terminal.screen).toEqual([prompt, '↺ attempt 2 (retry)', 'Refund started.']);
+  });
+
+  it('ends its last line when the attempt finishes', () => {
+    const columns = 40;
+    const { terminal } = play(
+      chunksOf(from([at(1, text('Done.')), at(1, finish())]), { tty: true, columns }),
+      columns,
+    );
+    expect(terminal.cursor).toEqual({ row: 2, col: 0 });
+  });
+
+  it('falls back to 80 columns when the width is unknown or nonsense', () => {
+    const long = 'y'.repeat(100);
+    for (const columns of [undefined, 0, Number.NaN, -3]) {
+      const chunks = chunksOf(from([at(1, text(long)), reset(2, 'x')]), { tty: true, columns });
+      // 100 characters on 80 columns: the reset moves up one row.
+      expect(chunks[1]).toBe('\r\x1b[1A\x1b[J\x1b[2m↺ attempt 2 (x)\x1b[22m\r\n');
+    }
+  });
+});
+
+describe('the fake terminal', () => {
+  it('catches a renderer that only clears the current row', () => {
+    const terminal = new FakeTerminal(10);
+    terminal.write('x'.repeat(25));
+    terminal.write('\r\x1b[K');
+    expect(terminal.screen).toEqual(['x'.repeat(10), 'x'.repeat(10)]);
+  });
+
+  it('keeps the cursor on the last column after a full row, until the next character', () => {
+    const terminal = new FakeTerminal(10);
+    terminal.write('x'.repeat(10));
+    expect(terminal.cursor).toEqual({ row: 0, col: 9 });
+    terminal.write('\r\n');
+    expect(terminal.cursor).toEqual({ row: 1, col: 0 });
+    expect(() => terminal.write('\x1b[2J')).toThrow(/unsupported erase/);
+    expect(() => terminal.write('\x07')).toThrow(/unexpected control character/);
+  });
+});
+
+describe('toTerminal without a TTY (pipes, files, log tailers)', () => {
+  it('prints a marker line on reset and starts over; no escape sequences', () => {
+    const chunks = chunksOf(from(helpDeskTurn).pipe(cleanTurn({ turnId })), {});
+    const output = chunks.join('');
+    expect(output).not.toContain('\x1b');
+    expect(output).not.toContain('\r');
+    expect(output.split('\n')).toEqual([
+      'Checking order ORD-7781. Refunding the dam',
+      '↺ attempt 2 (connection reset)',
+      attempt2,
+      refundLine,
+      '',
+    ]);
+  });
+
+  it('a log reader keeps what follows the last marker: the clean text', () => {
+    const output = chunksOf(from(helpDeskTurn).pipe(cleanTurn({ turnId })), { tty: false, columns: 20 }).join(
+      '',
+    );
+    const lastAttempt = output.slice(output.lastIndexOf('↺'));
+    expect(lastAttempt.split('\n').slice(1, 2)).toEqual([attempt2]);
+  });
+});
+
+standardChecks<ViewEvent>({
+  name: 'toTerminal',
+  make: () => toTerminal(),
+  values: { a: at(1, text('Refund ')), b: at(1, text('started.')), c: at(1, finish()) },
+  expected: { a: 'Refund ', b: 'started.', c: '\n' },
+});
+
+standardChecks<ViewEvent>({
+  name: 'toTerminal (tty)',
+  make: () => toTerminal({ tty: true, columns: 80 }),
+  values: { a: at(1, text('Refunding the dam')), b: reset(2, 'connection reset'), c: at(2, text('Refund')) },
+  expected: {
+    a: 'Refunding the dam',
+    b: '\r\x1b[J\x1b[2m↺ attempt 2 (connection reset)\x1b[22m\r\n',
+    c: 'Refund',
+  },
+});

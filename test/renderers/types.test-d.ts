@@ -1,0 +1,131 @@
+// Type tests of the renderer entries (vitest typecheck): what each operator reads and emits.
+import type * as acp from '@agentclientprotocol/sdk';
+import type * as acp2 from '@agentclientprotocol/sdk/experimental/v2';
+import {
+  cleanTurn,
+  type FinishReason,
+  naivePolicy,
+  type ProviderEvent,
+  type ResetEvent,
+  type TurnEvent,
+} from 'cleanturn';
+import {
+  type AcpNotification,
+  type AcpResetMeta,
+  type AcpSourceEvent,
+  type ToolResultLike as AcpToolResultLike,
+  type AcpV2Notification,
+  acpMetaKeys,
+  toAcpUpdates,
+} from 'cleanturn/acp';
+import type { ToolResultEvent } from 'cleanturn/effects';
+import {
+  initialView,
+  reduceView,
+  type ToolCallView,
+  type ToolCallViewStatus,
+  type ToolResultLike,
+  type TurnView,
+  toTerminal,
+  turnView,
+  type ViewEvent,
+} from 'cleanturn/renderers';
+import type { Observable, OperatorFunction } from 'rxjs';
+import { describe, expectTypeOf, test } from 'vitest';
+
+declare const provider$: Observable<ProviderEvent>;
+declare const turn$: Observable<TurnEvent>;
+declare const results$: Observable<ToolResultEvent>;
+
+describe('cleanturn/renderers', () => {
+  test('turnView reads the clean turn, any policy and tool results, and emits views', () => {
+    expectTypeOf(turnView()).toEqualTypeOf<OperatorFunction<ViewEvent, TurnView>>();
+    expectTypeOf(provider$.pipe(cleanTurn({ turnId: 't' }), turnView())).toEqualTypeOf<
+      Observable<TurnView>
+    >();
+    expectTypeOf(provider$.pipe(naivePolicy(), turnView())).toEqualTypeOf<Observable<TurnView>>();
+    expectTypeOf(results$.pipe(turnView())).toEqualTypeOf<Observable<TurnView>>();
+    // Raw provider events carry no attempt: a view cannot tell a retry from more text.
+    // @ts-expect-error ProviderEvent is not a ViewEvent
+    provider$.pipe(turnView());
+  });
+
+  test('reduceView is a reducer over views', () => {
+    expectTypeOf(reduceView).toEqualTypeOf<(view: TurnView, event: ViewEvent) => TurnView>();
+    expectTypeOf(initialView).toEqualTypeOf<TurnView>();
+  });
+
+  test('a view is read-only, with typed statuses and notices', () => {
+    expectTypeOf<TurnView['toolCalls']>().toEqualTypeOf<readonly ToolCallView[]>();
+    expectTypeOf<TurnView['resets']>().toEqualTypeOf<readonly ResetEvent[]>();
+    expectTypeOf<TurnView['finishReason']>().toEqualTypeOf<FinishReason | undefined>();
+    expectTypeOf<ToolCallView['status']>().toEqualTypeOf<ToolCallViewStatus>();
+    expectTypeOf<ToolCallViewStatus>().toEqualTypeOf<'released' | 'running' | 'completed' | 'failed'>();
+    expectTypeOf<NonNullable<TurnView['notice']>>().toEqualTypeOf<{
+      type: 'retrying';
+      attempt: number;
+      reason: string;
+    }>();
+    const view = initialView;
+    // @ts-expect-error a snapshot is never mutated
+    view.text = 'changed';
+  });
+
+  test('toTerminal emits the strings to write', () => {
+    expectTypeOf(turn$.pipe(toTerminal({ tty: true, columns: 80 }))).toEqualTypeOf<Observable<string>>();
+    expectTypeOf(turn$.pipe(toTerminal())).toEqualTypeOf<Observable<string>>();
+    // @ts-expect-error tty is a boolean
+    toTerminal({ tty: 'yes' });
+  });
+
+  test("the executor's results fit the renderers' structural result type", () => {
+    expectTypeOf<ToolResultEvent>().toExtend<ToolResultLike>();
+    expectTypeOf<ToolResultEvent>().toExtend<AcpToolResultLike>();
+  });
+});
+
+describe('cleanturn/acp', () => {
+  test('v1 (the default) emits the SDK v1 session/update params', () => {
+    expectTypeOf<AcpNotification>().toEqualTypeOf<acp.SessionNotification>();
+    expectTypeOf(turn$.pipe(toAcpUpdates({ sessionId: 's' }))).toEqualTypeOf<
+      Observable<acp.SessionNotification>
+    >();
+    expectTypeOf(turn$.pipe(toAcpUpdates({ sessionId: 's', protocol: 'v1' }))).toEqualTypeOf<
+      Observable<acp.SessionNotification>
+    >();
+  });
+
+  test("protocol: 'v2' emits the v2 draft's session/update params", () => {
+    expectTypeOf<AcpV2Notification>().toEqualTypeOf<acp2.UpdateSessionNotification>();
+    expectTypeOf(turn$.pipe(toAcpUpdates({ sessionId: 's', protocol: 'v2' }))).toEqualTypeOf<
+      Observable<acp2.UpdateSessionNotification>
+    >();
+    const protocol = Math.random() > 0.5 ? ('v1' as const) : ('v2' as const);
+    expectTypeOf(turn$.pipe(toAcpUpdates({ sessionId: 's', protocol }))).toEqualTypeOf<
+      Observable<acp.SessionNotification | acp2.UpdateSessionNotification>
+    >();
+  });
+
+  test('it reads the clean turn and tool results, not raw provider events', () => {
+    expectTypeOf<TurnEvent>().toExtend<AcpSourceEvent>();
+    expectTypeOf<ToolResultEvent>().toExtend<AcpSourceEvent>();
+    // @ts-expect-error ProviderEvent has no attempts and no effect keys
+    provider$.pipe(toAcpUpdates({ sessionId: 's' }));
+  });
+
+  test('options are typed with the SDK', () => {
+    toAcpUpdates({ sessionId: 's', kind: (call) => (call.name.startsWith('read') ? 'read' : 'execute') });
+    // @ts-expect-error not an ACP tool kind
+    toAcpUpdates({ sessionId: 's', kind: () => 'banana' });
+    // @ts-expect-error the session is required
+    toAcpUpdates({});
+    // @ts-expect-error no such protocol
+    toAcpUpdates({ sessionId: 's', protocol: 'v3' });
+  });
+
+  test('the meta keys are literal and namespaced', () => {
+    expectTypeOf(acpMetaKeys.reset).toEqualTypeOf<'cleanturn/reset'>();
+    expectTypeOf(acpMetaKeys.effectKey).toEqualTypeOf<'cleanturn/effectKey'>();
+    expectTypeOf<AcpResetMeta>().toEqualTypeOf<{ attempt: number; reason: string; supersedes?: string }>();
+  });
+});
