@@ -49,7 +49,8 @@ export default defineMarbles({
       expectedValues: { A: at(3, call('c9', 'list_orders', {})), f: at(3, finish('tool-calls')) },
     },
     {
-      title: "a retry discards the abandoned attempt's open fragments; the new attempt's call is emitted whole",
+      title:
+        "a retry discards the abandoned attempt's open fragments; the new attempt's call is emitted whole",
       source: /*   */ '-p-r-q-s-f-|',
       // biome-ignore format: an aligned value table
       values: {

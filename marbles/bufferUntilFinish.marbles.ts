@@ -25,7 +25,8 @@ export default defineMarbles({
       // biome-ignore format: an aligned value table
       values: { l: at(1, lookup), c: at(1, refund), t: at(1, text('Done.')), f: at(1, finish('tool-calls')) },
       label: "bufferUntilFinish({ early: (call) => call.name === 'lookup_order' })",
-      operator: () => bufferUntilFinish<Attempted<ProviderEvent>>({ early: (c) => c.name === 'lookup_order' }),
+      operator: () =>
+        bufferUntilFinish<Attempted<ProviderEvent>>({ early: (c) => c.name === 'lookup_order' }),
       expected: /* */ '-l---t-(cf)|',
       // biome-ignore format: an aligned value table
       expectedValues: {

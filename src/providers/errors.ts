@@ -21,9 +21,16 @@ export class ProviderError extends CleanturnError {
   constructor(
     provider: ProviderName,
     message: string,
-    details: { retryable: boolean; code?: string | undefined; status?: number | undefined; payload: unknown },
+    details: {
+      retryable: boolean;
+      code?: string | undefined;
+      status?: number | undefined;
+      payload: unknown;
+      /** The error this one wraps (an SDK's own error), when there is one. */
+      cause?: unknown;
+    },
   ) {
-    super(`${provider}: ${message}`, { retryable: details.retryable });
+    super(`${provider}: ${message}`, { retryable: details.retryable, cause: details.cause });
     this.provider = provider;
     this.code = details.code;
     this.status = details.status;

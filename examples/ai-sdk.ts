@@ -1,0 +1,97 @@
+// The whole retrying pipeline with the Vercel AI SDK: streamText().fullStream → aiSdkParts() → a clean turn,
+// retried with `retry` events when the stream breaks. The model here is OpenAI's; any AI SDK provider works.
+//
+//   OPENAI_API_KEY=… npx tsx examples/ai-sdk.ts   asks the API
+//   npx tsx examples/ai-sdk.ts                    replays a recorded Chat Completions stream from a local server:
+//                                                 the first response breaks before its finish, the second is whole
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createOpenAI } from '@ai-sdk/openai';
+import { type LanguageModel, streamText, type TextStreamPart, tool } from 'ai';
+import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type TurnState } from 'cleanturn';
+import { aiSdkParts } from 'cleanturn/providers';
+import { defer, lastValueFrom, tap } from 'rxjs';
+import { z } from 'zod';
+
+// No `execute`: the SDK would run the tool as soon as its call is complete, even in an attempt that fails later.
+// cleanTurn releases the call once its attempt finished, with an effect key for the tool to deduplicate by.
+const tools = {
+  issue_refund: tool({
+    description: 'Refunds an order, in full or in part.',
+    inputSchema: z.object({ order_id: z.string(), amount: z.enum(['full', 'partial']) }),
+  }),
+};
+
+/** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
+export function helpDeskTurn(model: LanguageModel, turnId: string) {
+  return defer(
+    // fullStream is a ReadableStream and an async iterable: the annotation picks the iterable for RxJS.
+    (): AsyncIterable<TextStreamPart<typeof tools>> =>
+      streamText({
+        model,
+        tools,
+        prompt: 'The book of order ORD-7781 arrived damaged. Please refund it.',
+        maxRetries: 0, // the pipeline retries, and says so
+        onError: () => {}, // errors arrive as error parts or a stream error: the adapter reports them
+      }).fullStream,
+  ).pipe(
+    aiSdkParts(), //                         stream parts → neutral events; calls whole, at the end of their step
+    requireFinish(), //                      a stream that ends without finish is retryable
+    retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
+    cleanTurn({ turnId }), //                attempts, resets, late release, effect keys
+  );
+}
+
+async function main(): Promise<TurnState> {
+  const replay = process.env.OPENAI_API_KEY ? undefined : await startReplay();
+  const openai = createOpenAI(replay ? { apiKey: 'replay', baseURL: `${replay.url}/v1` } : {});
+  try {
+    return await lastValueFrom(
+      helpDeskTurn(openai.chat('gpt-4o'), 'turn-42').pipe(
+        tap((event) => {
+          if (event.type === 'reset')
+            console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
+          if (event.type === 'text') process.stdout.write(event.text);
+          if (event.type === 'tool-call') {
+            console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
+          }
+        }),
+        accumulateTurn(),
+      ),
+    );
+  } finally {
+    await replay?.close();
+  }
+}
+
+/** A local server that replays a recorded Chat Completions stream: cut before its finish, then whole. */
+async function startReplay() {
+  const body = readFileSync(new URL('../test/fixtures/ai-sdk/upstream-openai-chat.sse', import.meta.url));
+  const cut = body.lastIndexOf('\n', body.indexOf('"finish_reason":"tool_calls"')) + 1;
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume().on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (requests++ > 0) return res.end(body);
+      res.write(body.subarray(0, cut), () => setImmediate(() => res.destroy()));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const turn = await main();
+  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
+  for (const a of turn.attempts) {
+    const usage = a.usage
+      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
+      : 'usage unknown';
+    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
+  }
+}

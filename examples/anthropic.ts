@@ -1,0 +1,109 @@
+// The whole retrying pipeline with the official Anthropic SDK: the SDK's stream → anthropicMessages() → a
+// clean turn, retried with `retry` events when the stream breaks.
+//
+//   ANTHROPIC_API_KEY=… npx tsx examples/anthropic.ts   asks the API
+//   npx tsx examples/anthropic.ts                       replays a recorded stream from a local server: the first
+//                                                       response breaks after the tool call, the second is whole
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import Anthropic from '@anthropic-ai/sdk';
+import {
+  accumulateTurn,
+  assembleToolCalls,
+  backoff,
+  cleanTurn,
+  requireFinish,
+  retryAsEvents,
+  type TurnState,
+} from 'cleanturn';
+import { anthropicMessages } from 'cleanturn/providers';
+import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
+
+/** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
+export function helpDeskTurn(client: Anthropic, turnId: string) {
+  return defer(() =>
+    client.messages.create({
+      model: 'claude-sonnet-4-6',
+      max_tokens: 1024,
+      messages: [{ role: 'user', content: 'The book of order ORD-7781 arrived damaged. Please refund it.' }],
+      tools: [
+        {
+          name: 'issue_refund',
+          description: 'Refunds an order, in full or in part.',
+          input_schema: {
+            type: 'object',
+            properties: {
+              order_id: { type: 'string' },
+              amount: { type: 'string', enum: ['full', 'partial'] },
+            },
+            required: ['order_id', 'amount'],
+          },
+        },
+      ],
+      stream: true,
+    }),
+  ).pipe(
+    concatMap((stream) => stream), // the SDK's Stream is an async iterable of events
+    anthropicMessages(), //                      Messages events → neutral events
+    requireFinish(), //                          a clean close before message_stop is retryable too
+    retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
+    assembleToolCalls(), //                      tool_use fragments → whole calls
+    cleanTurn({ turnId }), //                    attempts, resets, late release, effect keys
+  );
+}
+
+async function main(): Promise<TurnState> {
+  const replay = process.env.ANTHROPIC_API_KEY ? undefined : await startReplay();
+  // maxRetries: 0: the pipeline retries, and says so; the SDK would splice a retry silently.
+  const client = new Anthropic({ maxRetries: 0, ...(replay && { apiKey: 'replay', baseURL: replay.url }) });
+  try {
+    return await lastValueFrom(
+      helpDeskTurn(client, 'turn-42').pipe(
+        tap((event) => {
+          if (event.type === 'reset')
+            console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
+          if (event.type === 'text') process.stdout.write(event.text);
+          if (event.type === 'tool-call') {
+            console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
+          }
+        }),
+        accumulateTurn(),
+      ),
+    );
+  } finally {
+    await replay?.close();
+  }
+}
+
+/** A local server that replays a recorded stream: cut after the tool call (a connection reset), then whole. */
+async function startReplay() {
+  const body = readFileSync(new URL('../test/fixtures/anthropic/text-and-tool.sse', import.meta.url));
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume().on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (requests++ > 0) return res.end(body);
+      res.write(body.subarray(0, body.indexOf('event: message_delta')), () =>
+        setImmediate(() => res.destroy()),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const turn = await main();
+  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
+  for (const a of turn.attempts) {
+    const usage = a.usage
+      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
+      : 'usage unknown';
+    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
+  }
+}

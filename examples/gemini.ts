@@ -1,0 +1,102 @@
+// The whole retrying pipeline with the official Google Gen AI SDK: generateContentStream → geminiContent() → a
+// clean turn, retried with `retry` events when the stream breaks.
+//
+//   GEMINI_API_KEY=… npx tsx examples/gemini.ts   asks the API
+//   npx tsx examples/gemini.ts                    replays a recorded stream from a local server: the first
+//                                                 response breaks in its last chunk, the second is whole
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { GoogleGenAI, Type } from '@google/genai';
+import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type TurnState } from 'cleanturn';
+import { geminiContent } from 'cleanturn/providers';
+import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
+
+/** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
+export function helpDeskTurn(ai: GoogleGenAI, turnId: string) {
+  return defer(() =>
+    ai.models.generateContentStream({
+      model: 'gemini-2.5-flash',
+      contents: 'The book of order ORD-7781 arrived damaged. Please refund it.',
+      config: {
+        tools: [
+          {
+            functionDeclarations: [
+              {
+                name: 'issue_refund',
+                description: 'Refunds an order, in full or in part.',
+                parameters: {
+                  type: Type.OBJECT,
+                  properties: { order_id: { type: Type.STRING }, amount: { type: Type.STRING } },
+                  required: ['order_id', 'amount'],
+                },
+              },
+            ],
+          },
+        ],
+      },
+    }),
+  ).pipe(
+    concatMap((stream) => stream), // an async generator of GenerateContentResponse chunks
+    geminiContent(), //                      chunks → neutral events; whole calls get stable ids
+    requireFinish(), //                      a stream that ends without finishReason is retryable
+    retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
+    cleanTurn({ turnId }), //                attempts, resets, late release, effect keys
+  );
+}
+
+async function main(): Promise<TurnState> {
+  const replay = process.env.GEMINI_API_KEY ? undefined : await startReplay();
+  // No retryOptions: the SDK does not retry; the pipeline does, and says so.
+  const ai = new GoogleGenAI({
+    apiKey: process.env.GEMINI_API_KEY ?? 'replay',
+    ...(replay && { httpOptions: { baseUrl: replay.url } }),
+  });
+  try {
+    return await lastValueFrom(
+      helpDeskTurn(ai, 'turn-42').pipe(
+        tap((event) => {
+          if (event.type === 'reset')
+            console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
+          if (event.type === 'text') process.stdout.write(event.text);
+          if (event.type === 'tool-call') {
+            console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
+          }
+        }),
+        accumulateTurn(),
+      ),
+    );
+  } finally {
+    await replay?.close();
+  }
+}
+
+/** A local server that replays a recorded stream: cut inside its last chunk (a connection reset), then whole. */
+async function startReplay() {
+  const body = readFileSync(new URL('../test/fixtures/gemini/text-and-call.sse', import.meta.url));
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume().on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (requests++ > 0) return res.end(body);
+      res.write(body.subarray(0, body.indexOf('"finishReason"')), () => setImmediate(() => res.destroy()));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const turn = await main();
+  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
+  for (const a of turn.attempts) {
+    const usage = a.usage
+      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
+      : 'usage unknown';
+    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
+  }
+}

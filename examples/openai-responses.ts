@@ -1,0 +1,108 @@
+// The whole retrying pipeline on the official OpenAI SDK's Responses stream.
+//
+//   OPENAI_API_KEY=sk-… npx tsx examples/openai-responses.ts   against the API
+//   npx tsx examples/openai-responses.ts                       offline: a local server replays a recorded turn
+//                                                              and resets the connection in the middle of attempt 1
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { accumulateTurn, assembleToolCalls, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
+import { openaiResponses } from 'cleanturn/providers';
+import OpenAI from 'openai';
+import { defer, from, last, lastValueFrom, mergeMap, tap } from 'rxjs';
+
+const turnId = 'turn-42';
+
+async function main(): Promise<void> {
+  const offline = process.env.OPENAI_API_KEY === undefined ? await replayServer() : undefined;
+  const client = new OpenAI(offline === undefined ? {} : { apiKey: 'offline', baseURL: offline.baseURL });
+
+  const turn = await lastValueFrom(
+    // One attempt: a new request per subscription, its events as the SDK yields them.
+    defer(() =>
+      client.responses.create({
+        model: 'gpt-4.1',
+        input: 'Please refund order ORD-7781 in full, the book arrived damaged.',
+        tools: [
+          {
+            type: 'function',
+            name: 'issue_refund',
+            description: 'Refund an order, fully or in part.',
+            parameters: {
+              type: 'object',
+              properties: {
+                order_id: { type: 'string' },
+                amount: { type: 'string', enum: ['full', 'partial'] },
+              },
+              required: ['order_id', 'amount'],
+              additionalProperties: false,
+            },
+            strict: true,
+          },
+        ],
+        stream: true,
+      }),
+    ).pipe(
+      mergeMap((stream) => from(stream)),
+      openaiResponses(), //              events → text, call fragments, usage, finish
+      requireFinish(), //                a stream that ends before response.completed is a retryable error
+      retryAsEvents({ count: 2 }), //    retry (at most twice), and say so with a `retry` event
+      assembleToolCalls(), //            fragments → whole calls
+      cleanTurn({ turnId }), //          attempts, resets, calls held to the finish, effect keys
+      tap((event) => {
+        if (event.type === 'reset') console.log(`\n[reset to attempt ${event.attempt}: ${event.reason}]`);
+        if (event.type === 'text') process.stdout.write(event.text);
+        if (event.type === 'tool-call') {
+          console.log(
+            `\n→ run ${event.name}(${JSON.stringify(event.args)}) once, with key ${event.effectKey}`,
+          );
+        }
+      }),
+      accumulateTurn(),
+      last(),
+    ),
+  );
+
+  console.log(`\nWhat the user reads: ${JSON.stringify(turn.text)}`);
+  for (const attempt of turn.attempts) {
+    const usage =
+      attempt.usage === undefined
+        ? 'usage unknown'
+        : `${attempt.usage.inputTokens} in / ${attempt.usage.outputTokens} out`;
+    console.log(
+      `attempt ${attempt.attempt}: ${attempt.outcome}${attempt.reason ? ` (${attempt.reason})` : ''}, ${usage}`,
+    );
+  }
+  await offline?.close();
+}
+
+/** A local stand-in for the API: replays a recorded stream, resetting the first connection before it completes. */
+async function replayServer(): Promise<{ baseURL: string; close: () => Promise<void> }> {
+  const body = readFileSync(
+    new URL('../test/fixtures/openai-responses/text-and-call.sse', import.meta.url),
+    'utf8',
+  );
+  const cut = body.indexOf('event: response.completed');
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (requests++ === 0) res.write(body.slice(0, cut), () => res.destroy());
+      else res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  console.log('(offline: replaying a recorded stream; set OPENAI_API_KEY to call the API)\n');
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+await main();

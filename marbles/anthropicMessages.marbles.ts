@@ -1,0 +1,72 @@
+import { type AnthropicStreamEvent, anthropicMessages, ProviderError } from 'cleanturn/providers';
+import { defineMarbles, delta, finish, text, usage } from 'cleanturn/testing';
+
+// biome-ignore format: an aligned value table
+const v = {
+  s: { type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 412, output_tokens: 2 } } },
+  g: { type: 'ping' },
+  a: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Checking order ORD-7781. ' } },
+  c: { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'issue_refund', input: {} } },
+  j: { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"order_id":"ORD-7781",' } },
+  k: { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"amount":"full"}' } },
+  d: { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 58 } },
+  p: { type: 'message_stop' },
+  e: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+  x: { type: 'message_start', message: { id: 'msg_2' } },
+} satisfies Record<string, AnthropicStreamEvent>;
+
+export default defineMarbles({
+  name: 'anthropicMessages',
+  summary:
+    'Turns Anthropic Messages events into neutral events: text, call fragments keyed by block index, usage, the finish.',
+  cases: [
+    {
+      title: 'text, a tool_use block whose arguments stream in fragments, and the finish',
+      source: /*   */ '-s-a-c-j-k-d-p-|',
+      values: v,
+      label: 'anthropicMessages()',
+      operator: () => anthropicMessages(),
+      expected: /* */ '-U-A-C-J-K-W-F-|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        U: usage(412, 2),
+        A: text('Checking order ORD-7781. '),
+        C: delta(1, '', { id: 'toolu_1', name: 'issue_refund' }),
+        J: delta(1, '{"order_id":"ORD-7781",'),
+        K: delta(1, '"amount":"full"}'),
+        W: usage(412, 58),
+        F: finish('tool-calls', 'tool_use'),
+      },
+      subscriptions: '^--------------!',
+    },
+    {
+      title: 'an overloaded_error after some text: a retryable ProviderError',
+      source: /*   */ '-s-a-e-a-|',
+      values: v,
+      label: 'anthropicMessages()',
+      operator: () => anthropicMessages(),
+      expected: /* */ '-U-A-#',
+      expectedValues: { U: usage(412, 2), A: text('Checking order ORD-7781. ') },
+      expectedError: new ProviderError('anthropic-messages', 'Overloaded', {
+        retryable: true,
+        code: 'overloaded_error',
+        payload: v.e,
+      }),
+      subscriptions: '^----!',
+    },
+    {
+      title: 'a ping and a repeated message_start are ignored; a message_start with another id is a splice',
+      source: /*   */ '-s-g-s-a-x-a-|',
+      values: v,
+      label: 'anthropicMessages()',
+      operator: () => anthropicMessages(),
+      expected: /* */ '-U-----A-#',
+      expectedValues: { U: usage(412, 2), A: text('Checking order ORD-7781. ') },
+      expectedError: new ProviderError(
+        'anthropic-messages',
+        'two generations spliced into one stream: message msg_2 started inside message msg_1',
+        { retryable: true, code: 'spliced_stream', payload: v.x },
+      ),
+    },
+  ],
+});

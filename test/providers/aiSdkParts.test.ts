@@ -1,0 +1,477 @@
+// aiSdkParts(): every fixture in test/fixtures/ai-sdk (streamText parts as .jsonl: they are in-process objects
+// with no wire framing; UI message stream chunks as .sse, their real framing), one per trap of wire-formats.md
+// §5, through the adapter and assembleToolCalls (and the clean turn); errors; the standard operator checks.
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  accumulateTurn,
+  assembleToolCalls,
+  CleanturnError,
+  cleanTurn,
+  effectKey,
+  MissingFinishError,
+  type ProviderEvent,
+  requireFinish,
+  retryAsEvents,
+} from 'cleanturn';
+import { type AiSdkStreamPart, aiSdkParts, ProviderError } from 'cleanturn/providers';
+import { call, finish, refundArgs, retry, text, usage } from 'cleanturn/testing';
+import { concat, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { parseSse, readSseJson } from '../support/sse.js';
+
+const turnId = 'turn-42';
+const dir = fileURLToPath(new URL('../fixtures/ai-sdk/', import.meta.url));
+/** The upstream OpenAI Chat Completions streams that the interop test feeds to streamText; not AI SDK parts. */
+const upstream = (file: string) => file.startsWith('upstream-openai-chat');
+
+/** The parts of a fixture: one JSON object per line (.jsonl) or the data payloads of an SSE transcript. */
+function fixture(name: string): AiSdkStreamPart[] {
+  if (name.endsWith('.jsonl')) {
+    return readFileSync(`${dir}${name}`, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as AiSdkStreamPart);
+  }
+  return readSseJson(`${dir}${name}`) as AiSdkStreamPart[];
+}
+
+/** Everything a synchronous observable emits, and how it ended. */
+function collect<T>(source: Observable<T>): { values: T[]; error: unknown; completed: boolean } {
+  const result: { values: T[]; error: unknown; completed: boolean } = {
+    values: [],
+    error: undefined,
+    completed: false,
+  };
+  source.subscribe({
+    next: (value) => result.values.push(value),
+    error: (error: unknown) => {
+      result.error = error;
+    },
+    complete: () => {
+      result.completed = true;
+    },
+  });
+  return result;
+}
+
+const adapt = (name: string) => collect(from(fixture(name)).pipe(aiSdkParts(), assembleToolCalls()));
+
+const C1 = 'call_Q2wE3rT4yU5iO6pA7sD8fG9h';
+const refund = (id: string) => call(id, 'issue_refund', refundArgs);
+
+interface Case {
+  file: string;
+  trap: string;
+  events: ProviderEvent[];
+  error?: (error: unknown) => void;
+  /** The clean turn's text and released call ids, for fixtures that finish cleanly. */
+  turn?: { text: string; calls: string[] };
+}
+
+const providerError = (fields: Record<string, unknown>) => (error: unknown) => {
+  expect(error).toBeInstanceOf(ProviderError);
+  expect(error).toMatchObject({ provider: 'ai-sdk', ...fields });
+};
+
+// biome-ignore format: a table of fixtures
+const cases: Case[] = [
+  {
+    file: 'text-and-tool.jsonl',
+    trap: 'text, then tool input previews and the whole call; text-end arrives after the tool input parts',
+    events: [text('Checking order'), text(' ORD-7781. '), refund(C1), usage(142, 31), finish('tool-calls', 'tool_calls')],
+    turn: { text: 'Checking order ORD-7781. ', calls: [C1] },
+  },
+  {
+    file: 'no-arg-tool.jsonl',
+    trap: 'a tool without arguments: an empty input delta, the call has {}',
+    events: [call('call_NoArgs0aB1cD2eF3gH4iJ5k', 'list_orders', {}), usage(60, 9), finish('tool-calls', 'tool_calls')],
+    turn: { text: '', calls: ['call_NoArgs0aB1cD2eF3gH4iJ5k'] },
+  },
+  {
+    file: 'parallel-calls.jsonl',
+    trap: 'two parallel calls, input parts interleaved, the whole input of one in its first delta',
+    events: [
+      call('call_Par1aaaaaaaaaaaaaaaaaaaa', 'lookup_order', { order_id: 'ORD-7781' }),
+      call('call_Par2bbbbbbbbbbbbbbbbbbbb', 'lookup_order', { order_id: 'ORD-7782' }),
+      usage(80, 40), finish('tool-calls', 'tool_calls'),
+    ],
+    turn: { text: '', calls: ['call_Par1aaaaaaaaaaaaaaaaaaaa', 'call_Par2bbbbbbbbbbbbbbbbbbbb'] },
+  },
+  {
+    file: 'tool-call-finish-stop.jsonl',
+    trap: 'a tool call in a step that finishes with stop: the call decides',
+    events: [refund(C1), usage(88, 27), finish('tool-calls', 'STOP')],
+    turn: { text: '', calls: [C1] },
+  },
+  {
+    file: 'error-part.jsonl',
+    trap: 'an error part mid-stream (an APICallError that is retryable), then the finish the SDK still sends',
+    events: [text('Checking order ORD-7781. '), text('Refunding the dam')],
+    error: providerError({ retryable: true, status: 529, code: 'overloaded_error' }),
+  },
+  {
+    file: 'error-not-retryable.jsonl',
+    trap: 'an error part whose error body says the request is invalid',
+    events: [],
+    error: providerError({ retryable: false, code: 'invalid_request_error' }),
+  },
+  {
+    file: 'abort.jsonl',
+    trap: 'abort by the caller: no finish; not retryable',
+    events: [text('Checking order')],
+    error: providerError({ retryable: false, code: 'aborted' }),
+  },
+  {
+    file: 'abort-timeout.jsonl',
+    trap: "abort by streamText's own chunk timeout: a stall, retryable",
+    events: [text('Checking order')],
+    error: providerError({ retryable: true, code: 'aborted' }),
+  },
+  {
+    file: 'multi-step.jsonl',
+    trap: 'multi-step: a tool the SDK executed (tool-result) is not released again; usage summed over steps',
+    events: [usage(100, 20), text('Your order arrived damaged; '), text('I can refund it.'), usage(250, 32), finish('stop', 'stop')],
+    turn: { text: 'Your order arrived damaged; I can refund it.', calls: [] },
+  },
+  {
+    file: 'invalid-tool-call.jsonl',
+    trap: 'a call streamText marked invalid (its input did not parse): retryable, never released',
+    events: [],
+    error: (error) => {
+      providerError({ retryable: true, code: 'invalid_tool_call' })(error);
+      expect((error as Error).message).toContain('JSON parsing failed');
+    },
+  },
+  {
+    file: 'provider-executed.jsonl',
+    trap: 'a tool the provider executed (web search) is not a client call',
+    events: [text('Returns are accepted within 30 days.'), usage(300, 40), finish('stop', 'end_turn')],
+    turn: { text: 'Returns are accepted within 30 days.', calls: [] },
+  },
+  {
+    file: 'missing-optional-fields.jsonl',
+    trap: 'missing optional fields: no start parts, no rawFinishReason, usage unknown',
+    events: [text('Refund started.'), finish('stop')],
+    turn: { text: 'Refund started.', calls: [] },
+  },
+  {
+    file: 'duplicate-tool-call.jsonl',
+    trap: 'a repeated tool-call part with the same id is released once',
+    events: [refund(C1), usage(88, 27), finish('tool-calls', 'tool_calls')],
+    turn: { text: '', calls: [C1] },
+  },
+  {
+    file: 'ui-text-and-tool.sse',
+    trap: 'UI message stream: text-delta with delta, tool-input-available, finish with finishReason',
+    events: [text('Checking order'), text(' ORD-7781. '), refund(C1), finish('tool-calls')],
+    turn: { text: 'Checking order ORD-7781. ', calls: [C1] },
+  },
+  {
+    file: 'ui-error.sse',
+    trap: 'UI message stream: a masked errorText, retryable',
+    events: [text('Checking order')],
+    error: (error) => {
+      providerError({ retryable: true, code: undefined })(error);
+      expect((error as Error).message).toBe('ai-sdk: An error occurred.');
+    },
+  },
+  {
+    file: 'ui-abort.sse',
+    trap: 'UI message stream: abort',
+    events: [text('Checking order')],
+    error: providerError({ retryable: false, code: 'aborted' }),
+  },
+  {
+    file: 'ui-reset-step.sse',
+    trap: 'UI message stream: reset-step before a step attempt (ignored) and after a failed one (a retry)',
+    events: [text('Refunding the dam'), retry('reset-step'), text('Refund started.'), refund(C1), finish('tool-calls')],
+    turn: { text: 'Refund started.', calls: [C1] },
+  },
+  {
+    file: 'ui-crlf-unicode.sse',
+    trap: 'UI message stream: CRLF framing, unicode split across chunks, a finish without finishReason',
+    events: [text('Refund for Zoe'), text('\u0308 \u{1F469}'), text('\u200d\u{1F4BB} 注文番号 ORD-7781.'), finish('stop')],
+    turn: { text: 'Refund for Zoe\u0308 \u{1F469}\u200d\u{1F4BB} 注文番号 ORD-7781.', calls: [] },
+  },
+  {
+    file: 'ui-tool-input-error.sse',
+    trap: 'UI message stream: tool-input-error, retryable, never released',
+    events: [],
+    error: providerError({ retryable: true, code: 'invalid_tool_call' }),
+  },
+];
+
+describe('aiSdkParts: fixtures', () => {
+  it('covers every fixture file', () => {
+    const files = readdirSync(dir).filter((f) => !upstream(f));
+    expect(cases.map((c) => c.file).sort()).toEqual(files.sort());
+  });
+
+  for (const c of cases) {
+    describe(`${c.file}: ${c.trap}`, () => {
+      it('becomes the right neutral events', () => {
+        const result = adapt(c.file);
+        expect(result.values).toEqual(c.events);
+        if (c.error === undefined) {
+          expect(result.error).toBeUndefined();
+          expect(result.completed).toBe(true);
+        } else {
+          expect(result.completed).toBe(false);
+          c.error(result.error);
+        }
+      });
+
+      if (c.turn !== undefined) {
+        const expected = c.turn;
+        it('gives a clean turn', () => {
+          const states = collect(
+            from(fixture(c.file)).pipe(
+              aiSdkParts(),
+              requireFinish(),
+              assembleToolCalls(),
+              cleanTurn({ turnId }),
+              accumulateTurn(),
+            ),
+          );
+          expect(states.error).toBeUndefined();
+          const turn = states.values.at(-1);
+          expect(turn?.text).toBe(expected.text);
+          expect(turn?.toolCalls.map((k) => k.id)).toEqual(expected.calls);
+          for (const k of turn?.toolCalls ?? []) expect(k.effectKey).toBe(effectKey(turnId, k));
+        });
+      }
+    });
+  }
+
+  it("the UI message stream's [DONE] sentinel is accepted and ignored", () => {
+    const raw = parseSse(readFileSync(`${dir}ui-text-and-tool.sse`, 'utf8')).map((event) =>
+      event.data === '[DONE]' ? ('[DONE]' as const) : (JSON.parse(event.data) as AiSdkStreamPart),
+    );
+    expect(raw.at(-1)).toBe('[DONE]');
+    const result = collect(from(raw).pipe(aiSdkParts()));
+    expect(result.values).toEqual(cases.find((c) => c.file === 'ui-text-and-tool.sse')?.events);
+    expect(result.completed).toBe(true);
+  });
+
+  it('a stream cut before finish is a retryable MissingFinishError with requireFinish', () => {
+    const cut = fixture('text-and-tool.jsonl').slice(0, -2);
+    const result = collect(from(cut).pipe(aiSdkParts(), requireFinish()));
+    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expect(result.values.some((e) => e.type === 'tool-call')).toBe(false); // its step never ended
+  });
+});
+
+describe('aiSdkParts: the help-desk retry', () => {
+  it('an error part, then a complete attempt: attempt 2 text only, one refund, one reset', () => {
+    const attempts = [fixture('error-part.jsonl'), fixture('text-and-tool.jsonl')];
+    let n = 0;
+    const states = collect(
+      defer(() => from(attempts[n++] ?? [])).pipe(
+        aiSdkParts(),
+        requireFinish(),
+        retryAsEvents({ count: 2 }),
+        assembleToolCalls(),
+        cleanTurn({ turnId }),
+        accumulateTurn(),
+      ),
+    );
+    expect(states.error).toBeUndefined();
+    const turn = states.values.at(-1);
+    expect(turn?.text).toBe('Checking order ORD-7781. ');
+    expect(turn?.toolCalls).toEqual([
+      { ...refund(C1), attempt: 2, effectKey: effectKey(turnId, refund(C1)) },
+    ]);
+    expect(turn?.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'abandoned'],
+      [2, 'completed'],
+    ]);
+  });
+
+  it('an abort is not retried', () => {
+    let subscriptions = 0;
+    const result = collect(
+      defer(() => {
+        subscriptions++;
+        return from(fixture('abort.jsonl'));
+      }).pipe(aiSdkParts(), requireFinish(), retryAsEvents({ count: 2 })),
+    );
+    expect(subscriptions).toBe(1);
+    expect(result.error).toMatchObject({ code: 'aborted', retryable: false });
+  });
+});
+
+describe('aiSdkParts: errors', () => {
+  const errorOf = (parts: AiSdkStreamPart[], options = {}) =>
+    collect(from(parts).pipe(aiSdkParts(options))).error;
+
+  it.each([
+    ['an APICallError that is not retryable', { statusCode: 500, isRetryable: false, message: 'm' }, false],
+    ['an OpenAI chunk error: server_error', { message: 'm', type: 'server_error', code: null }, true],
+    [
+      'an OpenAI chunk error: context_length_exceeded',
+      { message: 'm', type: 'invalid_request_error', code: 'context_length_exceeded' },
+      false,
+    ],
+    ['a 4xx status', { statusCode: 403, message: 'm' }, false],
+    ['a 429 status', { statusCode: 429, message: 'm' }, true],
+    ['a Gemini error body', { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'm' } }, false],
+    ['a plain Error', new Error('socket hang up'), true],
+    ['a string', 'something broke', true],
+  ])('an error part with %s: retryable %s', (_what, error, expected) => {
+    expect(errorOf([{ type: 'error', error } as AiSdkStreamPart])).toMatchObject({ retryable: expected });
+  });
+
+  it('the retryable option sees the error and may override the default', () => {
+    const seen: unknown[] = [];
+    const error = errorOf([{ type: 'abort', reason: 'This operation was aborted' } as AiSdkStreamPart], {
+      retryable: (info: unknown) => {
+        seen.push(info);
+        return true;
+      },
+    });
+    expect(seen).toEqual([
+      {
+        code: 'aborted',
+        status: undefined,
+        message: 'This operation was aborted',
+        error: 'This operation was aborted',
+      },
+    ]);
+    expect(error).toMatchObject({ retryable: true });
+  });
+
+  it('a retryable option that throws errors the stream with what it throws', () => {
+    const thrown = new Error('the callback failed');
+    const error = errorOf([{ type: 'error', error: 'x' } as AiSdkStreamPart], {
+      retryable: () => {
+        throw thrown;
+      },
+    });
+    expect(error).toBe(thrown);
+  });
+
+  it('a source error with an isRetryable flag (an APICallError) becomes a ProviderError', () => {
+    const thrown = Object.assign(new Error('Bad Request'), { statusCode: 400, isRetryable: false });
+    const error = collect(new Observable<AiSdkStreamPart>((s) => s.error(thrown)).pipe(aiSdkParts())).error;
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ retryable: false, status: 400, payload: thrown });
+  });
+
+  it('other source errors pass through unchanged', () => {
+    const reset = new TypeError('terminated');
+    expect(collect(new Observable<AiSdkStreamPart>((s) => s.error(reset)).pipe(aiSdkParts())).error).toBe(
+      reset,
+    );
+  });
+
+  it('an input that is not a part is a programming error, not retryable', () => {
+    const error = errorOf(['{"type":"start"}' as unknown as AiSdkStreamPart]);
+    expect(error).toBeInstanceOf(CleanturnError);
+    expect(error).toMatchObject({ retryable: false });
+  });
+
+  it('nothing follows the finish: later parts are ignored, a later source error completes the stream', () => {
+    const later = [
+      { type: 'text-delta', text: 'more' },
+      { type: 'error', error: 'late' },
+    ] as AiSdkStreamPart[];
+    const source = concat(
+      from([...fixture('text-and-tool.jsonl'), ...later]),
+      throwError(() => new Error('x')),
+    );
+    const result = collect(source.pipe(aiSdkParts()));
+    expect(result.values.at(-1)).toEqual(finish('tool-calls', 'tool_calls'));
+    expect(result.values.filter((e) => e.type === 'text')).toHaveLength(2);
+    expect(result.completed).toBe(true);
+  });
+
+  it('a tool-call denied by the user is not released', () => {
+    const parts = [
+      { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs },
+      { type: 'tool-output-denied', toolCallId: 'c1' },
+      { type: 'finish-step' },
+      { type: 'finish', finishReason: 'tool-calls' },
+    ] as AiSdkStreamPart[];
+    expect(collect(from(parts).pipe(aiSdkParts())).values).toEqual([finish('tool-calls')]);
+  });
+
+  it("an unknown finish reason is other; a reset-step resets the step's usage and calls", () => {
+    const parts = [
+      { type: 'text-delta', delta: 'a' },
+      { type: 'tool-input-available', toolCallId: 'c1', toolName: 'f', input: {} },
+      { type: 'reset-step' },
+      { type: 'finish', finishReason: 'unknown' },
+    ] as AiSdkStreamPart[];
+    expect(collect(from(parts).pipe(aiSdkParts())).values).toEqual([
+      text('a'),
+      retry('reset-step'),
+      finish('other'),
+    ]);
+  });
+});
+
+describe('aiSdkParts: standard operator checks', () => {
+  const scheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+  // biome-ignore format: an aligned value table
+  const v: Record<string, AiSdkStreamPart> = {
+    a: { type: 'text-delta', text: 'Refund ' } as AiSdkStreamPart,
+    b: { type: 'text-delta', text: 'started.' } as AiSdkStreamPart,
+    c: { type: 'finish', finishReason: 'stop', rawFinishReason: 'end_turn' } as AiSdkStreamPart,
+  };
+  const out = { a: text('Refund '), b: text('started.'), c: finish('stop', 'end_turn') };
+  const boom = new Error('connection reset');
+
+  it('basic behaviour', () =>
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-a-b-c-|', v);
+      expectObservable(source.pipe(aiSdkParts())).toBe('-a-b-c-|', out);
+      expectSubscriptions(source.subscriptions).toBe('^------!');
+    }));
+
+  it('passes a source error through', () =>
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-a-#', v, boom);
+      expectObservable(source.pipe(aiSdkParts())).toBe('-a-#', out, boom);
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+    }));
+
+  it('completes on an empty source', () =>
+    scheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold<AiSdkStreamPart>('|').pipe(aiSdkParts())).toBe('|');
+    }));
+
+  it('stays silent on a source that never emits', () =>
+    scheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold<AiSdkStreamPart>('-').pipe(aiSdkParts())).toBe('-');
+    }));
+
+  it('unsubscribes early', () =>
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-a-b-c-|', v);
+      expectObservable(source.pipe(aiSdkParts()), '---!').toBe('-a-', out);
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+    }));
+
+  it('does not break unsubscription chains', () =>
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-a-b-c-|', v);
+      const result = source.pipe(
+        mergeMap((x) => of(x)),
+        aiSdkParts(),
+        mergeMap((x) => of(x)),
+      );
+      expectObservable(result, '---!').toBe('-a-', out);
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+    }));
+
+  it('errors at an error part and unsubscribes from the source', () =>
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const e = { type: 'error', errorText: 'An error occurred.' } as AiSdkStreamPart;
+      const source = cold('-a-e-b-|', { ...v, e });
+      const expected = new ProviderError('ai-sdk', 'An error occurred.', { retryable: true, payload: e });
+      expectObservable(source.pipe(aiSdkParts())).toBe('-a-#', out, expected);
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+    }));
+});

@@ -1,0 +1,627 @@
+// openaiResponses(): every fixture of test/fixtures/openai-responses (one per trap of the wire format) through the
+// adapter and assembleToolCalls, finish derivation, both error shapes, sequence numbers, and the clean turn.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  accumulateTurn,
+  assembleToolCalls,
+  CleanturnError,
+  cleanTurn,
+  effectKey,
+  MissingFinishError,
+  type ProviderEvent,
+  requireFinish,
+  retryAsEvents,
+  type TurnEvent,
+} from 'cleanturn';
+import {
+  type OpenAIResponsesEvent,
+  type OpenAIResponsesInput,
+  openaiResponses,
+  ProviderError,
+} from 'cleanturn/providers';
+import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import { defer, from, mergeMap, Observable, of, take, tap } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { readSseJson } from '../support/sse.js';
+
+const fixtures = join(import.meta.dirname, '../fixtures/openai-responses');
+const payloads = (name: string) => readSseJson(join(fixtures, name)) as OpenAIResponsesInput[];
+
+/** What a synchronous source produced: every value, and how it ended. */
+interface Run<T> {
+  events: T[];
+  error: unknown;
+  completed: boolean;
+}
+
+function run<T>(source: Observable<T>): Run<T> {
+  const result: Run<T> = { events: [], error: undefined, completed: false };
+  source.subscribe({
+    next: (event) => result.events.push(event),
+    error: (error: unknown) => {
+      result.error = error;
+    },
+    complete: () => {
+      result.completed = true;
+    },
+  });
+  return result;
+}
+
+const adapt = (inputs: readonly OpenAIResponsesInput[], operator = openaiResponses()) =>
+  run(from(inputs).pipe(operator));
+const assembled = (inputs: readonly OpenAIResponsesInput[]) =>
+  run(from(inputs).pipe(openaiResponses(), assembleToolCalls()));
+
+// Small events with the fields the adapter reads.
+const textDelta = (value: string, seq?: number): OpenAIResponsesEvent => ({
+  type: 'response.output_text.delta',
+  item_id: 'msg_1',
+  output_index: 0,
+  delta: value,
+  ...(seq === undefined ? {} : { sequence_number: seq }),
+});
+const fnItem = (n: number, args = '', more: object = {}) => ({
+  id: `fc_${n}`,
+  type: 'function_call',
+  call_id: `call_${n}`,
+  name: `tool_${n}`,
+  arguments: args,
+  ...more,
+});
+const added = (n: number, outputIndex = n, args = ''): OpenAIResponsesEvent => ({
+  type: 'response.output_item.added',
+  output_index: outputIndex,
+  item: fnItem(n, args),
+});
+const argsDelta = (n: number, fragment: string, outputIndex = n): OpenAIResponsesEvent => ({
+  type: 'response.function_call_arguments.delta',
+  item_id: `fc_${n}`,
+  output_index: outputIndex,
+  delta: fragment,
+});
+const argsDone = (n: number, args: string, outputIndex = n): OpenAIResponsesEvent => ({
+  type: 'response.function_call_arguments.done',
+  item_id: `fc_${n}`,
+  output_index: outputIndex,
+  arguments: args,
+});
+const itemDone = (n: number, args: string, outputIndex = n): OpenAIResponsesEvent => ({
+  type: 'response.output_item.done',
+  output_index: outputIndex,
+  item: fnItem(n, args, { status: 'completed' }),
+});
+const completed = (response: object = {}): OpenAIResponsesEvent => ({
+  type: 'response.completed',
+  response: { status: 'completed', ...response },
+});
+
+/**
+ * Compares assembled events with the expected ones: the calls in order, everything else in order, and no call after
+ * the finish. Where a call falls among the other events is `assembleToolCalls`'s business (a call is emitted once it
+ * is complete, at the latest right before the finish), not the adapter's.
+ */
+function expectNeutralEvents(actual: readonly ProviderEvent[], expected: readonly ProviderEvent[]): void {
+  const isCall = (event: ProviderEvent) => event.type === 'tool-call';
+  expect(actual.filter((e) => !isCall(e))).toEqual(expected.filter((e) => !isCall(e)));
+  expect(actual.filter(isCall)).toEqual(expected.filter(isCall));
+  const finishAt = actual.findIndex((event) => event.type === 'finish');
+  if (finishAt >= 0) expect(actual.slice(finishAt).some(isCall)).toBe(false);
+}
+
+/** What each fixture must turn into after `openaiResponses()` and `assembleToolCalls()`. */
+interface Expected {
+  events: ProviderEvent[];
+  /** The error it ends with; otherwise it completes. */
+  error?: { retryable: boolean; code: string | undefined; message: string };
+}
+
+const lookupArgs = { order_id: 'ORD-7781' };
+const unicodeText = `Merci \u{1F64F} ! Le cafe\u0301 est offert, l'équipe 👩\u200d💻 rembourse 42 €. 注文を返金しました。`;
+
+// biome-ignore format: a table of fixtures
+const expectations: Record<string, Expected> = {
+  'text-and-call.sse': { events: [
+    text('Checking order'), text(' ORD-7781. '), usage(187, 29),
+    call('call_Zl5vIMnD7dVAjgU6FkhmiCZh', 'issue_refund', refundArgs), finish('tool-calls', 'completed'),
+  ] },
+  'no-arg-tool.sse': { events: [
+    usage(88, 9), call('call_Pq9rS8tU7vW6xY5zA4bC3dE2', 'list_open_orders', {}), finish('tool-calls', 'completed'),
+  ] },
+  'whole-args-first-delta.sse': { events: [
+    usage(91, 14), call('call_Hj7kL6mN5bV4cX3zQ2wE1rT0', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+  ] },
+  'parallel-interleaved.sse': { events: [
+    usage(240, 48),
+    call('call_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8', 'lookup_order', lookupArgs),
+    call('call_Ii9Jj8Kk7Ll6Mm5Nn4Oo3Pp2', 'issue_refund', refundArgs),
+    finish('tool-calls', 'completed'),
+  ] },
+  'truncated.sse': { events: [text('Checking order ORD-7781. ')] },
+  'error-flat-then-failed.sse': {
+    events: [text('Refunding the dam')],
+    error: {
+      retryable: true,
+      code: 'server_error',
+      message: 'openai-responses: The server had an error while processing your request. Sorry about that!',
+    },
+  },
+  'error-nested-then-failed.sse': {
+    events: [],
+    error: { retryable: false, code: 'insufficient_quota', message: expect.stringContaining('You exceeded your current quota') },
+  },
+  'failed-without-error-event.sse': {
+    events: [text('Checking')],
+    error: { retryable: true, code: 'rate_limit_exceeded', message: expect.stringContaining('Rate limit reached') },
+  },
+  'sequence-gaps-and-replay.sse': { events: [
+    text('Your refund'), text(' for ORD-7781'), text(' has started'), text('.'), usage(77, 10), finish('stop', 'completed'),
+  ] },
+  'unicode-split.sse': { events: [
+    text('Merci \ud83d'), text('\ude4f ! Le cafe'), text("\u0301 est offert, l'équipe 👩"),
+    text('\u200d💻 rembourse 42 €. 注文を'), text('返金しました。'), usage(203, 61),
+    call('call_Uv0Wx1Yz2Ab3Cd4Ef5Gh6Ij7', 'issue_refund', { order_id: 'ORD-7781', note: 'Livre abîmé 📚 → ✓' }),
+    finish('tool-calls', 'completed'),
+  ] },
+  'crlf-framing.sse': { events: [
+    text('Looking up'), text(' ORD-7781.'), usage(118, 22),
+    call('call_Kl8Mn9Op0Qr1St2Uv3Wx4Yz5', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+  ] },
+  'missing-optional-fields.sse': { events: [
+    text('One moment.'), call('call_Ef4Gh5Ij6Kl7Mn8Op9Qr0St1', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+  ] },
+  'incomplete-max-output-tokens.sse': { events: [
+    text('Our refund policy covers'), usage(64, 4), finish('length', 'incomplete:max_output_tokens'),
+  ] },
+  'duplicate-and-missing-starts.sse': { events: [
+    usage(255, 41),
+    call('call_Wa1Xb2Yc3Zd4Ae5Bf6Cg7Dh8', 'lookup_order', lookupArgs),
+    call('call_Ei9Fj8Gk7Hl6Im5Jn4Ko3Lp2', 'issue_refund', refundArgs),
+    finish('tool-calls', 'completed'),
+  ] },
+  'reasoning-then-call.sse': { events: [
+    usage(310, 212), call('call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', 'issue_refund', refundArgs), finish('tool-calls', 'completed'),
+  ] },
+};
+
+describe('openaiResponses: every fixture', () => {
+  it('has an expectation for each fixture file, and a fixture for each expectation', () => {
+    const files = readdirSync(fixtures).filter((f) => f.endsWith('.sse'));
+    expect(files.sort()).toEqual(Object.keys(expectations).sort());
+  });
+
+  for (const [name, expected] of Object.entries(expectations)) {
+    it(`${name} → ${expected.error === undefined ? 'a clean finish' : 'a typed error'}`, () => {
+      const result = assembled(payloads(name));
+      expectNeutralEvents(result.events, expected.events);
+      if (expected.error === undefined) {
+        expect(result.error).toBeUndefined();
+        expect(result.completed).toBe(true);
+      } else {
+        expect(result.error).toBeInstanceOf(ProviderError);
+        expect(result.error).toMatchObject({ provider: 'openai-responses', ...expected.error });
+      }
+    });
+  }
+
+  it('unicode-split.sse: the text rebuilds whole once the fragments are joined', () => {
+    const joined = assembled(payloads('unicode-split.sse'))
+      .events.flatMap((event) => (event.type === 'text' ? [event.text] : []))
+      .join('');
+    expect(joined).toBe(unicodeText);
+  });
+
+  it('truncated.sse: no terminal event, so requireFinish makes the cut a retryable error', () => {
+    const result = run(from(payloads('truncated.sse')).pipe(openaiResponses(), requireFinish()));
+    expect(result.error).toBeInstanceOf(MissingFinishError);
+  });
+
+  it('parallel-interleaved.sse: each item gets its own small index; fragments arrive as sent', () => {
+    expect(adapt(payloads('parallel-interleaved.sse')).events).toEqual([
+      delta(0, '', { id: 'call_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8', name: 'lookup_order' }),
+      delta(1, '', { id: 'call_Ii9Jj8Kk7Ll6Mm5Nn4Oo3Pp2', name: 'issue_refund' }),
+      delta(1, '{"order_id":"ORD-'),
+      delta(0, '{"order_id":'),
+      delta(1, '7781","amount":'),
+      delta(0, '"ORD-7781"}'),
+      delta(1, '"full"}'),
+      usage(240, 48),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('reasoning-then-call.sse: the call at output_index 1 is neutral call #0', () => {
+    const first = adapt(payloads('reasoning-then-call.sse')).events[0];
+    expect(first).toEqual(delta(0, '', { id: 'call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', name: 'issue_refund' }));
+  });
+
+  it('error-nested-then-failed.sse: the error comes from the error event; response.failed is never read', () => {
+    const inputs = payloads('error-nested-then-failed.sse');
+    const error = adapt(inputs).error as ProviderError;
+    expect(error.payload).toEqual(inputs[2]);
+  });
+});
+
+describe('openaiResponses: calls', () => {
+  it('arguments that arrive only in function_call_arguments.done are emitted once', () => {
+    const inputs = [added(0), argsDone(0, '{"a":1}'), itemDone(0, '{"a":1}'), completed()];
+    expect(adapt(inputs).events).toEqual([
+      delta(0, '', { id: 'call_0', name: 'tool_0' }),
+      delta(0, '{"a":1}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('after deltas, the whole copies in .done events are ignored, not compared or joined again', () => {
+    const inputs = [
+      added(0),
+      argsDelta(0, '{"a":'),
+      argsDelta(0, '1}'),
+      argsDone(0, 'ignored'),
+      itemDone(0, 'x'),
+    ];
+    expect(adapt([...inputs, completed()]).events).toEqual([
+      delta(0, '', { id: 'call_0', name: 'tool_0' }),
+      delta(0, '{"a":'),
+      delta(0, '1}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('a call whose added event is missing (a spliced stream) starts at its first event; the id and name follow', () => {
+    const result = run(
+      from([argsDelta(3, '{"a":1}', 5), itemDone(3, '{"a":1}', 5), completed()]).pipe(
+        openaiResponses(),
+        assembleToolCalls(),
+      ),
+    );
+    expect(result.events).toEqual([call('call_3', 'tool_3', { a: 1 }), finish('tool-calls', 'completed')]);
+  });
+
+  it('a call known only from output_item.done is emitted whole', () => {
+    expect(
+      run(from([itemDone(0, '{"a":1}'), completed()]).pipe(openaiResponses(), assembleToolCalls())).events,
+    ).toEqual([call('call_0', 'tool_0', { a: 1 }), finish('tool-calls', 'completed')]);
+  });
+
+  it('a repeated output_item.added (a duplicated start) is ignored', () => {
+    const inputs = [added(0), argsDelta(0, '{"a":'), added(0), argsDelta(0, '1}'), completed()];
+    expect(run(from(inputs).pipe(openaiResponses(), assembleToolCalls())).events).toEqual([
+      call('call_0', 'tool_0', { a: 1 }),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('an item without id is keyed by its output_index', () => {
+    const noId: OpenAIResponsesEvent = {
+      type: 'response.output_item.added',
+      output_index: 2,
+      item: { type: 'function_call', call_id: 'call_x', name: 'f', arguments: '' },
+    };
+    const fragment: OpenAIResponsesEvent = {
+      type: 'response.function_call_arguments.delta',
+      output_index: 2,
+      delta: '{}',
+    };
+    expect(adapt([noId, fragment, completed()]).events).toEqual([
+      delta(0, '', { id: 'call_x', name: 'f' }),
+      delta(0, '{}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('ignores other item types: built-in tools, custom tools, reasoning', () => {
+    const inputs: OpenAIResponsesEvent[] = [
+      { type: 'response.output_item.added', output_index: 0, item: { id: 'ws_1', type: 'web_search_call' } },
+      {
+        type: 'response.output_item.added',
+        output_index: 1,
+        item: { id: 'ct_1', type: 'custom_tool_call', call_id: 'c', name: 'g' },
+      },
+      { type: 'response.custom_tool_call_input.delta', item_id: 'ct_1', output_index: 1, delta: 'raw text' },
+      textDelta('Done.'),
+      completed({ output: [{ type: 'web_search_call' }, { type: 'message' }] }),
+    ];
+    expect(adapt(inputs).events).toEqual([text('Done.'), finish('stop', 'completed')]);
+  });
+
+  it('passes each argument fragment on as it is, never joined (linear in the stream size)', () => {
+    const pieces = Array.from({ length: 2_000 }, (_, i) => (i === 0 ? '{"n":"' : 'x'));
+    const inputs = [added(0), ...pieces.map((p) => argsDelta(0, p)), argsDelta(0, '"}'), completed()];
+    const fragments = adapt(inputs).events.flatMap((e) =>
+      e.type === 'tool-call-delta' ? [e.argsDelta] : [],
+    );
+    expect(fragments).toEqual(['', ...pieces, '"}']);
+  });
+});
+
+describe('openaiResponses: finish', () => {
+  // biome-ignore format: a table
+  const table: [string, OpenAIResponsesInput[], ProviderEvent][] = [
+    ['completed, text only', [textDelta('x'), completed()], finish('stop', 'completed')],
+    ['completed, a call in the stream', [added(0), completed()], finish('tool-calls', 'completed')],
+    ['completed, a call only in response.output', [completed({ output: [fnItem(0)] })], finish('tool-calls', 'completed')],
+    ['completed, no status field', [{ type: 'response.completed', response: {} }], finish('stop', 'completed')],
+    ['completed after a refusal', [{ type: 'response.refusal.delta', item_id: 'm', output_index: 0, delta: 'No.' }, completed()], finish('content-filter', 'completed')],
+    ['incomplete: max_output_tokens', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } }], finish('length', 'incomplete:max_output_tokens')],
+    ['incomplete: content_filter', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'content_filter' } } }], finish('content-filter', 'incomplete:content_filter')],
+    ['incomplete: no reason', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: null } }], finish('other', 'incomplete')],
+    ['incomplete after a call stays length', [added(0), { type: 'response.incomplete', response: { incomplete_details: { reason: 'max_output_tokens' } } }], finish('length', 'incomplete:max_output_tokens')],
+  ];
+  for (const [name, inputs, expected] of table) {
+    it(`${name} → ${(expected as { reason: string }).reason}`, () => {
+      expect(adapt(inputs).events.at(-1)).toEqual(expected);
+    });
+  }
+
+  it('emits the usage of the terminal event right before the finish', () => {
+    const events = adapt([
+      textDelta('x'),
+      completed({ usage: { input_tokens: 12, output_tokens: 3 } }),
+    ]).events;
+    expect(events).toEqual([text('x'), usage(12, 3), finish('stop', 'completed')]);
+  });
+
+  it('ignores everything after the terminal event', () => {
+    const events = adapt([
+      completed(),
+      textDelta('late'),
+      completed(),
+      { type: 'error', code: 'server_error', message: 'm' },
+    ]);
+    expect(events.events).toEqual([finish('stop', 'completed')]);
+    expect(events.error).toBeUndefined();
+  });
+
+  it('completes instead of erroring when the source errors after the terminal event', () => {
+    const result = run(
+      new Observable<OpenAIResponsesInput>((s) => {
+        s.next(completed());
+        s.error(new TypeError('terminated'));
+      }).pipe(openaiResponses()),
+    );
+    expect(result.events).toEqual([finish('stop', 'completed')]);
+    expect(result.error).toBeUndefined();
+    expect(result.completed).toBe(true);
+  });
+
+  it('a source error before the terminal event passes through, with no finish', () => {
+    const reset = new TypeError('terminated');
+    const result = run(
+      new Observable<OpenAIResponsesInput>((s) => {
+        s.next(textDelta('Refunding the dam'));
+        s.error(reset);
+      }).pipe(openaiResponses()),
+    );
+    expect(result.events).toEqual([text('Refunding the dam')]);
+    expect(result.error).toBe(reset);
+  });
+
+  it('emits no finish while the response is queued or in progress', () => {
+    const lifecycle = ['response.queued', 'response.created', 'response.in_progress'].map((type) => ({
+      type,
+      response: { status: 'in_progress', usage: null },
+    }));
+    const result = adapt([...lifecycle, textDelta('Hi')]);
+    expect(result.events).toEqual([text('Hi')]);
+    expect(result.completed).toBe(true);
+  });
+});
+
+describe('openaiResponses: errors', () => {
+  // biome-ignore format: a table
+  const table: [string, OpenAIResponsesEvent, boolean, string | undefined][] = [
+    ['flat server_error', { type: 'error', code: 'server_error', message: 'm', param: null }, true, 'server_error'],
+    ['flat, code null', { type: 'error', code: null, message: 'm', param: null }, true, undefined],
+    ['flat invalid_prompt', { type: 'error', code: 'invalid_prompt', message: 'm', param: null }, false, 'invalid_prompt'],
+    ['nested rate limit', { type: 'error', error: { type: 'requests', code: 'rate_limit_exceeded', message: 'm' } }, true, 'rate_limit_exceeded'],
+    ['nested invalid request', { type: 'error', error: { type: 'invalid_request_error', code: null, message: 'm' } }, false, 'invalid_request_error'],
+    ['nested insufficient_quota', { type: 'error', error: { type: 'insufficient_quota', code: 'insufficient_quota', message: 'm' } }, false, 'insufficient_quota'],
+    ['response.failed server_error', { type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'm' } } }, true, 'server_error'],
+    ['response.failed vector_store_timeout', { type: 'response.failed', response: { error: { code: 'vector_store_timeout', message: 'm' } } }, true, 'vector_store_timeout'],
+    ['response.failed invalid_image', { type: 'response.failed', response: { error: { code: 'invalid_image', message: 'm' } } }, false, 'invalid_image'],
+    ['response.failed image_too_large', { type: 'response.failed', response: { error: { code: 'image_too_large', message: 'm' } } }, false, 'image_too_large'],
+    ['response.failed without error', { type: 'response.failed', response: { status: 'failed', error: null } }, true, undefined],
+  ];
+  for (const [name, event, retryable, code] of table) {
+    it(`${name} → retryable ${retryable}`, () => {
+      const result = adapt([textDelta('x'), event]);
+      expect(result.events).toEqual([text('x')]);
+      expect(result.error).toBeInstanceOf(ProviderError);
+      expect(result.error).toMatchObject({ provider: 'openai-responses', retryable, code, payload: event });
+    });
+  }
+
+  it('the flat error event\'s own type ("error") is not read as the error type', () => {
+    const error = adapt([{ type: 'error', code: null, message: 'Something went wrong.' }]).error;
+    expect(error).toMatchObject({ code: undefined, message: 'openai-responses: Something went wrong.' });
+  });
+
+  it('the retryable option overrides the classification', () => {
+    const result = adapt(
+      [{ type: 'error', code: 'invalid_prompt', message: 'm' }],
+      openaiResponses({ retryable: (info) => info.code === 'invalid_prompt' }),
+    );
+    expect(result.error).toMatchObject({ retryable: true });
+  });
+
+  it("classifies the official SDK's in-stream error (the nested shape makes it throw an APIError without status)", () => {
+    const body = { type: 'insufficient_quota', code: 'insufficient_quota', message: 'quota', param: null };
+    const sdkError = Object.assign(new Error('quota'), { status: undefined, error: body });
+    const result = run(
+      new Observable<OpenAIResponsesInput>((s) => {
+        s.next(textDelta('Hi'));
+        s.error(sdkError);
+      }).pipe(openaiResponses()),
+    );
+    expect(result.events).toEqual([text('Hi')]);
+    expect(result.error).toMatchObject({ retryable: false, code: 'insufficient_quota', payload: body });
+  });
+
+  it('passes other source errors through unchanged', () => {
+    const reset = new TypeError('terminated');
+    expect(
+      run(new Observable<OpenAIResponsesInput>((s) => s.error(reset)).pipe(openaiResponses())).error,
+    ).toBe(reset);
+  });
+});
+
+describe('openaiResponses: sequence numbers and input handling', () => {
+  it('drops a replayed event (a number not above the last one) and allows gaps', () => {
+    const events = adapt([
+      textDelta('a', 3),
+      textDelta('b', 9),
+      textDelta('b', 9),
+      textDelta('old', 4),
+      textDelta('c', 10),
+    ]);
+    expect(events.events).toEqual([text('a'), text('b'), text('c')]);
+  });
+
+  it('events without a sequence number are all read', () => {
+    expect(adapt([textDelta('a'), textDelta('a'), completed()]).events).toEqual([
+      text('a'),
+      text('a'),
+      finish('stop', 'completed'),
+    ]);
+  });
+
+  it('accepts and ignores a [DONE] sentinel', () => {
+    expect(adapt(['[DONE]', textDelta('a'), completed(), '[DONE]']).events).toEqual([
+      text('a'),
+      finish('stop', 'completed'),
+    ]);
+  });
+
+  it('errors with a non-retryable CleanturnError for a payload that was never parsed', () => {
+    const raw = '{"type":"response.completed"}' as unknown as OpenAIResponsesInput;
+    const result = adapt([raw]);
+    expect(result.error).toBeInstanceOf(CleanturnError);
+    expect(result.error).toMatchObject({ retryable: false });
+  });
+
+  it('ignores unknown event types and fields (forward compatibility)', () => {
+    const inputs = [
+      { type: 'response.future_event', whatever: 1 },
+      { type: 'response.output_text.annotation.added', annotation: {} },
+      { ...textDelta('ok'), obfuscation: 'x7', logprobs: [] },
+      completed(),
+    ] as OpenAIResponsesEvent[];
+    expect(adapt(inputs).events).toEqual([text('ok'), finish('stop', 'completed')]);
+  });
+
+  it('keeps its state per subscription: one operator instance, two streams', () => {
+    const operator = openaiResponses();
+    const first = run(from([textDelta('a', 0), added(0), completed()]).pipe(operator));
+    const second = run(from([textDelta('b', 0), completed()]).pipe(operator));
+    expect(first.events.at(-1)).toEqual(finish('tool-calls', 'completed'));
+    expect(second.events).toEqual([text('b'), finish('stop', 'completed')]);
+  });
+});
+
+describe('openaiResponses: standard operator checks', () => {
+  const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+  // biome-ignore format: a value table
+  const v = { a: textDelta('Hi'), c: completed() };
+  // biome-ignore format: a value table
+  const w = { A: text('Hi'), C: finish('stop', 'completed') };
+
+  it('passes a source error through', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold<OpenAIResponsesInput>('-a-#', v);
+      expectObservable(source.pipe(openaiResponses())).toBe('-A-#', w);
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+    });
+  });
+
+  it('completes on an empty source, without a finish', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold<OpenAIResponsesInput>('|').pipe(openaiResponses())).toBe('|');
+    });
+  });
+
+  it('never ends on a never-ending source; unsubscribing early unsubscribes the source', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold<OpenAIResponsesInput>('-a-c----', v);
+      expectObservable(source.pipe(openaiResponses()), '^-----!').toBe('-A-C---', w);
+      expectSubscriptions(source.subscriptions).toBe('^-----!');
+    });
+  });
+
+  it('does not break unsubscription chains', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold<OpenAIResponsesInput>('-a-c----', v);
+      const result = source.pipe(
+        mergeMap((x) => of(x)),
+        openaiResponses(),
+        mergeMap((x) => of(x)),
+      );
+      expectObservable(result, '^-----!').toBe('-A-C---', w);
+      expectSubscriptions(source.subscriptions).toBe('^-----!');
+    });
+  });
+
+  it('stops a synchronous source when the consumer takes what it needs', () => {
+    let pulled = 0;
+    const source = new Observable<OpenAIResponsesInput>((s) => {
+      for (let i = 0; i < 10 && !s.closed; i++) {
+        pulled++;
+        s.next(textDelta(`${i}`));
+      }
+      s.complete();
+    });
+    expect(run(source.pipe(openaiResponses(), take(2))).events).toEqual([text('0'), text('1')]);
+    expect(pulled).toBe(2);
+  });
+});
+
+describe('openaiResponses: the clean turn after a retry', () => {
+  const turnId = 'turn-42';
+  const attempts = (...names: string[]) => {
+    let n = 0;
+    return defer(() => from(payloads(names[Math.min(n++, names.length - 1)] as string)));
+  };
+  const turn = (source: Observable<OpenAIResponsesInput>) => {
+    const seen: TurnEvent[] = [];
+    const states = run(
+      source.pipe(
+        openaiResponses(),
+        requireFinish(),
+        retryAsEvents({ count: 2 }),
+        assembleToolCalls(),
+        cleanTurn({ turnId }),
+        tap((event) => seen.push(event)),
+        accumulateTurn(),
+      ),
+    );
+    return { seen, states };
+  };
+
+  it('a stream cut mid-call, then a whole one: the text and the refund of attempt 2 only', () => {
+    const { seen, states } = turn(attempts('truncated.sse', 'text-and-call.sse'));
+    expect(states.error).toBeUndefined();
+    const last = states.events.at(-1);
+    expect(last?.text).toBe('Checking order ORD-7781. ');
+    expect(last?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
+    expect(seen.filter((e) => e.type === 'reset')).toHaveLength(1);
+    const released = seen.filter((e) => e.type === 'tool-call');
+    expect(released).toHaveLength(1);
+    expect(released[0]?.effectKey).toBe(effectKey(turnId, { name: 'issue_refund', args: refundArgs }));
+  });
+
+  it('a retryable error event (flat shape) is retried; an insufficient_quota one (nested shape) is not', () => {
+    const retried = turn(attempts('error-flat-then-failed.sse', 'text-and-call.sse'));
+    expect(retried.states.events.at(-1)?.text).toBe('Checking order ORD-7781. ');
+    let subscriptions = 0;
+    const quota = turn(
+      defer(() => {
+        subscriptions++;
+        return from(payloads('error-nested-then-failed.sse'));
+      }),
+    );
+    expect(subscriptions).toBe(1);
+    expect(quota.states.error).toMatchObject({ retryable: false, code: 'insufficient_quota' });
+  });
+});

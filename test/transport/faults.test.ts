@@ -1,0 +1,180 @@
+// The fault harness: a recorded help-desk turn replayed over real sockets on 127.0.0.1 and broken at named
+// points. Each case asserts what the user sees, which tools ran with which keys, and how many attempts were billed.
+import { effectKey, RetriesExhaustedError } from 'cleanturn';
+import { HttpStatusError } from 'cleanturn/transport';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chatTranscript } from '../support/chatTranscript.js';
+import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
+import { settledResources } from '../support/resources.js';
+import { collectTurn } from './collect.js';
+
+const args = '{"order_id":"ORD-7781","amount":"full"}';
+const refundKey = effectKey('turn-42', { name: 'issue_refund', args: JSON.parse(args) });
+const cleanText = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
+
+// Attempt 1 of the recorded turn (its end is never reached in these cases) and attempt 2, whole.
+const attempt1 = chatTranscript(
+  [
+    { text: 'Checking order ORD-7781. ' },
+    { call: { id: 'c1', name: 'issue_refund', args } },
+    { text: 'Refunding the dam' },
+    { text: 'aged book — ünïcödé ✓ 📦.' },
+  ],
+  { usage: { prompt: 88, completion: 31 } },
+);
+const attempt2 = chatTranscript(
+  [
+    { text: 'Checking order ORD-7781. ' },
+    { call: { id: 'c7', name: 'issue_refund', args } },
+    { text: 'The book arrived damaged, so I have started a full refund.' },
+  ],
+  { usage: { prompt: 88, completion: 40 } },
+);
+const whole: ScriptedResponse = { body: attempt2.body, chunkSize: 64 };
+
+let server: TestServer | undefined;
+let baseline: string[] = [];
+beforeEach(() => {
+  baseline = process.getActiveResourcesInfo();
+});
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  const left = await settledResources(baseline);
+  expect(left.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length).toBeLessThanOrEqual(
+    baseline.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length,
+  );
+});
+
+/** The user reads attempt 2 only, one reset arrived, c7 ran once with the meaning key, two attempts were billed. */
+async function expectCleanRetry(first: ScriptedResponse, options: Parameters<typeof collectTurn>[1] = {}) {
+  server = await startServer([first, whole]);
+  const turn = await collectTurn(server.url, options);
+  expect(turn.error).toBeUndefined();
+  expect(turn.text).toBe(cleanText);
+  expect(turn.resets.map((r) => r.attempt)).toEqual([2]);
+  expect(turn.executed.map((c) => [c.id, c.effectKey])).toEqual([['c7', refundKey]]);
+  expect(server.requests).toHaveLength(2);
+  expect(turn.report?.outcome).toBe('completed');
+  expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
+  // Attempt 1 never reached its usage chunk: billed as unknown, with what it streamed.
+  expect(turn.report?.attempts[0]?.usageKnown).toBe(false);
+  expect(turn.report?.attempts[1]?.usage).toEqual({ inputTokens: 88, outputTokens: 40 });
+  expect(turn.report?.usageComplete).toBe(false);
+  return turn;
+}
+
+describe('named faults over a real socket', () => {
+  it('the socket is destroyed right after a complete tool-call event', async () => {
+    const turn = await expectCleanRetry({ body: attempt1.body, destroyAfter: attempt1.after('call-end:c1') });
+    expect(turn.report?.attempts[0]?.textLength).toBe('Checking order ORD-7781. '.length);
+  });
+
+  it('the socket is destroyed after a text fragment that splits a word ("Refunding the dam")', async () => {
+    const turn = await expectCleanRetry({
+      body: attempt1.body,
+      destroyAfter: attempt1.after('text:Refunding the dam'),
+    });
+    expect(turn.report?.attempts[0]?.textLength).toBe('Checking order ORD-7781. Refunding the dam'.length);
+    expect(turn.report?.attempts[0]?.reason).toMatch(/stream broke|terminated|socket/i);
+  });
+
+  it('the socket is destroyed immediately before the finish event', async () => {
+    await expectCleanRetry({ body: attempt1.body, destroyAfter: attempt1.before('finish') });
+  });
+
+  it('the response ends cleanly, with no error at all, just before the finish', async () => {
+    const turn = await expectCleanRetry({ body: attempt1.body, endAfter: attempt1.before('finish') });
+    expect(turn.report?.attempts[0]?.reason).toMatch(/without a finish/);
+  });
+
+  it('the server stalls: stops sending but keeps the socket open', async () => {
+    const turn = await expectCleanRetry(
+      { body: attempt1.body, stallAfter: attempt1.after('text:Refunding') },
+      { stallTimeout: 300 },
+    );
+    expect(turn.report?.attempts[0]?.reason).toMatch(/stalled/);
+    expect(server?.aborted).toBeGreaterThanOrEqual(1); // the stalled request was aborted, not left open
+  });
+
+  it('a 503 with retry-after is retried after the requested wait, then succeeds', async () => {
+    const turn = await expectCleanRetry({
+      status: 503,
+      headers: { 'retry-after': '1', 'content-type': 'application/json' },
+      body: '{"error":{"message":"overloaded"}}',
+    });
+    const [first, second] = server?.requests ?? [];
+    expect((second?.receivedAt ?? 0) - (first?.receivedAt ?? 0)).toBeGreaterThanOrEqual(950);
+    expect(turn.report?.attempts[0]?.textLength).toBe(0);
+  });
+
+  it('a 401 is not retried', async () => {
+    server = await startServer([
+      { status: 401, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid api key"}' },
+      whole,
+    ]);
+    const turn = await collectTurn(server.url);
+    expect(turn.error).toBeInstanceOf(HttpStatusError);
+    expect((turn.error as HttpStatusError).status).toBe(401);
+    expect((turn.error as HttpStatusError).retryable).toBe(false);
+    expect(server.requests).toHaveLength(1);
+    expect(turn.executed).toEqual([]);
+    expect(turn.report?.outcome).toBe('failed');
+    expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['failed']);
+  });
+
+  it('a cut inside a multi-byte UTF-8 character', async () => {
+    const start = attempt1.body.indexOf(Buffer.from('📦'));
+    expect(start).toBeGreaterThan(0);
+    await expectCleanRetry({ body: attempt1.body, destroyAfter: start + 2, chunkSize: 7 });
+  });
+
+  it('a cut inside an SSE line', async () => {
+    const line = attempt1.body.indexOf(Buffer.from('"content":"Refunding'));
+    await expectCleanRetry({ body: attempt1.body, destroyAfter: line + 5 });
+  });
+
+  it('cuts at random byte offsets, every one before the finish', async () => {
+    const limit = attempt1.before('finish');
+    for (let i = 0; i < 25; i++) {
+      const at = 1 + Math.floor(Math.random() * (limit - 1));
+      await server?.close();
+      await expectCleanRetry({
+        body: attempt1.body,
+        destroyAfter: at,
+        chunkSize: 1 + Math.floor(Math.random() * 40),
+      });
+    }
+  });
+
+  it('every attempt fails: the turn errors with the attempt records, and no tool runs', async () => {
+    server = await startServer([{ body: attempt1.body, destroyAfter: attempt1.after('call-end:c1') }]);
+    const turn = await collectTurn(server.url, { maxAttempts: 3 });
+    expect(turn.error).toBeInstanceOf(RetriesExhaustedError);
+    expect((turn.error as RetriesExhaustedError).attempts).toHaveLength(3);
+    expect(server.requests).toHaveLength(3);
+    expect(turn.executed).toEqual([]);
+    expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'abandoned', 'failed']);
+  });
+
+  it('unsubscribing aborts the request: the server sees the connection close', async () => {
+    server = await startServer([{ body: attempt1.body, stallAfter: attempt1.after('text:Refunding') }]);
+    const { streamTurn } = await import('cleanturn/transport');
+    const { openaiChat } = await import('cleanturn/providers');
+    const url = server.url;
+    await new Promise<void>((resolve) => {
+      const subscription = streamTurn({
+        turnId: 'turn-42',
+        adapter: openaiChat(),
+        request: ({ signal }) => ({ url, init: { method: 'POST', signal } }),
+      }).subscribe((event) => {
+        if (event.type === 'text' && event.text.startsWith('Refunding')) {
+          subscription.unsubscribe();
+          resolve();
+        }
+      });
+    });
+    for (let i = 0; i < 100 && server.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(server.aborted).toBe(1);
+  });
+});
