@@ -11,17 +11,31 @@ export function describeValue(value: unknown): string {
     case 'text':
       return `text ${JSON.stringify(e.text)}${attempt}`;
     case 'tool-call':
+      // A provider's own part may share the name (the AI SDK's tool-call part): show it as it is.
+      if (typeof e.id !== 'string' || typeof e.name !== 'string') return JSON.stringify(value);
       return `tool-call ${e.id} ${e.name}(${JSON.stringify(e.args)})${attempt}${typeof e.effectKey === 'string' ? `, key ${e.effectKey}` : ''}`;
     case 'tool-call-delta':
       return `tool-call-delta #${e.index}${e.id ? ` ${e.id}` : ''}${e.name ? ` ${e.name}` : ''} ${JSON.stringify(e.argsDelta)}${attempt}`;
     case 'usage':
       return `usage in ${e.inputTokens ?? '?'} / out ${e.outputTokens ?? '?'}${attempt}`;
     case 'finish':
+      if (typeof e.reason !== 'string') return JSON.stringify(value);
       return `finish ${e.reason}${attempt}`;
     case 'retry':
       return `retry ${JSON.stringify(e.reason)}${attempt}`;
     case 'reset':
       return `reset to attempt ${e.attempt} (${e.reason})`;
+    case 'tool-result': {
+      const call = (e.call ?? {}) as Record<string, unknown>;
+      const error = (e.error ?? {}) as Record<string, unknown>;
+      const outcome =
+        'result' in e && e.result !== undefined
+          ? ` → ${JSON.stringify(e.result)}`
+          : 'error' in e
+            ? ` → ${error.name}: ${error.message}`
+            : '';
+      return `tool-result ${e.outcome} ${call.id} ${call.name}${outcome}, key ${e.effectKey}`;
+    }
     default:
       if ('text' in e && 'attempts' in e) {
         const attempts = (e.attempts as { attempt: number; outcome: string }[]).map(
@@ -33,20 +47,41 @@ export function describeValue(value: unknown): string {
   }
 }
 
+/** What one symbol of a diagram stands for. */
+export interface LegendEntry {
+  /** The letter, or `#` for the error. */
+  symbol: string;
+  /** The event (or, for `#`, the error) it stands for. */
+  value: unknown;
+  /** `describeValue(value)`. */
+  description: string;
+}
+
+/** The symbols of one diagram that stand for something, in order of first appearance. */
+export function legendEntries(
+  diagram: string,
+  values: Readonly<Record<string, unknown>> | undefined,
+  error: unknown,
+): LegendEntry[] {
+  const entries: LegendEntry[] = [];
+  const seen = new Set<string>();
+  for (const ch of diagram) {
+    if (seen.has(ch)) continue;
+    seen.add(ch);
+    if (ch === '#' && error !== undefined)
+      entries.push({ symbol: ch, value: error, description: describeValue(error) });
+    else if (values && ch in values)
+      entries.push({ symbol: ch, value: values[ch], description: describeValue(values[ch]) });
+  }
+  return entries;
+}
+
 function legend(
   diagram: string,
   values: Readonly<Record<string, unknown>> | undefined,
   error: unknown,
 ): string[] {
-  const lines: string[] = [];
-  const seen = new Set<string>();
-  for (const ch of diagram) {
-    if (seen.has(ch)) continue;
-    seen.add(ch);
-    if (ch === '#' && error !== undefined) lines.push(`  # = ${describeValue(error)}`);
-    else if (values && ch in values) lines.push(`  ${ch} = ${describeValue(values[ch])}`);
-  }
-  return lines;
+  return legendEntries(diagram, values, error).map((e) => `  ${e.symbol} = ${e.description}`);
 }
 
 /** One case as a text picture: source, operator, result, and what each letter stands for. */
@@ -69,9 +104,18 @@ export function renderCaseText(c: MarbleCase): string {
   return lines.join('\n');
 }
 
-/** The first case of a spec (its headline picture), as a fenced text block with its title. */
-export function renderSpecText(spec: MarbleSpec, which = 0): string {
+/** Escapes a text for the alt text of a Markdown image. */
+function altText(text: string): string {
+  return text.replace(/[\\[\]]/g, (c) => `\\${c}`);
+}
+
+/**
+ * One case of a spec (by default the first, its headline picture) with its title: the SVG picture at `image`
+ * (a path relative to the Markdown file), if given, above the text diagram in a fenced block.
+ */
+export function renderSpecText(spec: MarbleSpec, which = 0, image?: string): string {
   const c = spec.cases[which];
   if (c === undefined) throw new Error(`${spec.name} has no case ${which}`);
-  return `${c.title}:\n\n\`\`\`text\n${renderCaseText(c)}\n\`\`\``;
+  const picture = image === undefined ? '' : `![${altText(c.title)}](${image})\n\n`;
+  return `${c.title}:\n\n${picture}\`\`\`text\n${renderCaseText(c)}\n\`\`\``;
 }

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { MarbleSpec } from 'cleanturn/testing';
+import { marbleSvgPath } from './marbleSvg.js';
 import { renderSpecText } from './marbleText.js';
 
 const root = join(import.meta.dirname, '..');
@@ -21,7 +22,10 @@ export async function loadSpecs(): Promise<Map<string, MarbleSpec>> {
   return specs;
 }
 
-/** Replaces every `<!-- marbles:NAME -->…<!-- /marbles -->` block with the spec's rendering. */
+/**
+ * Replaces every `<!-- marbles:NAME -->…<!-- /marbles -->` block (or `marbles:NAME:INDEX` for another case than
+ * the first) with the spec's rendering: its SVG picture (made by `npm run docs`) above the text diagram.
+ */
 export function renderReadme(readme: string, specs: Map<string, MarbleSpec>): string {
   return readme.replace(
     /<!-- marbles:(\w+)(?::(\d+))? -->[\s\S]*?<!-- \/marbles -->/g,
@@ -29,7 +33,8 @@ export function renderReadme(readme: string, specs: Map<string, MarbleSpec>): st
       const spec = specs.get(name);
       if (spec === undefined) throw new Error(`README names a marble spec that does not exist: ${name}`);
       const tag = index === undefined ? name : `${name}:${index}`;
-      return `<!-- marbles:${tag} -->\n${renderSpecText(spec, Number(index ?? 0))}\n<!-- /marbles -->`;
+      const which = Number(index ?? 0);
+      return `<!-- marbles:${tag} -->\n${renderSpecText(spec, which, marbleSvgPath(name, which))}\n<!-- /marbles -->`;
     },
   );
 }

@@ -193,7 +193,10 @@ describe('assembleToolCalls', () => {
   });
 
   it('emits a call whose arguments closed even if its attempt never finishes (holding it is bufferUntilFinish’s job)', () => {
-    const out = assemble([delta(0, '{"order_id":"ORD-7781"}', { id: 'c1', name: 'issue_refund' }), text('Refunding')]);
+    const out = assemble([
+      delta(0, '{"order_id":"ORD-7781"}', { id: 'c1', name: 'issue_refund' }),
+      text('Refunding'),
+    ]);
     expect(out).toEqual({
       values: [call('c1', 'issue_refund', { order_id: 'ORD-7781' }), text('Refunding')],
       completed: true,

@@ -1,14 +1,14 @@
 // The built package, as users load it: `dist/`, resolved through package.json "exports" by the package's own
 // name. The suite's global setup (test/setup/build.ts) builds it.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as source from 'cleanturn';
 import * as sourceTesting from 'cleanturn/testing';
 import type * as Rxjs from 'rxjs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
