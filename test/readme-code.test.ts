@@ -36,6 +36,8 @@ const prelude = `
 import type { Observable } from 'rxjs';
 import type { AttemptRecord, ProviderEvent, TurnEvent } from 'cleanturn';
 import type { TurnReport } from 'cleanturn/transport';
+import type { ToolHandler } from 'cleanturn/effects';
+import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 
 declare global {
   /** The provider events of one attempt, e.g. from an adapter (Quick start). */
@@ -53,6 +55,24 @@ declare global {
   const messages: readonly { role: 'system' | 'user' | 'assistant' | 'tool'; content: string }[];
   /** Where the usage of every attempt is recorded (the fetch example). */
   const billing: { record(report: TurnReport): void };
+  /** The refund tool's definition, as the OpenAI SDK takes it (the OpenAI adapter example). */
+  const refundTool: ChatCompletionTool;
+  /** A provider stream already turned into neutral events (the effects examples). */
+  const providerEvents$: Observable<ProviderEvent>;
+  /** The orchestrator's id for the turn (the effects examples). */
+  const turnId: string;
+  /** A schema that validates the refund tool's arguments (the effects example). */
+  const RefundArgs: { parse(args: unknown): { order_id: string; amount: 'full' | 'partial' } };
+  /** A payment service client that is idempotent on a key (the effects example). */
+  const payments: {
+    refund(orderId: string, options: { idempotencyKey: string; signal: AbortSignal }): Promise<{ id: string; status: string }>;
+  };
+  /** Hands a tool's outcome back to the model (the effects example). */
+  function feedBackToModel(callId: string, result: unknown): void;
+  /** The provider streams of the agent loop's steps (the step numbers example). */
+  const steps: readonly Observable<ProviderEvent>[];
+  /** The tool handlers of the agent (the step numbers example). */
+  const handlers: Record<string, ToolHandler>;
 }
 export {};
 `;
