@@ -64,8 +64,11 @@ export function lateExecutionPolicy(): OperatorFunction<ProviderEvent, PolicyEve
 
 /** The three policies of the help-desk comparison, in the order the problem is usually discovered. */
 export const policies = {
+  /** {@link naivePolicy}: keep appending, run calls at once. */
   naive: naivePolicy,
+  /** {@link resetOnlyPolicy}: reset on retry, run calls at once. */
   resetOnly: resetOnlyPolicy,
+  /** {@link lateExecutionPolicy}: reset on retry, run calls when their attempt finishes. */
   lateExecution: lateExecutionPolicy,
 } as const;
 
