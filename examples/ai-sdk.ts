@@ -4,9 +4,6 @@
 //   OPENAI_API_KEY=… npx tsx examples/ai-sdk.ts   asks the API
 //   npx tsx examples/ai-sdk.ts                    replays a recorded Chat Completions stream from a local server:
 //                                                 the first response breaks before its finish, the second is whole
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createOpenAI } from '@ai-sdk/openai';
 import { type LanguageModel, streamText, type TextStreamPart, tool } from 'ai';
@@ -14,6 +11,7 @@ import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type 
 import { aiSdkParts } from 'cleanturn/providers';
 import { defer, lastValueFrom, tap } from 'rxjs';
 import { z } from 'zod';
+import { replayServer } from './support/replayServer.js';
 
 // No `execute`: the SDK would run the tool as soon as its call is complete, even in an attempt that fails later.
 // cleanTurn releases the call once its attempt finished, with an effect key for the tool to deduplicate by.
@@ -67,22 +65,11 @@ async function main(): Promise<TurnState> {
 }
 
 /** A local server that replays a recorded Chat Completions stream: cut before its finish, then whole. */
-async function startReplay() {
-  const body = readFileSync(new URL('../test/fixtures/ai-sdk/upstream-openai-chat.sse', import.meta.url));
-  const cut = body.lastIndexOf('\n', body.indexOf('"finish_reason":"tool_calls"')) + 1;
-  let requests = 0;
-  const server = createServer((req, res) => {
-    req.resume().on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      if (requests++ > 0) return res.end(body);
-      res.write(body.subarray(0, cut), () => setImmediate(() => res.destroy()));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+function startReplay() {
+  return replayServer(
+    'ai-sdk/upstream-openai-chat.sse',
+    (body) => body.lastIndexOf('\n', body.indexOf('"finish_reason":"tool_calls"')) + 1,
+  );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -4,9 +4,6 @@
 //   ANTHROPIC_API_KEY=… npx tsx examples/anthropic.ts   asks the API
 //   npx tsx examples/anthropic.ts                       replays a recorded stream from a local server: the first
 //                                                       response breaks after the tool call, the second is whole
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import {
@@ -20,6 +17,7 @@ import {
 } from 'cleanturn';
 import { anthropicMessages } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
+import { replayServer } from './support/replayServer.js';
 
 /** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
 export function helpDeskTurn(client: Anthropic, turnId: string) {
@@ -78,23 +76,8 @@ async function main(): Promise<TurnState> {
 }
 
 /** A local server that replays a recorded stream: cut after the tool call (a connection reset), then whole. */
-async function startReplay() {
-  const body = readFileSync(new URL('../test/fixtures/anthropic/text-and-tool.sse', import.meta.url));
-  let requests = 0;
-  const server = createServer((req, res) => {
-    req.resume().on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      if (requests++ > 0) return res.end(body);
-      res.write(body.subarray(0, body.indexOf('event: message_delta')), () =>
-        setImmediate(() => res.destroy()),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+function startReplay() {
+  return replayServer('anthropic/text-and-tool.sse', (body) => body.indexOf('event: message_delta'));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

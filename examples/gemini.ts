@@ -4,14 +4,12 @@
 //   GEMINI_API_KEY=… npx tsx examples/gemini.ts   asks the API
 //   npx tsx examples/gemini.ts                    replays a recorded stream from a local server: the first
 //                                                 response breaks in its last chunk, the second is whole
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { GoogleGenAI, Type } from '@google/genai';
 import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type TurnState } from 'cleanturn';
 import { geminiContent } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
+import { replayServer } from './support/replayServer.js';
 
 /** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
 export function helpDeskTurn(ai: GoogleGenAI, turnId: string) {
@@ -73,21 +71,8 @@ async function main(): Promise<TurnState> {
 }
 
 /** A local server that replays a recorded stream: cut inside its last chunk (a connection reset), then whole. */
-async function startReplay() {
-  const body = readFileSync(new URL('../test/fixtures/gemini/text-and-call.sse', import.meta.url));
-  let requests = 0;
-  const server = createServer((req, res) => {
-    req.resume().on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      if (requests++ > 0) return res.end(body);
-      res.write(body.subarray(0, body.indexOf('"finishReason"')), () => setImmediate(() => res.destroy()));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+function startReplay() {
+  return replayServer('gemini/text-and-call.sse', (body) => body.indexOf('"finishReason"'));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

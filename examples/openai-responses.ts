@@ -3,19 +3,17 @@
 //   OPENAI_API_KEY=sk-… npx tsx examples/openai-responses.ts   against the API
 //   npx tsx examples/openai-responses.ts                       offline: a local server replays a recorded turn
 //                                                              and resets the connection in the middle of attempt 1
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { accumulateTurn, assembleToolCalls, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
 import OpenAI from 'openai';
 import { defer, from, last, lastValueFrom, mergeMap, tap } from 'rxjs';
+import { replayServer } from './support/replayServer.js';
 
 const turnId = 'turn-42';
 
 async function main(): Promise<void> {
-  const offline = process.env.OPENAI_API_KEY === undefined ? await replayServer() : undefined;
-  const client = new OpenAI(offline === undefined ? {} : { apiKey: 'offline', baseURL: offline.baseURL });
+  const offline = process.env.OPENAI_API_KEY === undefined ? await startReplay() : undefined;
+  const client = new OpenAI(offline === undefined ? {} : { apiKey: 'offline', baseURL: `${offline.url}/v1` });
 
   const turn = await lastValueFrom(
     // One attempt: a new request per subscription, its events as the SDK yields them.
@@ -77,32 +75,12 @@ async function main(): Promise<void> {
 }
 
 /** A local stand-in for the API: replays a recorded stream, resetting the first connection before it completes. */
-async function replayServer(): Promise<{ baseURL: string; close: () => Promise<void> }> {
-  const body = readFileSync(
-    new URL('../test/fixtures/openai-responses/text-and-call.sse', import.meta.url),
-    'utf8',
+async function startReplay() {
+  const server = await replayServer('openai-responses/text-and-call.sse', (body) =>
+    body.indexOf('event: response.completed'),
   );
-  const cut = body.indexOf('event: response.completed');
-  let requests = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      if (requests++ === 0) res.write(body.slice(0, cut), () => res.destroy());
-      else res.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   console.log('(offline: replaying a recorded stream; set OPENAI_API_KEY to call the API)\n');
-  return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return server;
 }
 
 await main();

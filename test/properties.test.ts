@@ -42,6 +42,7 @@ import {
   toArray,
 } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { type Collected, collect } from './support/collect.js';
 
 // Property-based tests: random turns with random retries, checked against the rules of DESIGN.md.
 // Everything runs on synchronous sources (`from(events)`), so no assertion depends on time.
@@ -970,27 +971,10 @@ describe('assembleToolCalls', () => {
 // retryAsEvents
 // ---------------------------------------------------------------------------------------------------------
 
-interface Collected<T> {
-  values: T[];
-  error: unknown;
-  completed: boolean;
-}
-
 /** Subscribes to a synchronous observable and returns everything it said, checking that it has ended. */
 function collectSync<T>(source: Observable<T>): Collected<T> {
-  const result: Collected<T> = { values: [], error: undefined, completed: false };
-  let errored = false;
-  source.subscribe({
-    next: (v) => result.values.push(v),
-    error: (e) => {
-      errored = true;
-      result.error = e;
-    },
-    complete: () => {
-      result.completed = true;
-    },
-  });
-  expect(errored || result.completed).toBe(true);
+  const result = collect(source);
+  expect(result.error !== undefined || result.completed).toBe(true);
   return result;
 }
 

@@ -1,17 +1,17 @@
 // toAcpUpdates in process: the notifications it makes of the clean turn, for ACP v1 and the v2 draft.
-import { cleanTurn, type KeyedToolCall, type TurnEvent } from 'cleanturn';
+import { cleanTurn, type TurnEvent } from 'cleanturn';
 import {
   type AcpNotification,
   type AcpSourceEvent,
   type AcpV2Notification,
   acpMetaKeys,
-  type ToolResultLike,
   toAcpUpdates,
 } from 'cleanturn/acp';
 import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { standardChecks } from '../renderers/standardChecks.js';
+import { standardChecks } from '../support/standardChecks.js';
+import { toolResult } from '../support/toolResults.js';
 
 const turnId = 'turn-42';
 const sessionId = 'sess-1';
@@ -134,25 +134,14 @@ describe('toAcpUpdates, ACP v1', () => {
   });
 
   it("maps the executor's results to tool_call_update, under the same tool call id", () => {
-    const result = (
-      c: KeyedToolCall,
-      outcome: string,
-      more: Partial<ToolResultLike> = {},
-    ): ToolResultLike => ({
-      type: 'tool-result',
-      effectKey: c.effectKey,
-      call: c,
-      outcome,
-      ...more,
-    });
     const events: AcpSourceEvent[] = [
       reset(2, 'connection reset'),
       c7,
-      result(c7, 'executed', { result: { refund_id: 're_7781' } }),
-      result(c7, 'replayed', { result: { refund_id: 're_7781' } }),
-      result(c7, 'in-progress'),
-      result(c7, 'failed', { error: { name: 'Error', message: 'declined' } }),
-      result(c7, 'unknown-tool', { error: { name: 'UnknownToolError', message: 'no handler' } }),
+      toolResult(c7, 'executed', { result: { refund_id: 're_7781' } }),
+      toolResult(c7, 'replayed', { result: { refund_id: 're_7781' } }),
+      toolResult(c7, 'in-progress'),
+      toolResult(c7, 'failed', { error: { name: 'Error', message: 'declined' } }),
+      toolResult(c7, 'unknown-tool', { error: { name: 'UnknownToolError', message: 'no handler' } }),
     ];
     const updates = all(
       from(events).pipe(toAcpUpdates({ sessionId, messageId, toolCallId: (c) => `${c.effectKey}:${c.id}` })),

@@ -11,23 +11,13 @@ import {
   type ToolHandlers,
 } from 'cleanturn/effects';
 import { at, call, finish, helpDeskTurn, keyed, refundArgs, text } from 'cleanturn/testing';
-import {
-  firstValueFrom,
-  from,
-  lastValueFrom,
-  mergeMap,
-  Observable,
-  of,
-  type Subscription,
-  toArray,
-} from 'rxjs';
-import { TestScheduler } from 'rxjs/testing';
+import { firstValueFrom, from, lastValueFrom, Observable, of, type Subscription, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { nothing, standardChecks } from '../support/standardChecks.js';
 
 const turnId = 'turn-42';
 const refund = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
 const email = keyed(turnId, 2, call('c8', 'send_email', { to: 'ada@example.com' }));
-const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 
 /** The same ledger behind promises, as a networked ledger answers. */
 function asyncLedger(inner: EffectLedger): EffectLedger {
@@ -54,11 +44,14 @@ function deferred<T>() {
   return { promise, resolve };
 }
 
-describe('executeTools: standard checks', () => {
-  const handlers: ToolHandlers = { issue_refund: () => ({ ok: true }), send_email: () => undefined };
-  const values = { a: at(2, text('Refund started.')), b: refund, c: at(2, finish()) };
-  const results = {
-    r: {
+// The call comes first, so that the source error check sees a result and then the error; the text and the finish
+// give no result.
+standardChecks<TurnEvent>({
+  name: 'executeTools',
+  make: () => executeTools({ issue_refund: () => ({ ok: true }), send_email: () => undefined }, { turnId }),
+  values: { a: refund, b: at(2, text('Refund started.')), c: at(2, finish()) },
+  expected: {
+    a: {
       type: 'tool-result',
       effectKey: refund.effectKey,
       call: refund,
@@ -66,94 +59,23 @@ describe('executeTools: standard checks', () => {
       result: { ok: true },
       reclaimed: false,
     },
-  };
-
-  it('emits one result per call, in the frame of the call', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold(' -a-b-c-|', values);
-      const sourceSubs = '  ^------!';
-      const expected = '    ---r---|';
-      expectObservable(source.pipe(executeTools(handlers, { turnId }))).toBe(expected, results);
-      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
-    });
-  });
-
-  it('passes a source error through', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const boom = new Error('connection reset');
-      const source = cold(' -a-b-#', values, boom);
-      const sourceSubs = '  ^----!';
-      const expected = '    ---r-#';
-      expectObservable(source.pipe(executeTools(handlers, { turnId }))).toBe(expected, results, boom);
-      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
-    });
-  });
-
-  it('completes on an empty source', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<TurnEvent>(' |');
-      expectObservable(source.pipe(executeTools(handlers, { turnId }))).toBe('|');
-      expectSubscriptions(source.subscriptions).toBe('(^!)');
-    });
-  });
-
-  it('stays silent on a source that never emits', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<TurnEvent>(' -');
-      const unsub = '       -----!';
-      const sourceSubs = '  ^----!';
-      expectObservable(source.pipe(executeTools(handlers, { turnId })), unsub).toBe('-');
-      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
-    });
-  });
-
-  it('tears down the source when the result is unsubscribed early', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold(' -a-b-c-|', values);
-      const unsub = '       ----!';
-      const sourceSubs = '  ^---!';
-      const expected = '    ---r';
-      expectObservable(source.pipe(executeTools(handlers, { turnId })), unsub).toBe(expected, results);
-      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
-    });
-  });
-
-  it('does not break unsubscription chains when the result is unsubscribed explicitly', () => {
-    newScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
-      const source = hot('  -a-b-c-|', values);
-      const unsub = '       -----!';
-      const sourceSubs = '  ^----!';
-      const expected = '    ---r-';
-      const result = source.pipe(
-        mergeMap((x) => of(x)),
-        executeTools(handlers, { turnId }),
-        mergeMap((x) => of(x)),
-      );
-      expectObservable(result, unsub).toBe(expected, results);
-      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
-    });
-  });
-
-  it('errors with the exception of a recordFailure callback that throws', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const thrown = new Error('the callback failed');
-      const source = cold(' -a-b-c-|', values);
-      const sourceSubs = '  ^--!';
-      const failing: ToolHandlers = {
-        issue_refund: () => {
-          throw new Error('declined');
-        },
-      };
-      const operator = executeTools(failing, {
-        turnId,
-        recordFailure: () => {
-          throw thrown;
-        },
-      });
-      expectObservable(source.pipe(operator)).toBe('---#', undefined, thrown);
-      expectSubscriptions(source.subscriptions).toBe(sourceSubs);
-    });
-  });
+    b: nothing,
+    c: nothing,
+  },
+  throwing: [
+    {
+      callback: 'recordFailure',
+      make: (fail) =>
+        executeTools(
+          {
+            issue_refund: () => {
+              throw new Error('declined');
+            },
+          },
+          { turnId, recordFailure: fail },
+        ),
+    },
+  ],
 });
 
 describe('executeTools', () => {

@@ -3,23 +3,16 @@
 // §5, through the adapter and assembleToolCalls (and the clean turn); errors; the standard operator checks.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import {
-  accumulateTurn,
-  assembleToolCalls,
-  CleanturnError,
-  cleanTurn,
-  effectKey,
-  MissingFinishError,
-  type ProviderEvent,
-  requireFinish,
-  retryAsEvents,
-} from 'cleanturn';
+import { CleanturnError, effectKey, MissingFinishError, requireFinish, retryAsEvents } from 'cleanturn';
 import { type AiSdkStreamPart, aiSdkParts, ProviderError } from 'cleanturn/providers';
 import { call, finish, refundArgs, retry, text, usage } from 'cleanturn/testing';
-import { concat, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { parseSse, readSseJson } from '../support/sse.js';
+import { collect } from '../support/collect.js';
+import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
+import { parseSse, readPayloads } from '../support/sse.js';
+import { standardChecks } from '../support/standardChecks.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/ai-sdk/', import.meta.url));
@@ -27,48 +20,10 @@ const dir = fileURLToPath(new URL('../fixtures/ai-sdk/', import.meta.url));
 const upstream = (file: string) => file.startsWith('upstream-openai-chat');
 
 /** The parts of a fixture: one JSON object per line (.jsonl) or the data payloads of an SSE transcript. */
-function fixture(name: string): AiSdkStreamPart[] {
-  if (name.endsWith('.jsonl')) {
-    return readFileSync(`${dir}${name}`, 'utf8')
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => JSON.parse(line) as AiSdkStreamPart);
-  }
-  return readSseJson(`${dir}${name}`) as AiSdkStreamPart[];
-}
-
-/** Everything a synchronous observable emits, and how it ended. */
-function collect<T>(source: Observable<T>): { values: T[]; error: unknown; completed: boolean } {
-  const result: { values: T[]; error: unknown; completed: boolean } = {
-    values: [],
-    error: undefined,
-    completed: false,
-  };
-  source.subscribe({
-    next: (value) => result.values.push(value),
-    error: (error: unknown) => {
-      result.error = error;
-    },
-    complete: () => {
-      result.completed = true;
-    },
-  });
-  return result;
-}
-
-const adapt = (name: string) => collect(from(fixture(name)).pipe(aiSdkParts(), assembleToolCalls()));
+const fixture = (name: string) => readPayloads(`${dir}${name}`) as AiSdkStreamPart[];
 
 const C1 = 'call_Q2wE3rT4yU5iO6pA7sD8fG9h';
 const refund = (id: string) => call(id, 'issue_refund', refundArgs);
-
-interface Case {
-  file: string;
-  trap: string;
-  events: ProviderEvent[];
-  error?: (error: unknown) => void;
-  /** The clean turn's text and released call ids, for fixtures that finish cleanly. */
-  turn?: { text: string; calls: string[] };
-}
 
 const providerError = (fields: Record<string, unknown>) => (error: unknown) => {
   expect(error).toBeInstanceOf(ProviderError);
@@ -76,7 +31,7 @@ const providerError = (fields: Record<string, unknown>) => (error: unknown) => {
 };
 
 // biome-ignore format: a table of fixtures
-const cases: Case[] = [
+const cases: FixtureCase[] = [
   {
     file: 'text-and-tool.jsonl',
     trap: 'text, then tool input previews and the whole call; text-end arrives after the tool input parts',
@@ -204,46 +159,13 @@ const cases: Case[] = [
 ];
 
 describe('aiSdkParts: fixtures', () => {
-  it('covers every fixture file', () => {
-    const files = readdirSync(dir).filter((f) => !upstream(f));
-    expect(cases.map((c) => c.file).sort()).toEqual(files.sort());
+  fixtureChecks({
+    cases,
+    files: () => readdirSync(dir).filter((f) => !upstream(f)),
+    read: fixture,
+    adapter: () => aiSdkParts(),
+    turnId,
   });
-
-  for (const c of cases) {
-    describe(`${c.file}: ${c.trap}`, () => {
-      it('becomes the right neutral events', () => {
-        const result = adapt(c.file);
-        expect(result.values).toEqual(c.events);
-        if (c.error === undefined) {
-          expect(result.error).toBeUndefined();
-          expect(result.completed).toBe(true);
-        } else {
-          expect(result.completed).toBe(false);
-          c.error(result.error);
-        }
-      });
-
-      if (c.turn !== undefined) {
-        const expected = c.turn;
-        it('gives a clean turn', () => {
-          const states = collect(
-            from(fixture(c.file)).pipe(
-              aiSdkParts(),
-              requireFinish(),
-              assembleToolCalls(),
-              cleanTurn({ turnId }),
-              accumulateTurn(),
-            ),
-          );
-          expect(states.error).toBeUndefined();
-          const turn = states.values.at(-1);
-          expect(turn?.text).toBe(expected.text);
-          expect(turn?.toolCalls.map((k) => k.id)).toEqual(expected.calls);
-          for (const k of turn?.toolCalls ?? []) expect(k.effectKey).toBe(effectKey(turnId, k));
-        });
-      }
-    });
-  }
 
   it("the UI message stream's [DONE] sentinel is accepted and ignored", () => {
     const raw = parseSse(readFileSync(`${dir}ui-text-and-tool.sse`, 'utf8')).map((event) =>
@@ -265,16 +187,9 @@ describe('aiSdkParts: fixtures', () => {
 
 describe('aiSdkParts: the help-desk retry', () => {
   it('an error part, then a complete attempt: attempt 2 text only, one refund, one reset', () => {
-    const attempts = [fixture('error-part.jsonl'), fixture('text-and-tool.jsonl')];
-    let n = 0;
     const states = collect(
-      defer(() => from(attempts[n++] ?? [])).pipe(
-        aiSdkParts(),
-        requireFinish(),
-        retryAsEvents({ count: 2 }),
-        assembleToolCalls(),
-        cleanTurn({ turnId }),
-        accumulateTurn(),
+      attempts(fixture('error-part.jsonl'), fixture('text-and-tool.jsonl')).pipe(
+        retriedTurn(aiSdkParts(), turnId),
       ),
     );
     expect(states.error).toBeUndefined();
@@ -412,66 +327,30 @@ describe('aiSdkParts: errors', () => {
   });
 });
 
-describe('aiSdkParts: standard operator checks', () => {
-  const scheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-  // biome-ignore format: an aligned value table
-  const v: Record<string, AiSdkStreamPart> = {
-    a: { type: 'text-delta', text: 'Refund ' } as AiSdkStreamPart,
-    b: { type: 'text-delta', text: 'started.' } as AiSdkStreamPart,
-    c: { type: 'finish', finishReason: 'stop', rawFinishReason: 'end_turn' } as AiSdkStreamPart,
-  };
-  const out = { a: text('Refund '), b: text('started.'), c: finish('stop', 'end_turn') };
-  const boom = new Error('connection reset');
+// biome-ignore format: an aligned value table
+const sample: Record<'a' | 'b' | 'c', AiSdkStreamPart> = {
+  a: { type: 'text-delta', text: 'Refund ' } as AiSdkStreamPart,
+  b: { type: 'text-delta', text: 'started.' } as AiSdkStreamPart,
+  c: { type: 'finish', finishReason: 'stop', rawFinishReason: 'end_turn' } as AiSdkStreamPart,
+};
+const sampleOut = { a: text('Refund '), b: text('started.'), c: finish('stop', 'end_turn') };
 
-  it('basic behaviour', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-b-c-|', v);
-      expectObservable(source.pipe(aiSdkParts())).toBe('-a-b-c-|', out);
-      expectSubscriptions(source.subscriptions).toBe('^------!');
-    }));
+standardChecks<AiSdkStreamPart>({
+  name: 'aiSdkParts',
+  make: () => aiSdkParts(),
+  values: sample,
+  expected: sampleOut,
+});
 
-  it('passes a source error through', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-#', v, boom);
-      expectObservable(source.pipe(aiSdkParts())).toBe('-a-#', out, boom);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
-  it('completes on an empty source', () =>
-    scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<AiSdkStreamPart>('|').pipe(aiSdkParts())).toBe('|');
-    }));
-
-  it('stays silent on a source that never emits', () =>
-    scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<AiSdkStreamPart>('-').pipe(aiSdkParts())).toBe('-');
-    }));
-
-  it('unsubscribes early', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-b-c-|', v);
-      expectObservable(source.pipe(aiSdkParts()), '---!').toBe('-a-', out);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
-  it('does not break unsubscription chains', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-b-c-|', v);
-      const result = source.pipe(
-        mergeMap((x) => of(x)),
-        aiSdkParts(),
-        mergeMap((x) => of(x)),
-      );
-      expectObservable(result, '---!').toBe('-a-', out);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
+describe('aiSdkParts: an error part, frame by frame', () => {
   it('errors at an error part and unsubscribes from the source', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const e = { type: 'error', errorText: 'An error occurred.' } as AiSdkStreamPart;
-      const source = cold('-a-e-b-|', { ...v, e });
-      const expected = new ProviderError('ai-sdk', 'An error occurred.', { retryable: true, payload: e });
-      expectObservable(source.pipe(aiSdkParts())).toBe('-a-#', out, expected);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
+    new TestScheduler((actual, expected) => expect(actual).toEqual(expected)).run(
+      ({ cold, expectObservable, expectSubscriptions }) => {
+        const e = { type: 'error', errorText: 'An error occurred.' } as AiSdkStreamPart;
+        const source = cold('-a-e-b-|', { ...sample, e });
+        const expected = new ProviderError('ai-sdk', 'An error occurred.', { retryable: true, payload: e });
+        expectObservable(source.pipe(aiSdkParts())).toBe('-a-#', sampleOut, expected);
+        expectSubscriptions(source.subscriptions).toBe('^--!');
+      },
+    ));
 });

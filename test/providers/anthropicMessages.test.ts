@@ -1,68 +1,34 @@
 // anthropicMessages(): every fixture in test/fixtures/anthropic, one per trap of wire-formats.md §3, through
 // the adapter and assembleToolCalls (and the clean turn); error classification; the standard operator checks.
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
-  accumulateTurn,
   assembleToolCalls,
   CleanturnError,
-  cleanTurn,
   effectKey,
   MissingFinishError,
-  type ProviderEvent,
   requireFinish,
   retryAsEvents,
   ToolCallAssemblyError,
 } from 'cleanturn';
 import { type AnthropicStreamEvent, anthropicMessages, ProviderError } from 'cleanturn/providers';
 import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
-import { concat, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import { collect } from '../support/collect.js';
+import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
+import { standardChecks } from '../support/standardChecks.js';
 
 const turnId = 'turn-42';
+const dir = fileURLToPath(new URL('../fixtures/anthropic/', import.meta.url));
 
 /** The parsed events of a fixture file. */
-function fixture(name: string): AnthropicStreamEvent[] {
-  return readSseJson(
-    fileURLToPath(new URL(`../fixtures/anthropic/${name}`, import.meta.url)),
-  ) as AnthropicStreamEvent[];
-}
-
-/** Everything a synchronous observable emits, and how it ended. */
-function collect<T>(source: Observable<T>): { values: T[]; error: unknown; completed: boolean } {
-  const result: { values: T[]; error: unknown; completed: boolean } = {
-    values: [],
-    error: undefined,
-    completed: false,
-  };
-  source.subscribe({
-    next: (value) => result.values.push(value),
-    error: (error: unknown) => {
-      result.error = error;
-    },
-    complete: () => {
-      result.completed = true;
-    },
-  });
-  return result;
-}
-
-const adapt = (name: string) => collect(from(fixture(name)).pipe(anthropicMessages(), assembleToolCalls()));
+const fixture = (name: string) => readSseJson(`${dir}${name}`) as AnthropicStreamEvent[];
 
 const refund = (id: string) => call(id, 'issue_refund', refundArgs);
 const T1 = 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP';
-
-/** One fixture: what the adapter and assembleToolCalls make of it, and the clean turn it gives. */
-interface Case {
-  file: string;
-  trap: string;
-  events: ProviderEvent[];
-  /** What the stream errors with, if it does. */
-  error?: (error: unknown) => void;
-  /** The clean turn's text and released call ids, for fixtures that finish cleanly. */
-  turn?: { text: string; calls: string[] };
-}
 
 const retryable = (code: string) => (error: unknown) => {
   expect(error).toBeInstanceOf(ProviderError);
@@ -70,7 +36,7 @@ const retryable = (code: string) => (error: unknown) => {
 };
 
 // biome-ignore format: a table of fixtures
-const cases: Case[] = [
+const cases: FixtureCase[] = [
   {
     file: 'text-and-tool.sse',
     trap: 'text, a ping, a tool_use whose first fragment is empty and whose arguments arrive in three pieces',
@@ -209,47 +175,13 @@ const cases: Case[] = [
 ];
 
 describe('anthropicMessages: fixtures', () => {
-  it('covers every fixture file', async () => {
-    const { readdirSync } = await import('node:fs');
-    const files = readdirSync(fileURLToPath(new URL('../fixtures/anthropic/', import.meta.url)));
-    expect(cases.map((c) => c.file).sort()).toEqual(files.sort());
+  fixtureChecks({
+    cases,
+    files: () => readdirSync(dir),
+    read: fixture,
+    adapter: () => anthropicMessages(),
+    turnId,
   });
-
-  for (const c of cases) {
-    describe(`${c.file}: ${c.trap}`, () => {
-      it('becomes the right neutral events', () => {
-        const result = adapt(c.file);
-        expect(result.values).toEqual(c.events);
-        if (c.error === undefined) {
-          expect(result.error).toBeUndefined();
-          expect(result.completed).toBe(true);
-        } else {
-          expect(result.completed).toBe(false);
-          c.error(result.error);
-        }
-      });
-
-      if (c.turn !== undefined) {
-        const expected = c.turn;
-        it('gives a clean turn', () => {
-          const states = collect(
-            from(fixture(c.file)).pipe(
-              anthropicMessages(),
-              requireFinish(),
-              assembleToolCalls(),
-              cleanTurn({ turnId }),
-              accumulateTurn(),
-            ),
-          );
-          expect(states.error).toBeUndefined();
-          const turn = states.values.at(-1);
-          expect(turn?.text).toBe(expected.text);
-          expect(turn?.toolCalls.map((k) => k.id)).toEqual(expected.calls);
-          for (const k of turn?.toolCalls ?? []) expect(k.effectKey).toBe(effectKey(turnId, k));
-        });
-      }
-    });
-  }
 
   it('the adapter alone finishes with length when max_tokens cuts a call', () => {
     const result = collect(from(fixture('max-tokens-mid-call.sse')).pipe(anthropicMessages()));
@@ -298,16 +230,9 @@ describe('anthropicMessages: fixtures', () => {
 
 describe('anthropicMessages: the help-desk retry', () => {
   it('an overloaded attempt, then a complete one: attempt 2 text only, one refund, one reset', () => {
-    const attempts = [fixture('overloaded-after-text.sse'), fixture('text-and-tool.sse')];
-    let n = 0;
     const states = collect(
-      defer(() => from(attempts[n++] ?? [])).pipe(
-        anthropicMessages(),
-        requireFinish(),
-        retryAsEvents({ count: 2 }),
-        assembleToolCalls(),
-        cleanTurn({ turnId }),
-        accumulateTurn(),
+      attempts(fixture('overloaded-after-text.sse'), fixture('text-and-tool.sse')).pipe(
+        retriedTurn(anthropicMessages(), turnId),
       ),
     );
     expect(states.error).toBeUndefined();
@@ -324,16 +249,9 @@ describe('anthropicMessages: the help-desk retry', () => {
   });
 
   it('a spliced stream is retried as a whole, never merged', () => {
-    const attempts = [fixture('spliced-message-start.sse'), fixture('text-and-tool.sse')];
-    let n = 0;
     const states = collect(
-      defer(() => from(attempts[n++] ?? [])).pipe(
-        anthropicMessages(),
-        requireFinish(),
-        retryAsEvents({ count: 2 }),
-        assembleToolCalls(),
-        cleanTurn({ turnId }),
-        accumulateTurn(),
+      attempts(fixture('spliced-message-start.sse'), fixture('text-and-tool.sse')).pipe(
+        retriedTurn(anthropicMessages(), turnId),
       ),
     );
     const turn = states.values.at(-1);
@@ -545,73 +463,37 @@ describe('anthropicMessages: linear in the stream size', () => {
   });
 });
 
-describe('anthropicMessages: standard operator checks', () => {
-  const scheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-  // biome-ignore format: an aligned value table
-  const v: Record<string, AnthropicStreamEvent> = {
-    s: { type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 10, output_tokens: 1 } } },
-    t: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Refund started.' } },
-    p: { type: 'message_stop' },
-  };
-  const out = { u: usage(10, 1), t: text('Refund started.'), f: finish('other') };
-  const boom = new Error('connection reset');
+// biome-ignore format: an aligned value table
+const sample: Record<'a' | 'b' | 'c', AnthropicStreamEvent> = {
+  a: { type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 10, output_tokens: 1 } } },
+  b: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Refund started.' } },
+  c: { type: 'message_stop' },
+};
+const sampleOut = { a: usage(10, 1), b: text('Refund started.'), c: finish('other') };
 
-  it('basic behaviour', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-s-t-p-|', v);
-      expectObservable(source.pipe(anthropicMessages())).toBe('-u-t-f-|', out);
-      expectSubscriptions(source.subscriptions).toBe('^------!');
-    }));
+standardChecks<AnthropicStreamEvent>({
+  name: 'anthropicMessages',
+  make: () => anthropicMessages(),
+  values: sample,
+  expected: sampleOut,
+});
 
-  it('passes a source error through', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-s-#', v, boom);
-      expectObservable(source.pipe(anthropicMessages())).toBe('-u-#', out, boom);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
-  it('completes on an empty source', () =>
-    scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<AnthropicStreamEvent>('|').pipe(anthropicMessages())).toBe('|');
-    }));
-
-  it('stays silent on a source that never emits', () =>
-    scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<AnthropicStreamEvent>('-').pipe(anthropicMessages())).toBe('-');
-    }));
-
-  it('unsubscribes early', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-s-t-p-|', v);
-      expectObservable(source.pipe(anthropicMessages()), '---!').toBe('-u-', out);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
-  it('does not break unsubscription chains', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-s-t-p-|', v);
-      const result = source.pipe(
-        mergeMap((x) => of(x)),
-        anthropicMessages(),
-        mergeMap((x) => of(x)),
-      );
-      expectObservable(result, '---!').toBe('-u-', out);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
+describe('anthropicMessages: an error event, frame by frame', () => {
   it('errors at an error event and unsubscribes from the source', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const e: AnthropicStreamEvent = {
-        type: 'error',
-        error: { type: 'overloaded_error', message: 'Overloaded' },
-      };
-      const source = cold('-s-e-t-|', { ...v, e });
-      const expected = new ProviderError('anthropic-messages', 'Overloaded', {
-        retryable: true,
-        code: 'overloaded_error',
-        payload: e,
-      });
-      expectObservable(source.pipe(anthropicMessages())).toBe('-u-#', out, expected);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
+    new TestScheduler((actual, expected) => expect(actual).toEqual(expected)).run(
+      ({ cold, expectObservable, expectSubscriptions }) => {
+        const e: AnthropicStreamEvent = {
+          type: 'error',
+          error: { type: 'overloaded_error', message: 'Overloaded' },
+        };
+        const source = cold('-a-e-b-|', { ...sample, e });
+        const expected = new ProviderError('anthropic-messages', 'Overloaded', {
+          retryable: true,
+          code: 'overloaded_error',
+          payload: e,
+        });
+        expectObservable(source.pipe(anthropicMessages())).toBe('-a-#', sampleOut, expected);
+        expectSubscriptions(source.subscriptions).toBe('^--!');
+      },
+    ));
 });

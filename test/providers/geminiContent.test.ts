@@ -1,76 +1,35 @@
 // geminiContent(): every fixture in test/fixtures/gemini, one per trap of wire-formats.md §4, through the
 // adapter and assembleToolCalls (and the clean turn); error classification; the standard operator checks.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
-  accumulateTurn,
-  assembleToolCalls,
   CleanturnError,
-  cleanTurn,
   effectKey,
   MissingFinishError,
-  type ProviderEvent,
   requireFinish,
   retryAsEvents,
   ToolCallAssemblyError,
 } from 'cleanturn';
 import { type GeminiChunk, geminiContent, ProviderError } from 'cleanturn/providers';
 import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
-import { concat, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { parseSse } from '../support/sse.js';
+import { collect } from '../support/collect.js';
+import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
+import { readPayloads } from '../support/sse.js';
+import { standardChecks } from '../support/standardChecks.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));
 
-/**
- * The parsed chunks of a fixture file. A stream can end with a raw JSON error object that is not SSE (no
- * `data:` prefix, pretty-printed over several lines): like a careful transport, this parses what follows the
- * last SSE event as JSON when it starts with `{`, and appends it.
- */
-function fixture(name: string): GeminiChunk[] {
-  const body = readFileSync(`${dir}${name}`, 'utf8');
-  const tail = body.search(/^\{/m);
-  const sse = tail === -1 ? body : body.slice(0, tail);
-  const chunks = parseSse(sse).map((event) => JSON.parse(event.data) as GeminiChunk);
-  if (tail !== -1) chunks.push(JSON.parse(body.slice(tail)) as GeminiChunk);
-  return chunks;
-}
+/** The parsed chunks of a fixture file, with the raw JSON error tail a stream can end with. */
+const fixture = (name: string) => readPayloads(`${dir}${name}`) as GeminiChunk[];
 
-/** Everything a synchronous observable emits, and how it ended. */
-function collect<T>(source: Observable<T>): { values: T[]; error: unknown; completed: boolean } {
-  const result: { values: T[]; error: unknown; completed: boolean } = {
-    values: [],
-    error: undefined,
-    completed: false,
-  };
-  source.subscribe({
-    next: (value) => result.values.push(value),
-    error: (error: unknown) => {
-      result.error = error;
-    },
-    complete: () => {
-      result.completed = true;
-    },
-  });
-  return result;
-}
-
-const adapt = (name: string) => collect(from(fixture(name)).pipe(geminiContent(), assembleToolCalls()));
 const refund = (id: string) => call(id, 'issue_refund', refundArgs);
 
-interface Case {
-  file: string;
-  trap: string;
-  events: ProviderEvent[];
-  error?: (error: unknown) => void;
-  /** The clean turn's text and released call ids, for fixtures that finish cleanly. */
-  turn?: { text: string; calls: string[] };
-}
-
 // biome-ignore format: a table of fixtures
-const cases: Case[] = [
+const cases: FixtureCase[] = [
   {
     file: 'text-and-call.sse',
     trap: 'text, then a whole functionCall without id that finishes with STOP; usage grows',
@@ -204,45 +163,13 @@ const cases: Case[] = [
 ];
 
 describe('geminiContent: fixtures', () => {
-  it('covers every fixture file', () => {
-    expect(cases.map((c) => c.file).sort()).toEqual(readdirSync(dir).sort());
+  fixtureChecks({
+    cases,
+    files: () => readdirSync(dir),
+    read: fixture,
+    adapter: () => geminiContent(),
+    turnId,
   });
-
-  for (const c of cases) {
-    describe(`${c.file}: ${c.trap}`, () => {
-      it('becomes the right neutral events', () => {
-        const result = adapt(c.file);
-        expect(result.values).toEqual(c.events);
-        if (c.error === undefined) {
-          expect(result.error).toBeUndefined();
-          expect(result.completed).toBe(true);
-        } else {
-          expect(result.completed).toBe(false);
-          c.error(result.error);
-        }
-      });
-
-      if (c.turn !== undefined) {
-        const expected = c.turn;
-        it('gives a clean turn', () => {
-          const states = collect(
-            from(fixture(c.file)).pipe(
-              geminiContent(),
-              requireFinish(),
-              assembleToolCalls(),
-              cleanTurn({ turnId }),
-              accumulateTurn(),
-            ),
-          );
-          expect(states.error).toBeUndefined();
-          const turn = states.values.at(-1);
-          expect(turn?.text).toBe(expected.text);
-          expect(turn?.toolCalls.map((k) => k.id)).toEqual(expected.calls);
-          for (const k of turn?.toolCalls ?? []) expect(k.effectKey).toBe(effectKey(turnId, k));
-        });
-      }
-    });
-  }
 
   it('generated ids are the same on every run of the same stream', () => {
     const ids = () =>
@@ -261,16 +188,9 @@ describe('geminiContent: fixtures', () => {
 
 describe('geminiContent: the help-desk retry', () => {
   it('an error tail, then a complete attempt: attempt 2 text only, one refund, one reset', () => {
-    const attempts = [fixture('error-tail.sse'), fixture('text-and-call.sse')];
-    let n = 0;
     const states = collect(
-      defer(() => from(attempts[n++] ?? [])).pipe(
-        geminiContent(),
-        requireFinish(),
-        retryAsEvents({ count: 2 }),
-        assembleToolCalls(),
-        cleanTurn({ turnId }),
-        accumulateTurn(),
+      attempts(fixture('error-tail.sse'), fixture('text-and-call.sse')).pipe(
+        retriedTurn(geminiContent(), turnId),
       ),
     );
     expect(states.error).toBeUndefined();
@@ -482,71 +402,35 @@ describe('geminiContent: linear in the stream size', () => {
   });
 });
 
-describe('geminiContent: standard operator checks', () => {
-  const scheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-  // biome-ignore format: an aligned value table
-  const v: Record<string, GeminiChunk> = {
-    a: { candidates: [{ content: { parts: [{ text: 'Refund ' }] } }] },
-    b: { candidates: [{ content: { parts: [{ text: 'started.' }] } }] },
-    c: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }] },
-  };
-  const out = { a: text('Refund '), b: text('started.'), c: finish('stop', 'STOP') };
-  const boom = new Error('connection reset');
+// biome-ignore format: an aligned value table
+const sample: Record<'a' | 'b' | 'c', GeminiChunk> = {
+  a: { candidates: [{ content: { parts: [{ text: 'Refund ' }] } }] },
+  b: { candidates: [{ content: { parts: [{ text: 'started.' }] } }] },
+  c: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }] },
+};
+const sampleOut = { a: text('Refund '), b: text('started.'), c: finish('stop', 'STOP') };
 
-  it('basic behaviour', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-b-c-|', v);
-      expectObservable(source.pipe(geminiContent())).toBe('-a-b-c-|', out);
-      expectSubscriptions(source.subscriptions).toBe('^------!');
-    }));
+standardChecks<GeminiChunk>({
+  name: 'geminiContent',
+  make: () => geminiContent(),
+  values: sample,
+  expected: sampleOut,
+});
 
-  it('passes a source error through', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-#', v, boom);
-      expectObservable(source.pipe(geminiContent())).toBe('-a-#', out, boom);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
-  it('completes on an empty source', () =>
-    scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<GeminiChunk>('|').pipe(geminiContent())).toBe('|');
-    }));
-
-  it('stays silent on a source that never emits', () =>
-    scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<GeminiChunk>('-').pipe(geminiContent())).toBe('-');
-    }));
-
-  it('unsubscribes early', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-b-c-|', v);
-      expectObservable(source.pipe(geminiContent()), '---!').toBe('-a-', out);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
-  it('does not break unsubscription chains', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-a-b-c-|', v);
-      const result = source.pipe(
-        mergeMap((x) => of(x)),
-        geminiContent(),
-        mergeMap((x) => of(x)),
-      );
-      expectObservable(result, '---!').toBe('-a-', out);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
-
+describe('geminiContent: an error tail, frame by frame', () => {
   it('errors at an error tail and unsubscribes from the source', () =>
-    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const e: GeminiChunk = { error: { code: 503, message: 'overloaded', status: 'UNAVAILABLE' } };
-      const source = cold('-a-e-b-|', { ...v, e });
-      const expected = new ProviderError('gemini', 'overloaded', {
-        retryable: true,
-        code: 'UNAVAILABLE',
-        status: 503,
-        payload: e,
-      });
-      expectObservable(source.pipe(geminiContent())).toBe('-a-#', out, expected);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    }));
+    new TestScheduler((actual, expected) => expect(actual).toEqual(expected)).run(
+      ({ cold, expectObservable, expectSubscriptions }) => {
+        const e: GeminiChunk = { error: { code: 503, message: 'overloaded', status: 'UNAVAILABLE' } };
+        const source = cold('-a-e-b-|', { ...sample, e });
+        const expected = new ProviderError('gemini', 'overloaded', {
+          retryable: true,
+          code: 'UNAVAILABLE',
+          status: 503,
+          payload: e,
+        });
+        expectObservable(source.pipe(geminiContent())).toBe('-a-#', sampleOut, expected);
+        expectSubscriptions(source.subscriptions).toBe('^--!');
+      },
+    ));
 });

@@ -1,54 +1,29 @@
-// openaiChat(): every fixture of test/fixtures/openai-chat (one per trap of the wire format) through the adapter
-// and assembleToolCalls, the finish/usage ordering, error classification, and the clean turn after a retry.
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  accumulateTurn,
   assembleToolCalls,
   CleanturnError,
-  cleanTurn,
   effectKey,
   MissingFinishError,
   type ProviderEvent,
   requireFinish,
-  retryAsEvents,
   type TurnEvent,
 } from 'cleanturn';
 import { type OpenAIChatChunk, type OpenAIChatInput, openaiChat, ProviderError } from 'cleanturn/providers';
 import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
-import { defer, from, mergeMap, Observable, of, take, tap } from 'rxjs';
-import { TestScheduler } from 'rxjs/testing';
+import { defer, from, Observable, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { collect } from '../support/collect.js';
+import { attempts, type Expectation, expectationChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
+import { nothing, standardChecks } from '../support/standardChecks.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/openai-chat');
 const payloads = (name: string) => readSseJson(join(fixtures, name)) as OpenAIChatInput[];
 
-/** What a synchronous source produced: every value, and how it ended. */
-interface Run<T> {
-  events: T[];
-  error: unknown;
-  completed: boolean;
-}
-
-function run<T>(source: Observable<T>): Run<T> {
-  const result: Run<T> = { events: [], error: undefined, completed: false };
-  source.subscribe({
-    next: (event) => result.events.push(event),
-    error: (error: unknown) => {
-      result.error = error;
-    },
-    complete: () => {
-      result.completed = true;
-    },
-  });
-  return result;
-}
-
 const adapt = (inputs: readonly OpenAIChatInput[], operator = openaiChat()) =>
-  run(from(inputs).pipe(operator));
+  collect(from(inputs).pipe(operator));
 const assembled = (inputs: readonly OpenAIChatInput[]) =>
-  run(from(inputs).pipe(openaiChat(), assembleToolCalls()));
+  collect(from(inputs).pipe(openaiChat(), assembleToolCalls()));
 
 /** A chunk of choice 0 with the given delta and finish reason (the ignored fields left out). */
 const chunk = (delta: object, finishReason: string | null = null, index = 0): OpenAIChatChunk => ({
@@ -70,31 +45,11 @@ const toolDelta = (index: number, args: string, start?: { id: string; name: stri
   });
 const errorPayload = (error: OpenAIChatChunk['error']): OpenAIChatChunk => ({ error });
 
-/**
- * Compares assembled events with the expected ones: the calls in order, everything else in order, and no call after
- * the finish. Where a call falls among the other events is `assembleToolCalls`'s business (a call is emitted once it
- * is complete, at the latest right before the finish), not the adapter's.
- */
-function expectNeutralEvents(actual: readonly ProviderEvent[], expected: readonly ProviderEvent[]): void {
-  const isCall = (event: ProviderEvent) => event.type === 'tool-call';
-  expect(actual.filter((e) => !isCall(e))).toEqual(expected.filter((e) => !isCall(e)));
-  expect(actual.filter(isCall)).toEqual(expected.filter(isCall));
-  const finishAt = actual.findIndex((event) => event.type === 'finish');
-  if (finishAt >= 0) expect(actual.slice(finishAt).some(isCall)).toBe(false);
-}
-
-/** What each fixture must turn into after `openaiChat()` and `assembleToolCalls()`. */
-interface Expected {
-  events: ProviderEvent[];
-  /** The error it ends with; otherwise it completes. */
-  error?: { retryable: boolean; code: string | undefined; message: string };
-}
-
 const lookupArgs = { order_id: 'ORD-7781' };
 const unicodeText = `Merci \u{1F64F} ! Le cafe\u0301 est offert, l'équipe 👩\u200d💻 rembourse 42 €. 注文を返金しました。`;
 
 // biome-ignore format: a table of fixtures
-const expectations: Record<string, Expected> = {
+const expectations: Record<string, Expectation> = {
   'text-and-call.sse': { events: [
     text('Checking order'), text(' ORD-7781. '), usage(187, 29),
     call('call_7Hq2mWbK9sXv4RtY1nCz0LdE', 'issue_refund', refundArgs), finish('tool-calls', 'tool_calls'),
@@ -151,42 +106,31 @@ const expectations: Record<string, Expected> = {
 };
 
 describe('openaiChat: every fixture', () => {
-  it('has an expectation for each fixture file, and a fixture for each expectation', () => {
-    const files = readdirSync(fixtures).filter((f) => f.endsWith('.sse'));
-    expect(files.sort()).toEqual(Object.keys(expectations).sort());
+  expectationChecks({
+    provider: 'openai-chat',
+    dir: fixtures,
+    expectations,
+    read: payloads,
+    adapter: () => openaiChat(),
   });
-
-  for (const [name, expected] of Object.entries(expectations)) {
-    it(`${name} → ${expected.error === undefined ? 'a clean finish' : 'a typed error'}`, () => {
-      const result = assembled(payloads(name));
-      expectNeutralEvents(result.events, expected.events);
-      if (expected.error === undefined) {
-        expect(result.error).toBeUndefined();
-        expect(result.completed).toBe(true);
-      } else {
-        expect(result.error).toBeInstanceOf(ProviderError);
-        expect(result.error).toMatchObject({ provider: 'openai-chat', ...expected.error });
-      }
-    });
-  }
 
   it('unicode-split.sse: the text rebuilds whole once the fragments are joined', () => {
     const joined = assembled(payloads('unicode-split.sse'))
-      .events.flatMap((event) => (event.type === 'text' ? [event.text] : []))
+      .values.flatMap((event) => (event.type === 'text' ? [event.text] : []))
       .join('');
     expect(joined).toBe(unicodeText);
     expect(() => encodeURIComponent(joined)).not.toThrow(); // no lone surrogate is left
   });
 
   it('truncated-no-done.sse: without a finish, requireFinish makes the cut a retryable error', () => {
-    const result = run(from(payloads('truncated-no-done.sse')).pipe(openaiChat(), requireFinish()));
+    const result = collect(from(payloads('truncated-no-done.sse')).pipe(openaiChat(), requireFinish()));
     expect(result.error).toBeInstanceOf(MissingFinishError);
     expect((result.error as MissingFinishError).retryable).toBe(true);
   });
 
   it('parallel-interleaved.sse: fragments keep their index and arrive as sent, before assembly', () => {
     // prettier-ignore
-    expect(adapt(payloads('parallel-interleaved.sse')).events).toEqual([
+    expect(adapt(payloads('parallel-interleaved.sse')).values).toEqual([
       delta(0, '', { id: 'call_R1a8Xq2Wm5Nv9Bt3Lc7Kp0Zs', name: 'lookup_order' }),
       delta(1, '', { id: 'call_G4hJ6kL8mN0pQ2rS4tU6vW8x', name: 'issue_refund' }),
       delta(1, '{"order_id": "ORD-'),
@@ -199,7 +143,7 @@ describe('openaiChat: every fixture', () => {
   });
 
   it('azure-empty-choices-prefix.sse: the empty-choices prefix chunk is not read as the usage chunk', () => {
-    const events = adapt(payloads('azure-empty-choices-prefix.sse')).events;
+    const events = adapt(payloads('azure-empty-choices-prefix.sse')).values;
     expect(events.filter((e) => e.type === 'usage')).toEqual([usage(58, 12)]);
     expect(events[0]).toEqual(text('Your refund for'));
   });
@@ -207,7 +151,7 @@ describe('openaiChat: every fixture', () => {
 
 describe('openaiChat: the finish and the usage after it', () => {
   it('holds the finish until the usage chunk, so that usage comes first', () => {
-    expect(adapt([content('Hi.'), stop(), usageChunk(10, 2), '[DONE]']).events).toEqual([
+    expect(adapt([content('Hi.'), stop(), usageChunk(10, 2), '[DONE]']).values).toEqual([
       text('Hi.'),
       usage(10, 2),
       finish('stop'),
@@ -233,45 +177,45 @@ describe('openaiChat: the finish and the usage after it', () => {
 
   it('releases the held finish when the source completes ([DONE] dropped, no usage)', () => {
     const result = adapt([content('Hi.'), stop()]);
-    expect(result.events).toEqual([text('Hi.'), finish('stop')]);
+    expect(result.values).toEqual([text('Hi.'), finish('stop')]);
     expect(result.completed).toBe(true);
   });
 
   it('drops the held finish when the source errors before the stream ended: the attempt failed', () => {
     const reset = new Error('connection reset');
-    const result = run(
+    const result = collect(
       new Observable<OpenAIChatInput>((s) => {
         s.next(content('Hi.'));
         s.next(stop());
         s.error(reset);
       }).pipe(openaiChat()),
     );
-    expect(result.events).toEqual([text('Hi.')]);
+    expect(result.values).toEqual([text('Hi.')]);
     expect(result.error).toBe(reset);
   });
 
   it('completes instead of erroring when the source errors after the finish: a finished attempt stays finished', () => {
-    const result = run(
+    const result = collect(
       new Observable<OpenAIChatInput>((s) => {
         s.next(stop());
         s.next(usageChunk(3, 1));
         s.error(new TypeError('terminated'));
       }).pipe(openaiChat()),
     );
-    expect(result.events).toEqual([usage(3, 1), finish('stop')]);
+    expect(result.values).toEqual([usage(3, 1), finish('stop')]);
     expect(result.error).toBeUndefined();
     expect(result.completed).toBe(true);
   });
 
   it('drops the held finish when an error payload follows the finish_reason', () => {
     const result = adapt([content('Hi.'), stop(), errorPayload({ message: 'boom', type: 'server_error' })]);
-    expect(result.events).toEqual([text('Hi.')]);
+    expect(result.values).toEqual([text('Hi.')]);
     expect(result.error).toBeInstanceOf(ProviderError);
   });
 
   it('ignores everything after the finish was released', () => {
     expect(
-      adapt([stop(), usageChunk(1, 1), content('late'), usageChunk(9, 9), stop('length')]).events,
+      adapt([stop(), usageChunk(1, 1), content('late'), usageChunk(9, 9), stop('length')]).values,
     ).toEqual([usage(1, 1), finish('stop')]);
   });
 
@@ -280,14 +224,14 @@ describe('openaiChat: the finish and the usage after it', () => {
       ...c,
       usage: { prompt_tokens: p, completion_tokens: o },
     });
-    expect(adapt([withUsage(content('Hi'), 5, 1), withUsage(stop(), 5, 2), usageChunk(5, 2)]).events).toEqual(
+    expect(adapt([withUsage(content('Hi'), 5, 1), withUsage(stop(), 5, 2), usageChunk(5, 2)]).values).toEqual(
       [text('Hi'), usage(5, 1), usage(5, 2), finish('stop')],
     );
   });
 
   it('a fragment in the finish chunk itself comes before the finish', () => {
     const last = chunk({ tool_calls: [{ index: 0, function: { arguments: '}' } }] }, 'tool_calls');
-    expect(adapt([toolDelta(0, '{', { id: 'c1', name: 'f' }), last]).events).toEqual([
+    expect(adapt([toolDelta(0, '{', { id: 'c1', name: 'f' }), last]).values).toEqual([
       delta(0, '{', { id: 'c1', name: 'f' }),
       delta(0, '}'),
       finish('tool-calls', 'tool_calls'),
@@ -296,7 +240,7 @@ describe('openaiChat: the finish and the usage after it', () => {
 
   it('emits no finish when the stream never sent a finish_reason', () => {
     const result = adapt([content('Refunding the dam'), '[DONE]']);
-    expect(result.events).toEqual([text('Refunding the dam')]);
+    expect(result.values).toEqual([text('Refunding the dam')]);
     expect(result.completed).toBe(true);
   });
 });
@@ -317,7 +261,7 @@ describe('openaiChat: finish reasons', () => {
   ];
   for (const [name, inputs, expected] of table) {
     it(`${name} → ${(expected as { reason: string }).reason}`, () => {
-      expect(adapt(inputs).events.at(-1)).toEqual(expected);
+      expect(adapt(inputs).values.at(-1)).toEqual(expected);
     });
   }
 });
@@ -343,7 +287,7 @@ describe('openaiChat: in-stream errors', () => {
     it(`${JSON.stringify(body)} → retryable ${retryable}`, () => {
       const payload = errorPayload(body);
       const result = adapt([content('x'), payload]);
-      expect(result.events).toEqual([text('x')]);
+      expect(result.values).toEqual([text('x')]);
       expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({ provider: 'openai-chat', retryable, code, payload });
     });
@@ -383,7 +327,7 @@ describe('openaiChat: in-stream errors', () => {
   it("classifies the official SDK's in-stream error (an APIError without status, with the error body)", () => {
     const body = { message: 'The server had an error', type: 'server_error', param: null, code: null };
     const sdkError = Object.assign(new Error(body.message), { status: undefined, error: body });
-    const result = run(
+    const result = collect(
       new Observable<OpenAIChatInput>((s) => {
         s.next(content('Hi'));
         s.error(sdkError);
@@ -399,7 +343,7 @@ describe('openaiChat: in-stream errors', () => {
       Object.assign(new Error('Connection error.'), { status: undefined, error: undefined }),
       new TypeError('terminated'),
     ]) {
-      expect(run(new Observable<OpenAIChatInput>((s) => s.error(error)).pipe(openaiChat())).error).toBe(
+      expect(collect(new Observable<OpenAIChatInput>((s) => s.error(error)).pipe(openaiChat())).error).toBe(
         error,
       );
     }
@@ -408,13 +352,13 @@ describe('openaiChat: in-stream errors', () => {
 
 describe('openaiChat: input handling', () => {
   it('accepts the [DONE] sentinel and ignores anything after it', () => {
-    expect(adapt([content('a'), '[DONE]', content('b'), stop()]).events).toEqual([text('a')]);
+    expect(adapt([content('a'), '[DONE]', content('b'), stop()]).values).toEqual([text('a')]);
   });
 
   it('errors with a non-retryable CleanturnError for a payload that was never parsed', () => {
     const raw = '{"choices":[]}' as unknown as OpenAIChatInput;
     const result = adapt([content('a'), raw, content('b')]);
-    expect(result.events).toEqual([text('a')]);
+    expect(result.values).toEqual([text('a')]);
     expect(result.error).toBeInstanceOf(CleanturnError);
     expect(result.error).toMatchObject({ retryable: false, message: expect.stringContaining('JSON.parse') });
   });
@@ -427,7 +371,7 @@ describe('openaiChat: input handling', () => {
       chunk({ content: '', refusal: null, tool_calls: [] }),
       chunk({ content: null, reasoning_content: 'thinking' }),
     ] as OpenAIChatChunk[];
-    expect(adapt([...odd, content('ok'), stop()]).events).toEqual([text('ok'), finish('stop')]);
+    expect(adapt([...odd, content('ok'), stop()]).values).toEqual([text('ok'), finish('stop')]);
   });
 
   it('follows one choice when n > 1 (choice 0 by default)', () => {
@@ -438,8 +382,8 @@ describe('openaiChat: input handling', () => {
       ],
     });
     const inputs = [both('A1', 'B1'), both('A2', 'B2'), chunk({}, 'length', 1), chunk({}, 'stop', 0)];
-    expect(adapt(inputs).events).toEqual([text('A1'), text('A2'), finish('stop')]);
-    expect(adapt(inputs, openaiChat({ choice: 1 })).events).toEqual([
+    expect(adapt(inputs).values).toEqual([text('A1'), text('A2'), finish('stop')]);
+    expect(adapt(inputs, openaiChat({ choice: 1 })).values).toEqual([
       text('B1'),
       text('B2'),
       finish('length'),
@@ -455,7 +399,7 @@ describe('openaiChat: input handling', () => {
       noIndex(undefined, '2}'),
       noIndex('c1', '1}'),
       stop('tool_calls'),
-    ]).events;
+    ]).values;
     expect(events).toEqual([
       delta(0, '{"a":', { id: 'c1', name: 'f' }),
       delta(1, '{"b":', { id: 'c2', name: 'g' }),
@@ -466,14 +410,14 @@ describe('openaiChat: input handling', () => {
   });
 
   it('reads the deprecated function_call as call 0', () => {
-    const result = run(
+    const result = collect(
       from([
         chunk({ function_call: { name: 'lookup_order', arguments: '' } }),
         chunk({ function_call: { arguments: '{"order_id":"ORD-7781"}' } }),
         stop('function_call'),
       ]).pipe(openaiChat(), assembleToolCalls()),
     );
-    expect(result.events).toEqual([
+    expect(result.values).toEqual([
       call('index-0', 'lookup_order', { order_id: 'ORD-7781' }),
       finish('tool-calls', 'function_call'),
     ]);
@@ -487,7 +431,7 @@ describe('openaiChat: input handling', () => {
       toolDelta(0, '"}'),
       stop('tool_calls'),
     ];
-    const fragments = adapt(inputs).events.flatMap((e) =>
+    const fragments = adapt(inputs).values.flatMap((e) =>
       e.type === 'tool-call-delta' ? [e.argsDelta] : [],
     );
     expect(fragments).toEqual(['', ...pieces, '"}']);
@@ -495,96 +439,34 @@ describe('openaiChat: input handling', () => {
 
   it('keeps its state per subscription: one operator instance, two streams', () => {
     const operator = openaiChat();
-    const first = run(from([toolDelta(0, '{}', { id: 'c1', name: 'f' }), stop()]).pipe(operator));
-    const second = run(from([content('Done.'), stop()]).pipe(operator));
-    expect(first.events.at(-1)).toEqual(finish('tool-calls', 'stop'));
-    expect(second.events).toEqual([text('Done.'), finish('stop')]);
+    const first = collect(from([toolDelta(0, '{}', { id: 'c1', name: 'f' }), stop()]).pipe(operator));
+    const second = collect(from([content('Done.'), stop()]).pipe(operator));
+    expect(first.values.at(-1)).toEqual(finish('tool-calls', 'stop'));
+    expect(second.values).toEqual([text('Done.'), finish('stop')]);
   });
 });
 
-describe('openaiChat: standard operator checks', () => {
-  const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-  // biome-ignore format: a value table
-  const v = { a: content('Hi'), f: stop() };
-  // biome-ignore format: a value table
-  const w = { A: text('Hi'), F: finish('stop') };
-
-  it('passes a source error through', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<OpenAIChatInput>('-a-#', v);
-      expectObservable(source.pipe(openaiChat())).toBe('-A-#', w);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    });
-  });
-
-  it('completes on an empty source, without a finish', () => {
-    newScheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<OpenAIChatInput>('|').pipe(openaiChat())).toBe('|');
-    });
-  });
-
-  it('never ends on a never-ending source; unsubscribing early unsubscribes the source', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<OpenAIChatInput>('-a-f----', v);
-      expectObservable(source.pipe(openaiChat()), '^-----!').toBe('-A-----', w);
-      expectSubscriptions(source.subscriptions).toBe('^-----!');
-    });
-  });
-
-  it('does not break unsubscription chains', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<OpenAIChatInput>('-a-f----', v);
-      const result = source.pipe(
-        mergeMap((x) => of(x)),
-        openaiChat(),
-        mergeMap((x) => of(x)),
-      );
-      expectObservable(result, '^---!').toBe('-A---', w);
-      expectSubscriptions(source.subscriptions).toBe('^---!');
-    });
-  });
-
-  it('stops a synchronous source when the consumer takes what it needs', () => {
-    let pulled = 0;
-    const source = new Observable<OpenAIChatInput>((s) => {
-      for (let i = 0; i < 10 && !s.closed; i++) {
-        pulled++;
-        s.next(content(`${i}`));
-      }
-      s.complete();
-    });
-    expect(run(source.pipe(openaiChat(), take(2))).events).toEqual([text('0'), text('1')]);
-    expect(pulled).toBe(2);
-  });
+// The finish is held until the usage chunk or [DONE]: the finish_reason chunk emits nothing, [DONE] releases it.
+standardChecks<OpenAIChatInput>({
+  name: 'openaiChat',
+  make: () => openaiChat(),
+  values: { a: content('Hi'), b: stop(), c: '[DONE]' },
+  expected: { a: text('Hi'), b: nothing, c: finish('stop') },
 });
 
 describe('openaiChat: the clean turn after a retry', () => {
   const turnId = 'turn-42';
   /** The n-th subscription replays the n-th fixture (payloads as the transport would hand them over). */
-  const attempts = (...names: string[]) => {
-    let n = 0;
-    return defer(() => from(payloads(names[Math.min(n++, names.length - 1)] as string)));
-  };
+  const replay = (...names: string[]) => attempts(...names.map(payloads));
   const turn = (source: Observable<OpenAIChatInput>) => {
     const seen: TurnEvent[] = [];
-    const states = run(
-      source.pipe(
-        openaiChat(),
-        requireFinish(),
-        retryAsEvents({ count: 2 }),
-        assembleToolCalls(),
-        cleanTurn({ turnId }),
-        tap((event) => seen.push(event)),
-        accumulateTurn(),
-      ),
-    );
-    return { seen, states };
+    return { seen, states: collect(source.pipe(retriedTurn(openaiChat(), turnId, seen))) };
   };
 
   it('a stream cut mid-call, then a whole one: the text and the refund of attempt 2 only', () => {
-    const { seen, states } = turn(attempts('truncated-no-done.sse', 'text-and-call.sse'));
+    const { seen, states } = turn(replay('truncated-no-done.sse', 'text-and-call.sse'));
     expect(states.error).toBeUndefined();
-    const last = states.events.at(-1);
+    const last = states.values.at(-1);
     expect(last?.text).toBe('Checking order ORD-7781. ');
     expect(last?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
     expect(last?.attempts[1]?.usage).toEqual({ inputTokens: 187, outputTokens: 29 });
@@ -596,8 +478,8 @@ describe('openaiChat: the clean turn after a retry', () => {
   });
 
   it('a retryable in-stream error is retried; the half sentence of attempt 1 is reset away', () => {
-    const { seen, states } = turn(attempts('in-stream-error-server.sse', 'usage-missing.sse'));
-    expect(states.events.at(-1)?.text).toBe('The refund has started.');
+    const { seen, states } = turn(replay('in-stream-error-server.sse', 'usage-missing.sse'));
+    expect(states.values.at(-1)?.text).toBe('The refund has started.');
     expect(seen.find((e) => e.type === 'reset')).toMatchObject({ attempt: 2 });
   });
 

@@ -1,17 +1,11 @@
-// openaiResponses(): every fixture of test/fixtures/openai-responses (one per trap of the wire format) through the
-// adapter and assembleToolCalls, finish derivation, both error shapes, sequence numbers, and the clean turn.
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  accumulateTurn,
   assembleToolCalls,
   CleanturnError,
-  cleanTurn,
   effectKey,
   MissingFinishError,
   type ProviderEvent,
   requireFinish,
-  retryAsEvents,
   type TurnEvent,
 } from 'cleanturn';
 import {
@@ -21,39 +15,20 @@ import {
   ProviderError,
 } from 'cleanturn/providers';
 import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
-import { defer, from, mergeMap, Observable, of, take, tap } from 'rxjs';
-import { TestScheduler } from 'rxjs/testing';
+import { defer, from, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { collect } from '../support/collect.js';
+import { attempts, type Expectation, expectationChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
+import { standardChecks } from '../support/standardChecks.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/openai-responses');
 const payloads = (name: string) => readSseJson(join(fixtures, name)) as OpenAIResponsesInput[];
 
-/** What a synchronous source produced: every value, and how it ended. */
-interface Run<T> {
-  events: T[];
-  error: unknown;
-  completed: boolean;
-}
-
-function run<T>(source: Observable<T>): Run<T> {
-  const result: Run<T> = { events: [], error: undefined, completed: false };
-  source.subscribe({
-    next: (event) => result.events.push(event),
-    error: (error: unknown) => {
-      result.error = error;
-    },
-    complete: () => {
-      result.completed = true;
-    },
-  });
-  return result;
-}
-
 const adapt = (inputs: readonly OpenAIResponsesInput[], operator = openaiResponses()) =>
-  run(from(inputs).pipe(operator));
+  collect(from(inputs).pipe(operator));
 const assembled = (inputs: readonly OpenAIResponsesInput[]) =>
-  run(from(inputs).pipe(openaiResponses(), assembleToolCalls()));
+  collect(from(inputs).pipe(openaiResponses(), assembleToolCalls()));
 
 // Small events with the fields the adapter reads.
 const textDelta = (value: string, seq?: number): OpenAIResponsesEvent => ({
@@ -98,31 +73,11 @@ const completed = (response: object = {}): OpenAIResponsesEvent => ({
   response: { status: 'completed', ...response },
 });
 
-/**
- * Compares assembled events with the expected ones: the calls in order, everything else in order, and no call after
- * the finish. Where a call falls among the other events is `assembleToolCalls`'s business (a call is emitted once it
- * is complete, at the latest right before the finish), not the adapter's.
- */
-function expectNeutralEvents(actual: readonly ProviderEvent[], expected: readonly ProviderEvent[]): void {
-  const isCall = (event: ProviderEvent) => event.type === 'tool-call';
-  expect(actual.filter((e) => !isCall(e))).toEqual(expected.filter((e) => !isCall(e)));
-  expect(actual.filter(isCall)).toEqual(expected.filter(isCall));
-  const finishAt = actual.findIndex((event) => event.type === 'finish');
-  if (finishAt >= 0) expect(actual.slice(finishAt).some(isCall)).toBe(false);
-}
-
-/** What each fixture must turn into after `openaiResponses()` and `assembleToolCalls()`. */
-interface Expected {
-  events: ProviderEvent[];
-  /** The error it ends with; otherwise it completes. */
-  error?: { retryable: boolean; code: string | undefined; message: string };
-}
-
 const lookupArgs = { order_id: 'ORD-7781' };
 const unicodeText = `Merci \u{1F64F} ! Le cafe\u0301 est offert, l'équipe 👩\u200d💻 rembourse 42 €. 注文を返金しました。`;
 
 // biome-ignore format: a table of fixtures
-const expectations: Record<string, Expected> = {
+const expectations: Record<string, Expectation> = {
   'text-and-call.sse': { events: [
     text('Checking order'), text(' ORD-7781. '), usage(187, 29),
     call('call_Zl5vIMnD7dVAjgU6FkhmiCZh', 'issue_refund', refundArgs), finish('tool-calls', 'completed'),
@@ -187,39 +142,28 @@ const expectations: Record<string, Expected> = {
 };
 
 describe('openaiResponses: every fixture', () => {
-  it('has an expectation for each fixture file, and a fixture for each expectation', () => {
-    const files = readdirSync(fixtures).filter((f) => f.endsWith('.sse'));
-    expect(files.sort()).toEqual(Object.keys(expectations).sort());
+  expectationChecks({
+    provider: 'openai-responses',
+    dir: fixtures,
+    expectations,
+    read: payloads,
+    adapter: () => openaiResponses(),
   });
-
-  for (const [name, expected] of Object.entries(expectations)) {
-    it(`${name} → ${expected.error === undefined ? 'a clean finish' : 'a typed error'}`, () => {
-      const result = assembled(payloads(name));
-      expectNeutralEvents(result.events, expected.events);
-      if (expected.error === undefined) {
-        expect(result.error).toBeUndefined();
-        expect(result.completed).toBe(true);
-      } else {
-        expect(result.error).toBeInstanceOf(ProviderError);
-        expect(result.error).toMatchObject({ provider: 'openai-responses', ...expected.error });
-      }
-    });
-  }
 
   it('unicode-split.sse: the text rebuilds whole once the fragments are joined', () => {
     const joined = assembled(payloads('unicode-split.sse'))
-      .events.flatMap((event) => (event.type === 'text' ? [event.text] : []))
+      .values.flatMap((event) => (event.type === 'text' ? [event.text] : []))
       .join('');
     expect(joined).toBe(unicodeText);
   });
 
   it('truncated.sse: no terminal event, so requireFinish makes the cut a retryable error', () => {
-    const result = run(from(payloads('truncated.sse')).pipe(openaiResponses(), requireFinish()));
+    const result = collect(from(payloads('truncated.sse')).pipe(openaiResponses(), requireFinish()));
     expect(result.error).toBeInstanceOf(MissingFinishError);
   });
 
   it('parallel-interleaved.sse: each item gets its own small index; fragments arrive as sent', () => {
-    expect(adapt(payloads('parallel-interleaved.sse')).events).toEqual([
+    expect(adapt(payloads('parallel-interleaved.sse')).values).toEqual([
       delta(0, '', { id: 'call_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8', name: 'lookup_order' }),
       delta(1, '', { id: 'call_Ii9Jj8Kk7Ll6Mm5Nn4Oo3Pp2', name: 'issue_refund' }),
       delta(1, '{"order_id":"ORD-'),
@@ -233,7 +177,7 @@ describe('openaiResponses: every fixture', () => {
   });
 
   it('reasoning-then-call.sse: the call at output_index 1 is neutral call #0', () => {
-    const first = adapt(payloads('reasoning-then-call.sse')).events[0];
+    const first = adapt(payloads('reasoning-then-call.sse')).values[0];
     expect(first).toEqual(delta(0, '', { id: 'call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', name: 'issue_refund' }));
   });
 
@@ -247,7 +191,7 @@ describe('openaiResponses: every fixture', () => {
 describe('openaiResponses: calls', () => {
   it('arguments that arrive only in function_call_arguments.done are emitted once', () => {
     const inputs = [added(0), argsDone(0, '{"a":1}'), itemDone(0, '{"a":1}'), completed()];
-    expect(adapt(inputs).events).toEqual([
+    expect(adapt(inputs).values).toEqual([
       delta(0, '', { id: 'call_0', name: 'tool_0' }),
       delta(0, '{"a":1}'),
       finish('tool-calls', 'completed'),
@@ -262,7 +206,7 @@ describe('openaiResponses: calls', () => {
       argsDone(0, 'ignored'),
       itemDone(0, 'x'),
     ];
-    expect(adapt([...inputs, completed()]).events).toEqual([
+    expect(adapt([...inputs, completed()]).values).toEqual([
       delta(0, '', { id: 'call_0', name: 'tool_0' }),
       delta(0, '{"a":'),
       delta(0, '1}'),
@@ -271,24 +215,25 @@ describe('openaiResponses: calls', () => {
   });
 
   it('a call whose added event is missing (a spliced stream) starts at its first event; the id and name follow', () => {
-    const result = run(
+    const result = collect(
       from([argsDelta(3, '{"a":1}', 5), itemDone(3, '{"a":1}', 5), completed()]).pipe(
         openaiResponses(),
         assembleToolCalls(),
       ),
     );
-    expect(result.events).toEqual([call('call_3', 'tool_3', { a: 1 }), finish('tool-calls', 'completed')]);
+    expect(result.values).toEqual([call('call_3', 'tool_3', { a: 1 }), finish('tool-calls', 'completed')]);
   });
 
   it('a call known only from output_item.done is emitted whole', () => {
     expect(
-      run(from([itemDone(0, '{"a":1}'), completed()]).pipe(openaiResponses(), assembleToolCalls())).events,
+      collect(from([itemDone(0, '{"a":1}'), completed()]).pipe(openaiResponses(), assembleToolCalls()))
+        .values,
     ).toEqual([call('call_0', 'tool_0', { a: 1 }), finish('tool-calls', 'completed')]);
   });
 
   it('a repeated output_item.added (a duplicated start) is ignored', () => {
     const inputs = [added(0), argsDelta(0, '{"a":'), added(0), argsDelta(0, '1}'), completed()];
-    expect(run(from(inputs).pipe(openaiResponses(), assembleToolCalls())).events).toEqual([
+    expect(collect(from(inputs).pipe(openaiResponses(), assembleToolCalls())).values).toEqual([
       call('call_0', 'tool_0', { a: 1 }),
       finish('tool-calls', 'completed'),
     ]);
@@ -305,7 +250,7 @@ describe('openaiResponses: calls', () => {
       output_index: 2,
       delta: '{}',
     };
-    expect(adapt([noId, fragment, completed()]).events).toEqual([
+    expect(adapt([noId, fragment, completed()]).values).toEqual([
       delta(0, '', { id: 'call_x', name: 'f' }),
       delta(0, '{}'),
       finish('tool-calls', 'completed'),
@@ -324,13 +269,13 @@ describe('openaiResponses: calls', () => {
       textDelta('Done.'),
       completed({ output: [{ type: 'web_search_call' }, { type: 'message' }] }),
     ];
-    expect(adapt(inputs).events).toEqual([text('Done.'), finish('stop', 'completed')]);
+    expect(adapt(inputs).values).toEqual([text('Done.'), finish('stop', 'completed')]);
   });
 
   it('passes each argument fragment on as it is, never joined (linear in the stream size)', () => {
     const pieces = Array.from({ length: 2_000 }, (_, i) => (i === 0 ? '{"n":"' : 'x'));
     const inputs = [added(0), ...pieces.map((p) => argsDelta(0, p)), argsDelta(0, '"}'), completed()];
-    const fragments = adapt(inputs).events.flatMap((e) =>
+    const fragments = adapt(inputs).values.flatMap((e) =>
       e.type === 'tool-call-delta' ? [e.argsDelta] : [],
     );
     expect(fragments).toEqual(['', ...pieces, '"}']);
@@ -352,7 +297,7 @@ describe('openaiResponses: finish', () => {
   ];
   for (const [name, inputs, expected] of table) {
     it(`${name} → ${(expected as { reason: string }).reason}`, () => {
-      expect(adapt(inputs).events.at(-1)).toEqual(expected);
+      expect(adapt(inputs).values.at(-1)).toEqual(expected);
     });
   }
 
@@ -360,7 +305,7 @@ describe('openaiResponses: finish', () => {
     const events = adapt([
       textDelta('x'),
       completed({ usage: { input_tokens: 12, output_tokens: 3 } }),
-    ]).events;
+    ]).values;
     expect(events).toEqual([text('x'), usage(12, 3), finish('stop', 'completed')]);
   });
 
@@ -371,31 +316,31 @@ describe('openaiResponses: finish', () => {
       completed(),
       { type: 'error', code: 'server_error', message: 'm' },
     ]);
-    expect(events.events).toEqual([finish('stop', 'completed')]);
+    expect(events.values).toEqual([finish('stop', 'completed')]);
     expect(events.error).toBeUndefined();
   });
 
   it('completes instead of erroring when the source errors after the terminal event', () => {
-    const result = run(
+    const result = collect(
       new Observable<OpenAIResponsesInput>((s) => {
         s.next(completed());
         s.error(new TypeError('terminated'));
       }).pipe(openaiResponses()),
     );
-    expect(result.events).toEqual([finish('stop', 'completed')]);
+    expect(result.values).toEqual([finish('stop', 'completed')]);
     expect(result.error).toBeUndefined();
     expect(result.completed).toBe(true);
   });
 
   it('a source error before the terminal event passes through, with no finish', () => {
     const reset = new TypeError('terminated');
-    const result = run(
+    const result = collect(
       new Observable<OpenAIResponsesInput>((s) => {
         s.next(textDelta('Refunding the dam'));
         s.error(reset);
       }).pipe(openaiResponses()),
     );
-    expect(result.events).toEqual([text('Refunding the dam')]);
+    expect(result.values).toEqual([text('Refunding the dam')]);
     expect(result.error).toBe(reset);
   });
 
@@ -405,7 +350,7 @@ describe('openaiResponses: finish', () => {
       response: { status: 'in_progress', usage: null },
     }));
     const result = adapt([...lifecycle, textDelta('Hi')]);
-    expect(result.events).toEqual([text('Hi')]);
+    expect(result.values).toEqual([text('Hi')]);
     expect(result.completed).toBe(true);
   });
 });
@@ -428,7 +373,7 @@ describe('openaiResponses: errors', () => {
   for (const [name, event, retryable, code] of table) {
     it(`${name} → retryable ${retryable}`, () => {
       const result = adapt([textDelta('x'), event]);
-      expect(result.events).toEqual([text('x')]);
+      expect(result.values).toEqual([text('x')]);
       expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({ provider: 'openai-responses', retryable, code, payload: event });
     });
@@ -450,20 +395,20 @@ describe('openaiResponses: errors', () => {
   it("classifies the official SDK's in-stream error (the nested shape makes it throw an APIError without status)", () => {
     const body = { type: 'insufficient_quota', code: 'insufficient_quota', message: 'quota', param: null };
     const sdkError = Object.assign(new Error('quota'), { status: undefined, error: body });
-    const result = run(
+    const result = collect(
       new Observable<OpenAIResponsesInput>((s) => {
         s.next(textDelta('Hi'));
         s.error(sdkError);
       }).pipe(openaiResponses()),
     );
-    expect(result.events).toEqual([text('Hi')]);
+    expect(result.values).toEqual([text('Hi')]);
     expect(result.error).toMatchObject({ retryable: false, code: 'insufficient_quota', payload: body });
   });
 
   it('passes other source errors through unchanged', () => {
     const reset = new TypeError('terminated');
     expect(
-      run(new Observable<OpenAIResponsesInput>((s) => s.error(reset)).pipe(openaiResponses())).error,
+      collect(new Observable<OpenAIResponsesInput>((s) => s.error(reset)).pipe(openaiResponses())).error,
     ).toBe(reset);
   });
 });
@@ -477,11 +422,11 @@ describe('openaiResponses: sequence numbers and input handling', () => {
       textDelta('old', 4),
       textDelta('c', 10),
     ]);
-    expect(events.events).toEqual([text('a'), text('b'), text('c')]);
+    expect(events.values).toEqual([text('a'), text('b'), text('c')]);
   });
 
   it('events without a sequence number are all read', () => {
-    expect(adapt([textDelta('a'), textDelta('a'), completed()]).events).toEqual([
+    expect(adapt([textDelta('a'), textDelta('a'), completed()]).values).toEqual([
       text('a'),
       text('a'),
       finish('stop', 'completed'),
@@ -489,7 +434,7 @@ describe('openaiResponses: sequence numbers and input handling', () => {
   });
 
   it('accepts and ignores a [DONE] sentinel', () => {
-    expect(adapt(['[DONE]', textDelta('a'), completed(), '[DONE]']).events).toEqual([
+    expect(adapt(['[DONE]', textDelta('a'), completed(), '[DONE]']).values).toEqual([
       text('a'),
       finish('stop', 'completed'),
     ]);
@@ -509,100 +454,38 @@ describe('openaiResponses: sequence numbers and input handling', () => {
       { ...textDelta('ok'), obfuscation: 'x7', logprobs: [] },
       completed(),
     ] as OpenAIResponsesEvent[];
-    expect(adapt(inputs).events).toEqual([text('ok'), finish('stop', 'completed')]);
+    expect(adapt(inputs).values).toEqual([text('ok'), finish('stop', 'completed')]);
   });
 
   it('keeps its state per subscription: one operator instance, two streams', () => {
     const operator = openaiResponses();
-    const first = run(from([textDelta('a', 0), added(0), completed()]).pipe(operator));
-    const second = run(from([textDelta('b', 0), completed()]).pipe(operator));
-    expect(first.events.at(-1)).toEqual(finish('tool-calls', 'completed'));
-    expect(second.events).toEqual([text('b'), finish('stop', 'completed')]);
+    const first = collect(from([textDelta('a', 0), added(0), completed()]).pipe(operator));
+    const second = collect(from([textDelta('b', 0), completed()]).pipe(operator));
+    expect(first.values.at(-1)).toEqual(finish('tool-calls', 'completed'));
+    expect(second.values).toEqual([text('b'), finish('stop', 'completed')]);
   });
 });
 
-describe('openaiResponses: standard operator checks', () => {
-  const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-  // biome-ignore format: a value table
-  const v = { a: textDelta('Hi'), c: completed() };
-  // biome-ignore format: a value table
-  const w = { A: text('Hi'), C: finish('stop', 'completed') };
-
-  it('passes a source error through', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<OpenAIResponsesInput>('-a-#', v);
-      expectObservable(source.pipe(openaiResponses())).toBe('-A-#', w);
-      expectSubscriptions(source.subscriptions).toBe('^--!');
-    });
-  });
-
-  it('completes on an empty source, without a finish', () => {
-    newScheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold<OpenAIResponsesInput>('|').pipe(openaiResponses())).toBe('|');
-    });
-  });
-
-  it('never ends on a never-ending source; unsubscribing early unsubscribes the source', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<OpenAIResponsesInput>('-a-c----', v);
-      expectObservable(source.pipe(openaiResponses()), '^-----!').toBe('-A-C---', w);
-      expectSubscriptions(source.subscriptions).toBe('^-----!');
-    });
-  });
-
-  it('does not break unsubscription chains', () => {
-    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold<OpenAIResponsesInput>('-a-c----', v);
-      const result = source.pipe(
-        mergeMap((x) => of(x)),
-        openaiResponses(),
-        mergeMap((x) => of(x)),
-      );
-      expectObservable(result, '^-----!').toBe('-A-C---', w);
-      expectSubscriptions(source.subscriptions).toBe('^-----!');
-    });
-  });
-
-  it('stops a synchronous source when the consumer takes what it needs', () => {
-    let pulled = 0;
-    const source = new Observable<OpenAIResponsesInput>((s) => {
-      for (let i = 0; i < 10 && !s.closed; i++) {
-        pulled++;
-        s.next(textDelta(`${i}`));
-      }
-      s.complete();
-    });
-    expect(run(source.pipe(openaiResponses(), take(2))).events).toEqual([text('0'), text('1')]);
-    expect(pulled).toBe(2);
-  });
+standardChecks<OpenAIResponsesInput>({
+  name: 'openaiResponses',
+  make: () => openaiResponses(),
+  values: { a: textDelta('Refund '), b: textDelta('started.'), c: completed() },
+  expected: { a: text('Refund '), b: text('started.'), c: finish('stop', 'completed') },
 });
 
 describe('openaiResponses: the clean turn after a retry', () => {
   const turnId = 'turn-42';
-  const attempts = (...names: string[]) => {
-    let n = 0;
-    return defer(() => from(payloads(names[Math.min(n++, names.length - 1)] as string)));
-  };
+  /** The n-th subscription replays the n-th fixture (payloads as the transport would hand them over). */
+  const replay = (...names: string[]) => attempts(...names.map(payloads));
   const turn = (source: Observable<OpenAIResponsesInput>) => {
     const seen: TurnEvent[] = [];
-    const states = run(
-      source.pipe(
-        openaiResponses(),
-        requireFinish(),
-        retryAsEvents({ count: 2 }),
-        assembleToolCalls(),
-        cleanTurn({ turnId }),
-        tap((event) => seen.push(event)),
-        accumulateTurn(),
-      ),
-    );
-    return { seen, states };
+    return { seen, states: collect(source.pipe(retriedTurn(openaiResponses(), turnId, seen))) };
   };
 
   it('a stream cut mid-call, then a whole one: the text and the refund of attempt 2 only', () => {
-    const { seen, states } = turn(attempts('truncated.sse', 'text-and-call.sse'));
+    const { seen, states } = turn(replay('truncated.sse', 'text-and-call.sse'));
     expect(states.error).toBeUndefined();
-    const last = states.events.at(-1);
+    const last = states.values.at(-1);
     expect(last?.text).toBe('Checking order ORD-7781. ');
     expect(last?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
     expect(seen.filter((e) => e.type === 'reset')).toHaveLength(1);
@@ -612,8 +495,8 @@ describe('openaiResponses: the clean turn after a retry', () => {
   });
 
   it('a retryable error event (flat shape) is retried; an insufficient_quota one (nested shape) is not', () => {
-    const retried = turn(attempts('error-flat-then-failed.sse', 'text-and-call.sse'));
-    expect(retried.states.events.at(-1)?.text).toBe('Checking order ORD-7781. ');
+    const retried = turn(replay('error-flat-then-failed.sse', 'text-and-call.sse'));
+    expect(retried.states.values.at(-1)?.text).toBe('Checking order ORD-7781. ');
     let subscriptions = 0;
     const quota = turn(
       defer(() => {

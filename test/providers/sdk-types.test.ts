@@ -7,12 +7,12 @@
 //    Payloads the SDK types do not model get a small local type, named below (`Local…`).
 // 2. The fields each adapter reads must exist in the SDK types, with the types it expects; the sets of finish
 //    reasons and error types must be ones the adapters map.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseSse } from '../support/sse.js';
+import { readPayloads } from '../support/sse.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const fixtures = join(root, 'test/fixtures');
@@ -85,24 +85,6 @@ type LocalErrorPayload = { error: { message: string; type: string; param: string
 type Payload = Wire<ChatCompletionChunk> | LocalErrorPayload;
 `;
 
-/** The parsed payloads of a fixture: SSE data (with a trailing raw JSON tail, as in Gemini), or JSON lines. */
-function payloads(path: string): unknown[] {
-  const body = readFileSync(path, 'utf8');
-  if (path.endsWith('.jsonl')) {
-    return body
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => JSON.parse(line) as unknown);
-  }
-  const tail = body.search(/^\{/m);
-  const sse = tail === -1 ? body : body.slice(0, tail);
-  const events = parseSse(sse)
-    .filter((event) => event.data !== '[DONE]')
-    .map((event) => JSON.parse(event.data) as unknown);
-  if (tail !== -1) events.push(JSON.parse(body.slice(tail)) as unknown);
-  return events;
-}
-
 function headerFor(folder: string, file: string): string {
   if (folder === 'anthropic') return anthropicHeader;
   if (folder === 'gemini') return geminiHeader;
@@ -112,7 +94,7 @@ function headerFor(folder: string, file: string): string {
 
 /** One generated source per fixture: each payload on its own line, so that a diagnostic names the payload. */
 function fixtureSource(folder: string, file: string): string {
-  const lines = payloads(join(fixtures, folder, file)).map((p) => `  ${JSON.stringify(p)},`);
+  const lines = readPayloads(join(fixtures, folder, file)).map((p) => `  ${JSON.stringify(p)},`);
   return `${headerFor(folder, file)}\nexport const payloads: Payload[] = [\n${lines.join('\n')}\n];\n`;
 }
 

@@ -1,11 +1,12 @@
 // The terminal renderer, checked on a fake terminal that interprets what it writes: the tests read the screen.
-import { cleanTurn, effectKey, type KeyedToolCall, naivePolicy } from 'cleanturn';
-import { type ToolResultLike, toTerminal, type ViewEvent } from 'cleanturn/renderers';
+import { cleanTurn, effectKey, naivePolicy } from 'cleanturn';
+import { toTerminal, type ViewEvent } from 'cleanturn/renderers';
 import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { standardChecks } from '../support/standardChecks.js';
+import { toolResult } from '../support/toolResults.js';
 import { FakeTerminal } from './fakeTerminal.js';
-import { standardChecks } from './standardChecks.js';
 
 const turnId = 'turn-42';
 const prompt = '$ help-desk --order ORD-7781';
@@ -134,29 +135,18 @@ describe('toTerminal on a TTY', () => {
     const lookup = keyed(turnId, 2, call('c8', 'lookup_order', { order_id: 'ORD-7781' }));
     const mail = keyed(turnId, 2, call('c9', 'send_email', { to: 'ada@example.com' }));
     const early = keyed(turnId, 1, call('c2', 'lookup_order', { order_id: 'ORD-7781' }));
-    const result = (
-      c: KeyedToolCall,
-      outcome: string,
-      more: Partial<ToolResultLike> = {},
-    ): ToolResultLike => ({
-      type: 'tool-result',
-      effectKey: c.effectKey,
-      call: c,
-      outcome,
-      ...more,
-    });
     const events: ViewEvent[] = [
       early,
       reset(2, 'connection reset'),
-      result(early, 'executed'),
+      toolResult(early, 'executed'),
       at(2, text('Refund started.')),
       lookup,
       c7,
       mail,
       at(2, finish('tool-calls')),
-      result(lookup, 'replayed'),
-      result(c7, 'in-progress'),
-      result(mail, 'failed', { error: { name: 'Error', message: 'smtp timeout' } }),
+      toolResult(lookup, 'replayed'),
+      toolResult(c7, 'in-progress'),
+      toolResult(mail, 'failed', { error: { name: 'Error', message: 'smtp timeout' } }),
     ];
     const { terminal } = play(chunksOf(from(events), { tty: true, columns }), columns);
     expect(terminal.screen).toEqual([

@@ -12,7 +12,8 @@ import {
 import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
 import { from, type Observable, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { standardChecks } from './standardChecks.js';
+import { standardChecks } from '../support/standardChecks.js';
+import { toolResult } from '../support/toolResults.js';
 
 const turnId = 'turn-42';
 
@@ -144,26 +145,22 @@ describe('reduceView', () => {
   });
 
   it("tool results update a shown call's status and output", () => {
-    const result = (outcome: string, more: Partial<ToolResultLike> = {}): ToolResultLike => ({
-      type: 'tool-result',
-      effectKey: c7.effectKey,
-      call: c7,
-      outcome,
-      ...more,
-    });
     const shown = run([reset(2, 'connection reset'), c7]);
     const status = (r: ToolResultLike) => reduceView(shown, r).toolCalls[0];
-    expect(status(result('executed', { result: { refund_id: 're_1' } }))).toMatchObject({
+    expect(status(toolResult(c7, 'executed', { result: { refund_id: 're_1' } }))).toMatchObject({
       status: 'completed',
       output: { refund_id: 're_1' },
     });
-    expect(status(result('replayed', { result: null }))).toMatchObject({ status: 'completed', output: null });
-    expect(status(result('in-progress'))).toMatchObject({ status: 'running' });
-    expect(status(result('failed', { error: { message: 'declined' } }))).toMatchObject({
+    expect(status(toolResult(c7, 'replayed', { result: null }))).toMatchObject({
+      status: 'completed',
+      output: null,
+    });
+    expect(status(toolResult(c7, 'in-progress'))).toMatchObject({ status: 'running' });
+    expect(status(toolResult(c7, 'failed', { error: { message: 'declined' } }))).toMatchObject({
       status: 'failed',
       output: { message: 'declined' },
     });
-    expect(status(result('unknown-tool'))).toMatchObject({ status: 'failed' });
+    expect(status(toolResult(c7, 'unknown-tool'))).toMatchObject({ status: 'failed' });
     expect(shown.toolCalls[0]?.status).toBe('released');
   });
 
