@@ -1,4 +1,5 @@
-import { defer, map, type OperatorFunction } from 'rxjs';
+import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { Attempted, FinishEvent, FinishReason, ToolCallEvent } from './types.js';
 
 /** Token usage as the provider reported it. */
@@ -89,24 +90,58 @@ export function accumulateTurn<E extends { type: string; attempt: number }>(): O
   TurnState<CallOf<E>>
 > {
   return function accumulateTurnOperator(source) {
-    return defer(() => {
+    // Written by hand rather than as `defer` + `map`: one subscriber per event, on the path of every token.
+    return new Observable<TurnState<CallOf<E>>>((subscriber) => {
+      // The working state of this subscription.
       const turn = new TurnAccumulator<CallOf<E>>();
-      return source.pipe(map((event) => turn.add(event)));
+      return subscribeLinked(source, subscriber, {
+        next(event) {
+          let state: TurnState<CallOf<E>>;
+          try {
+            state = turn.add(event);
+          } catch (error) {
+            // Not an event (null, say): an error notification, as a `map` would send.
+            subscriber.error(error);
+            return;
+          }
+          subscriber.next(state);
+        },
+        error(error) {
+          subscriber.error(error);
+        },
+        complete() {
+          subscriber.complete();
+        },
+      });
     });
   };
 }
 
-/** The mutable working state behind the snapshots. */
+/** An attempt record under construction (the fields of {@link AttemptRecord}, writable). */
+type MutableRecord = { -readonly [K in keyof AttemptRecord]: AttemptRecord[K] };
+
+/**
+ * The mutable working state behind the snapshots.
+ *
+ * A snapshot costs three small allocations per event, never a copy of the state: the snapshot object, the
+ * live attempt's record and the `attempts` array, whose closed records are shared by every snapshot (they never
+ * change once closed). Text is appended to a string (V8 keeps appends as ropes: no copy either), and the calls
+ * array is replaced, not copied, only when a call arrives.
+ */
 class TurnAccumulator<C> {
-  /** Records of attempts that are over. */
+  /** Records of attempts that are over; an array is never changed once a snapshot holds it. */
   private closed: readonly AttemptRecord[] = [];
   /** The live attempt's number. */
   private attempt = 1;
+  /** The live attempt's text. */
   private text = '';
+  /** The live attempt's released calls; replaced when one arrives. */
   private toolCalls: readonly C[] = [];
+  /** The live attempt's finish. */
   private finish: Attempted<FinishEvent> | undefined = undefined;
+  /** The live attempt's usage; replaced when a usage event arrives. */
   private usage: Usage | undefined = undefined;
-  /** The last snapshot, returned again for events that change nothing. */
+  /** The last snapshot, returned again for stragglers. */
   private snapshot: TurnState<C> | undefined = undefined;
 
   add(event: { type: string; attempt: number }): TurnState<C> {
@@ -145,12 +180,7 @@ class TurnAccumulator<C> {
     const skipped = attempt - this.attempt > 1;
     const closed = [...this.closed, this.record('abandoned', skipped ? undefined : reason)];
     for (let gap = this.attempt + 1; gap < attempt; gap++) {
-      const record: { -readonly [K in keyof AttemptRecord]: AttemptRecord[K] } = {
-        attempt: gap,
-        outcome: 'abandoned',
-        textLength: 0,
-        toolCalls: 0,
-      };
+      const record: MutableRecord = { attempt: gap, outcome: 'abandoned', textLength: 0, toolCalls: 0 };
       if (gap === attempt - 1 && reason !== undefined) record.reason = reason;
       closed.push(record);
     }
@@ -171,23 +201,47 @@ class TurnAccumulator<C> {
           : this.finish.reason === 'error'
             ? 'failed'
             : 'completed';
-    const record: {
-      -readonly [K in keyof AttemptRecord]: AttemptRecord[K];
-    } = { attempt: this.attempt, outcome, textLength: this.text.length, toolCalls: this.toolCalls.length };
+    const record: MutableRecord = {
+      attempt: this.attempt,
+      outcome,
+      textLength: this.text.length,
+      toolCalls: this.toolCalls.length,
+    };
     if (reason !== undefined) record.reason = reason;
     if (this.finish !== undefined) record.finishReason = this.finish.reason;
     if (this.usage !== undefined) record.usage = this.usage;
     return record;
   }
 
+  /** The live attempt's record; the common cases are single object literals (one shape each, no added keys). */
+  private liveRecord(): AttemptRecord {
+    if (this.finish !== undefined) return this.record('live');
+    const { attempt, usage } = this;
+    const textLength = this.text.length;
+    const toolCalls = this.toolCalls.length;
+    return usage === undefined
+      ? { attempt, outcome: 'streaming', textLength, toolCalls }
+      : { attempt, outcome: 'streaming', textLength, toolCalls, usage };
+  }
+
   private snap(): TurnState<C> {
+    const live = this.liveRecord();
+    const { closed } = this;
+    // Literals for the usual one or two attempts: the cheapest arrays to make.
+    let attempts: AttemptRecord[];
+    if (closed.length === 0) attempts = [live];
+    else if (closed.length === 1) attempts = [closed[0] as AttemptRecord, live];
+    else {
+      attempts = closed.slice();
+      attempts.push(live);
+    }
     this.snapshot = {
       attempt: this.attempt,
       text: this.text,
       toolCalls: this.toolCalls,
       finish: this.finish,
       usage: this.usage,
-      attempts: [...this.closed, this.record('live')],
+      attempts,
     };
     return this.snapshot;
   }

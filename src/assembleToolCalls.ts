@@ -226,20 +226,44 @@ export function assembleToolCalls<E extends { type: string }>(): OperatorFunctio
   };
 }
 
-function describeCall(call: OpenCall): {
+function describeCall(
+  call: OpenCall,
+  argsText = joined(call),
+): {
   index: number;
   id: string | undefined;
   name: string | undefined;
   argsText: string;
 } {
-  const argsText = call.parts.length === 1 ? (call.parts[0] as string) : call.parts.join('');
   return { index: call.index, id: call.id, name: call.name, argsText };
 }
 
+/** The argument text of a call, joined once. */
+function joined(call: OpenCall): string {
+  return call.parts.length === 1 ? (call.parts[0] as string) : call.parts.join('');
+}
+
+/** The fields of a fragment that do not carry over to the call. */
+const FRAGMENT_FIELDS = new Set<PropertyKey>(['type', 'index', 'id', 'name', 'argsDelta']);
+
+/**
+ * The own enumerable fields of a first fragment beyond the fragment's own (such as `attempt`), which carry over
+ * to the call; undefined when there are none, as from the adapters.
+ */
+function extraFields(first: Fragment): PropertyKey[] | undefined {
+  const extra: PropertyKey[] = [];
+  for (const key of Object.keys(first)) {
+    if (!FRAGMENT_FIELDS.has(key)) extra.push(key);
+  }
+  for (const key of Object.getOwnPropertySymbols(first)) {
+    if (Object.prototype.propertyIsEnumerable.call(first, key)) extra.push(key);
+  }
+  return extra.length === 0 ? undefined : extra;
+}
+
 function assemble(call: OpenCall): ToolCallEvent {
-  const described = describeCall(call);
-  const { argsText } = described;
-  if (call.name === undefined) throw new ToolCallAssemblyError('missing-name', described);
+  const argsText = joined(call);
+  if (call.name === undefined) throw new ToolCallAssemblyError('missing-name', describeCall(call, argsText));
   let args: unknown;
   if (argsText.trim() === '') {
     args = {};
@@ -247,9 +271,26 @@ function assemble(call: OpenCall): ToolCallEvent {
     try {
       args = JSON.parse(argsText);
     } catch (error) {
-      throw new ToolCallAssemblyError('invalid-json', described, error);
+      throw new ToolCallAssemblyError('invalid-json', describeCall(call, argsText), error);
     }
   }
-  const { type: _type, index: _index, id: _id, name: _name, argsDelta: _argsDelta, ...rest } = call.first;
-  return { ...rest, type: 'tool-call', id: call.id ?? `index-${call.index}`, name: call.name, args };
+  const id = call.id ?? `index-${call.index}`;
+  const extra = extraFields(call.first);
+  // The usual call is one object literal: no copy of the fragment, which a rest pattern and a spread would make.
+  if (extra === undefined) return { type: 'tool-call', id, name: call.name, args };
+  // The extra fields first, in the fragment's order, as `{ ...rest, type, id, name, args }` would place them.
+  const event: Record<PropertyKey, unknown> = {};
+  for (const key of extra) {
+    Object.defineProperty(event, key, {
+      value: (call.first as unknown as Record<PropertyKey, unknown>)[key],
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  event.type = 'tool-call';
+  event.id = id;
+  event.name = call.name;
+  event.args = args;
+  return event as unknown as ToolCallEvent;
 }

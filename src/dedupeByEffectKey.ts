@@ -1,5 +1,6 @@
-import { defer, filter, map, type OperatorFunction } from 'rxjs';
+import { Observable, type OperatorFunction } from 'rxjs';
 import { effectKey } from './effectKey.js';
+import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { ToolCallEvent } from './types.js';
 
 /** Anything that can tell whether an effect key was already executed: a `Set<string>` or an effect ledger. */
@@ -60,19 +61,42 @@ export function dedupeByEffectKey<E extends { type: string }>(
 ): OperatorFunction<E, WithEffectKeys<E>> {
   const { turnId, seen, key = effectKey } = options;
   return function dedupeByEffectKeyOperator(source) {
-    return defer(() => {
-      // Keys released by this subscription.
-      const released = new Set<string>();
-      return source.pipe(
-        map((event) => {
-          if (event.type !== 'tool-call') return event as WithEffectKeys<E>;
-          const k = key(turnId, event as unknown as ToolCallEvent);
-          if (released.has(k) || seen?.has(k)) return undefined;
-          released.add(k);
-          return { ...event, effectKey: k } as WithEffectKeys<E>;
-        }),
-        filter((event): event is WithEffectKeys<E> => event !== undefined),
-      );
+    // One subscriber per event rather than a `map` and a `filter`: it sits on the path of every token.
+    return new Observable<WithEffectKeys<E>>((subscriber) => {
+      // Keys released by this subscription (created with the first call: most turns have none or few).
+      let released: Set<string> | undefined;
+      const subscription = subscribeLinked(source, subscriber, {
+        next(event) {
+          let keyed: WithEffectKeys<E>;
+          try {
+            if (event.type !== 'tool-call') {
+              keyed = event as WithEffectKeys<E>;
+            } else {
+              // The key function and the lookup are the user's: what they throw becomes an error notification.
+              const k = key(turnId, event as unknown as ToolCallEvent);
+              if (released?.has(k) || seen?.has(k)) return;
+              if (released === undefined) released = new Set();
+              released.add(k);
+              // A copy with the key (Object.assign: a spread followed by a new key is slow in V8, see tagAttempts).
+              keyed = Object.assign({}, event, { effectKey: k }) as WithEffectKeys<E>;
+            }
+          } catch (error) {
+            subscriber.error(error);
+            return;
+          }
+          subscriber.next(keyed);
+        },
+        error(error) {
+          subscriber.error(error);
+        },
+        complete() {
+          subscriber.complete();
+        },
+      });
+      return () => {
+        released = undefined;
+        subscription.unsubscribe();
+      };
     });
   };
 }

@@ -1,11 +1,7 @@
-import { sha256 } from '@noble/hashes/sha2';
 import stringify from 'fast-json-stable-stringify';
 import { EffectKeyError } from './errors.js';
+import { sha256Hex16 } from './internal/sha256.js';
 import type { ToolCallMeaning } from './types.js';
-
-const encoder = new TextEncoder();
-/** Two hex characters for every byte value. */
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
 
 /**
  * The idempotency key of a tool call's effect: the same for the same meaning, whichever attempt or
@@ -20,7 +16,9 @@ const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(
  * Provider call ids are not part of the key: they change with every attempt. Where one turn may hold two
  * genuinely equal effects (two identical refunds), the orchestrator passes a `step` — never the model.
  *
- * Pure and synchronous; the same answer in Node and in browsers.
+ * Pure and synchronous; the same answer in Node and in browsers. Node computes the hash with its native
+ * `crypto` (found at run time, never imported, so browser bundles stay free of Node built-ins), other runtimes
+ * with `@noble/hashes`.
  *
  * ## Example
  * ```ts
@@ -46,10 +44,5 @@ export function effectKey(turnId: string, call: ToolCallMeaning, step?: number):
   } catch (error) {
     throw new EffectKeyError(call.name, error);
   }
-  const digest = sha256(encoder.encode(json));
-  let key = '';
-  for (let i = 0; i < 8; i++) {
-    key += HEX[digest[i] as number];
-  }
-  return key;
+  return sha256Hex16(json);
 }

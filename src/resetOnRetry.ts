@@ -1,4 +1,5 @@
-import { defer, filter, map, type OperatorFunction } from 'rxjs';
+import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { ResetEvent } from './types.js';
 
 /** The events {@link resetOnRetry} emits for an input of `E`. */
@@ -43,25 +44,40 @@ export function resetOnRetry<E extends { type: string; attempt: number }>(): Ope
   WithResets<E>
 > {
   return function resetOnRetryOperator(source) {
-    return defer(() => {
+    // One subscriber per event rather than a `filter` and a `map`: it sits on the path of every token.
+    return new Observable<WithResets<E>>((subscriber) => {
       // The newest attempt seen; anything older is a straggler.
       let current = 0;
-      return source.pipe(
-        filter((event) => {
-          if (event.attempt < current) return false;
-          current = event.attempt;
-          return true;
-        }),
-        map((event): WithResets<E> => {
-          if (event.type !== 'retry') return event as Exclude<E, { type: 'retry' }>;
-          const { reason } = event as unknown as { reason?: unknown };
-          return {
-            type: 'reset',
-            attempt: event.attempt,
-            reason: typeof reason === 'string' ? reason : 'retry',
-          };
-        }),
-      );
+      return subscribeLinked(source, subscriber, {
+        next(event) {
+          let out: WithResets<E>;
+          try {
+            if (event.attempt < current) return;
+            current = event.attempt;
+            if (event.type === 'retry') {
+              const { reason } = event as unknown as { reason?: unknown };
+              out = {
+                type: 'reset',
+                attempt: event.attempt,
+                reason: typeof reason === 'string' ? reason : 'retry',
+              };
+            } else {
+              out = event as Exclude<E, { type: 'retry' }>;
+            }
+          } catch (error) {
+            // Not an event (null, say): an error notification, as a `map` would send.
+            subscriber.error(error);
+            return;
+          }
+          subscriber.next(out);
+        },
+        error(error) {
+          subscriber.error(error);
+        },
+        complete() {
+          subscriber.complete();
+        },
+      });
     });
   };
 }

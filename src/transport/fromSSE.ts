@@ -64,29 +64,50 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
   return new Observable<SseMessage>((subscriber) => {
     const controller = new AbortController();
     const doFetch = options.fetch ?? globalThis.fetch;
-    // The stall timer, re-armed by every event or comment.
+    // The stall timer. It is not re-armed per event (a clearTimeout and a setTimeout per token cost more than
+    // the parsing): it fires `stallTimeout` after it was set, and if there was activity meanwhile it sets itself
+    // again for what remains after the latest activity.
     let stall: ReturnType<typeof setTimeout> | undefined;
+    // When the latest event or comment arrived (performance.now()).
+    let lastActivity = 0;
+    // An event or comment arrived during the current `feed`; the clock is read once per piece, not per event.
+    let active = false;
     // Unframed lines (a raw JSON error tail).
     let rawLines: string[] = [];
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
-    const armStall = () => {
+    const checkStall = () => {
+      stall = undefined;
+      if (stallTimeout === undefined || subscriber.closed) return;
+      const remaining = lastActivity + stallTimeout - performance.now();
+      if (remaining > 0) {
+        stall = setTimeout(checkStall, Math.ceil(remaining));
+        return;
+      }
+      subscriber.error(new StallError(stallTimeout));
+      controller.abort();
+    };
+    const startStallTimer = () => {
       if (stallTimeout === undefined) return;
-      if (stall !== undefined) clearTimeout(stall);
-      stall = setTimeout(() => {
-        stall = undefined;
-        subscriber.error(new StallError(stallTimeout));
-        controller.abort();
-      }, stallTimeout);
+      lastActivity = performance.now();
+      stall = setTimeout(checkStall, stallTimeout);
+    };
+    // Feeds a decoded piece to the parser; events in one piece arrived together, so one clock read marks them.
+    const feed = (text: string) => {
+      parser.feed(text);
+      if (active) {
+        active = false;
+        if (stallTimeout !== undefined) lastActivity = performance.now();
+      }
     };
 
     const parser = createParser({
       onEvent(event: EventSourceMessage) {
-        armStall();
+        active = true;
         subscriber.next(event.id === undefined ? { event: event.event, data: event.data } : event);
       },
       onComment() {
-        armStall();
+        active = true;
       },
       onError(error) {
         if (error.type === 'unknown-field' && error.line !== undefined) rawLines.push(error.line);
@@ -94,7 +115,7 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
     });
 
     const run = async () => {
-      armStall();
+      startStallTimer();
       const made = await request({ signal: controller.signal });
       const [input, init] = toFetchArgs(made);
       let response: Response;
@@ -128,9 +149,9 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
         }
         if (subscriber.closed) return;
         if (chunk.done) break;
-        parser.feed(decoder.decode(chunk.value, { stream: true }));
+        feed(decoder.decode(chunk.value, { stream: true }));
       }
-      parser.feed(decoder.decode());
+      feed(decoder.decode());
       parser.reset({ consume: true });
       const raw = rawLines.join('\n').trim();
       rawLines = [];

@@ -1,4 +1,4 @@
-import { filter, map, type OperatorFunction, pipe } from 'rxjs';
+import { Observable, type OperatorFunction } from 'rxjs';
 import { SseDataError } from './errors.js';
 import type { SseMessage } from './fromSSE.js';
 
@@ -25,14 +25,41 @@ import type { SseMessage } from './fromSSE.js';
  * @returns An operator from SSE messages to parsed payloads.
  */
 export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
-  return pipe(
-    filter((message: SseMessage) => message.data !== '[DONE]'),
-    map((message) => {
-      try {
-        return JSON.parse(message.data) as T;
-      } catch (error) {
-        throw new SseDataError(message.data, error);
-      }
-    }),
-  );
+  return function sseJsonOperator(source) {
+    // One subscriber per event rather than a `filter` and a `map`: it sits on the path of every token.
+    return new Observable<T>((subscriber) => {
+      // The source's subscriber is a child of the consumer's, so that unsubscribing (or the error raised here)
+      // stops even a synchronous source that is still emitting inside `subscribe` below.
+      const linked = new Observable<SseMessage>((inner) => {
+        subscriber.add(inner);
+        source.subscribe(inner);
+      });
+      return linked.subscribe({
+        next(message) {
+          let data: string;
+          let parsed: T;
+          try {
+            data = message.data;
+            if (data === '[DONE]') return;
+          } catch (error) {
+            subscriber.error(error); // not a message at all
+            return;
+          }
+          try {
+            parsed = JSON.parse(data) as T;
+          } catch (error) {
+            subscriber.error(new SseDataError(data, error));
+            return;
+          }
+          subscriber.next(parsed);
+        },
+        error(error) {
+          subscriber.error(error);
+        },
+        complete() {
+          subscriber.complete();
+        },
+      });
+    });
+  };
 }

@@ -1,0 +1,106 @@
+// npm run bench: every comparison of the performance issue in one run, printed as ratios, written to
+// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,e2e,scaling,keys,memory,profile,
+// --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md).
+
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { loadPackage } from './build.js';
+import { benchEffectKeys, printEffectKeys } from './effectKeys.js';
+import { benchAnthropic, benchOpenAI, printFormat } from './endToEnd.js';
+import { load, machine, mark, packageVersion } from './harness.js';
+import { printMemory, runMemory } from './memory.js';
+import { benchOperators, printOperators } from './operators.js';
+import { printProfile, runProfile } from './profile.js';
+import { type RunResults, resultsMarkdown, verdicts } from './results.js';
+import { benchScaling, printScaling } from './scaling.js';
+
+// The harness collects garbage between variants: make sure this process can (npx tsx bench/run.ts works too).
+if ((globalThis as { gc?: unknown }).gc === undefined) {
+  const self = fileURLToPath(import.meta.url);
+  const child = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', self, ...process.argv.slice(2)],
+    {
+      stdio: 'inherit',
+    },
+  );
+  process.exit(child.status ?? 1);
+}
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const only = argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
+const src = argv.find((a) => a.startsWith('--src='))?.slice('--src='.length);
+const write = !argv.includes('--no-write') && only === undefined && src === undefined && !quick;
+const wanted = (section: string) => only === undefined || only.includes(section);
+
+const started = performance.now();
+const results: RunResults = {
+  date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  machine: machine(),
+  versions: Object.fromEntries(
+    ['rxjs', 'eventsource-parser', '@noble/hashes', 'openai', '@anthropic-ai/sdk', 'tinybench'].map(
+      (name) => [name, packageVersion(name)],
+    ),
+  ),
+  loadBefore: load(),
+  loadAfter: 0,
+  seconds: 0,
+  quick,
+};
+const m = results.machine;
+console.log(`cleanturn benchmarks — Node ${m.node}, ${m.cpu} × ${m.cores}, ${m.memory}, ${m.os}`);
+console.log(
+  `load average ${results.loadBefore.toFixed(2)}${src === undefined ? '' : `; measuring ${src}/src`}\n`,
+);
+
+const pkg = await loadPackage(src === undefined ? {} : { root: src });
+
+if (wanted('operators')) {
+  console.log('1. Operator overhead (1,000,000 events: 10,000 turns × 100, each retried mid-way)');
+  results.operators = await benchOperators(pkg.core, { quick });
+  printOperators(results.operators);
+}
+if (wanted('e2e')) {
+  console.log('\n2. End to end from bytes (100,000 SSE events in 16 KiB pieces, to the final clean turn)');
+  results.openai = await benchOpenAI(pkg, { quick });
+  printFormat(results.openai);
+  results.anthropic = await benchAnthropic(pkg, { quick });
+  printFormat(results.anthropic);
+}
+if (wanted('scaling')) {
+  console.log('\n3. Scaling (one tool call, 10-byte fragments)');
+  results.scaling = await benchScaling(pkg.core, { quick });
+  printScaling(results.scaling);
+}
+if (wanted('keys')) {
+  console.log('\n4. Effect keys');
+  results.keys = await benchEffectKeys(pkg.core, { quick });
+  printEffectKeys(results.keys);
+}
+if (wanted('memory')) {
+  console.log('\n5. Memory (child process, --expose-gc)');
+  results.memory = await runMemory();
+  printMemory(results.memory);
+}
+if (wanted('profile')) {
+  console.log('\nCPU profile of the end-to-end case (child process, --cpu-prof)');
+  results.profile = await runProfile();
+  printProfile(results.profile);
+}
+
+results.seconds = (performance.now() - started) / 1000;
+results.loadAfter = load();
+console.log(`\nTargets (${results.seconds.toFixed(0)} s, load average ${results.loadAfter.toFixed(2)}):`);
+for (const v of verdicts(results)) console.log(`  ${mark(v.met)} ${v.item}: ${v.target} — ${v.measured}`);
+if (write) {
+  const file = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
+  writeFileSync(file, resultsMarkdown(results));
+  console.log(`\nwrote ${file}`);
+} else {
+  console.log('\nbench/RESULTS.md not written (a full run without --quick, --only or --src writes it)');
+}

@@ -1,0 +1,66 @@
+// fromSSE's stall timer is not re-armed per event (that cost more than the parsing): it fires once per
+// timeout and re-sets itself for what remains after the latest activity. These tests pin the behaviour: a
+// stream that keeps talking never stalls, however long it lasts; a silent one does.
+import { fromSSE, StallError } from 'cleanturn/transport';
+import { lastValueFrom, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+
+const encoder = new TextEncoder();
+
+/** A fetch whose body sends `pieces` events, one every `gapMs`, then stays silent (`hangAtEnd`) or ends. */
+function pacedFetch(pieces: number, gapMs: number, hangAtEnd: boolean): typeof fetch {
+  return async (_input, init) => {
+    let sent = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === pieces) {
+          if (!hangAtEnd) controller.close();
+          return new Promise<void>(() => {}); // silence: never another piece
+        }
+        return new Promise<void>((resolve) => {
+          timer = setTimeout(
+            () => {
+              controller.enqueue(encoder.encode(`data: ${sent++}\n\n`));
+              resolve();
+            },
+            sent === 0 ? 0 : gapMs,
+          );
+        });
+      },
+      cancel() {
+        clearTimeout(timer);
+      },
+    });
+    init?.signal?.addEventListener('abort', () => clearTimeout(timer));
+    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  };
+}
+
+describe('fromSSE stall timeout', () => {
+  it('does not stall a stream whose gaps are shorter than the timeout, however long it lasts', async () => {
+    // 12 events 40 ms apart: about 440 ms in all, more than twice the 200 ms timeout.
+    const messages = await lastValueFrom(
+      fromSSE(() => 'https://stall.invalid/', { fetch: pacedFetch(12, 40, false), stallTimeout: 200 }).pipe(
+        toArray(),
+      ),
+    );
+    expect(messages.map((m) => m.data)).toEqual(Array.from({ length: 12 }, (_, i) => String(i)));
+  });
+
+  it('stalls a stream that goes silent after some events, with the events delivered first', async () => {
+    const seen: string[] = [];
+    const error = await new Promise((resolve) => {
+      fromSSE(() => 'https://stall.invalid/', {
+        fetch: pacedFetch(3, 20, true),
+        stallTimeout: 150,
+      }).subscribe({
+        next: (m) => seen.push(m.data),
+        error: resolve,
+        complete: () => resolve('completed'),
+      });
+    });
+    expect(seen).toEqual(['0', '1', '2']);
+    expect(error).toBeInstanceOf(StallError);
+  });
+});
