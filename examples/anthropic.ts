@@ -45,9 +45,9 @@ export function helpDeskTurn(client: Anthropic, turnId: string) {
   ).pipe(
     concatMap((stream) => stream), // the SDK's Stream is an async iterable of events
     anthropicMessages(), //                      Messages events → neutral events
+    assembleToolCalls(), //                      tool_use fragments → whole calls
     requireFinish(), //                          a clean close before message_stop is retryable too
     retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
-    assembleToolCalls(), //                      tool_use fragments → whole calls
     cleanTurn({ turnId }), //                    attempts, resets, late release, effect keys
   );
 }

@@ -48,9 +48,9 @@ async function main(): Promise<void> {
     ).pipe(
       mergeMap((stream) => from(stream)),
       openaiChat(), //                   chunks → text, call fragments, usage, finish
+      assembleToolCalls(), //            fragments → whole calls
       requireFinish(), //                a stream that ends without a finish is a retryable error
       retryAsEvents({ count: 2 }), //    retry (at most twice), and say so with a `retry` event
-      assembleToolCalls(), //            fragments → whole calls
       cleanTurn({ turnId }), //          attempts, resets, calls held to the finish, effect keys
       tap((event) => {
         if (event.type === 'reset') console.log(`\n[reset to attempt ${event.attempt}: ${event.reason}]`);

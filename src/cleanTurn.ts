@@ -47,7 +47,7 @@ export function cleanTurn(options: CleanTurnOptions): OperatorFunction<ProviderE
     return source.pipe(
       tagAttempts(),
       resetOnRetry(),
-      bufferUntilFinish<WithResets<Attempted<ProviderEvent>>>(early === undefined ? {} : { early }),
+      bufferUntilFinish<WithResets<Attempted<ProviderEvent>>>({ early }),
       dedupeByEffectKey<WithResets<Attempted<ProviderEvent>>>(dedupe),
     );
   };

@@ -46,6 +46,7 @@ export type {
   ToolCallDeltaEvent,
   ToolCallEvent,
   ToolCallMeaning,
+  ToolResultLike,
   TurnEvent,
   UsageEvent,
 } from './types.js';

@@ -107,3 +107,25 @@ export type TurnEvent =
 
 /** The part of a tool call that its effect key depends on. */
 export type ToolCallMeaning = Pick<ToolCallEvent, 'name' | 'args'>;
+
+/**
+ * The result of running a released call, as an executor reports it. The `tool-result` events of
+ * `cleanturn/effects` have this shape; any executor can produce them. The renderers and the ACP adapter read
+ * them to show a call's progress.
+ */
+export interface ToolResultLike {
+  type: 'tool-result';
+  /** The call's effect key. */
+  effectKey: string;
+  /** The call the result belongs to. */
+  call: KeyedToolCall;
+  /**
+   * `executed` or `replayed`: the effect happened; `in-progress`: another process runs it; anything else
+   * (`failed`, `unknown-tool`): it did not happen.
+   */
+  outcome: string;
+  /** What the tool returned, when it ran. */
+  result?: unknown;
+  /** Why it failed, when it failed. */
+  error?: unknown;
+}

@@ -1,10 +1,9 @@
 // The help-desk turn on the wire: one script per attempt. Each step is one SSE event whose `data:` is a neutral
 // `ProviderEvent` as JSON, or a hesitation of the model.
 //
-// Why not a provider's own format: the Chat Completions, Responses, Messages and Gemini adapters emit call
-// fragments, and `assembleToolCalls()` releases a fragmented call only at its attempt's `finish`. So attempt 1,
-// which never finishes, would never show its call to any policy. The seed's failure needs a client that hands
-// a call over as soon as it is complete, mid-attempt, which is what a whole `tool-call` event does.
+// Why not a provider's own format: the page needs no provider account, and the neutral events keep the wire
+// readable. With a provider's format, put its adapter before `assembleToolCalls()` in main.ts: a call is handed
+// over as soon as its arguments close, mid-attempt, so the policies compare the same way.
 
 import type { ProviderEvent } from 'cleanturn';
 

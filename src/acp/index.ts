@@ -4,6 +4,9 @@
  *
  * @module
  */
+
+// The executor's result events, defined by the core and read here.
+export type { ToolResultLike } from 'cleanturn';
 export type { AcpResetMeta } from './acpMetaKeys.js';
 export { acpMetaKeys } from './acpMetaKeys.js';
 export type {
@@ -11,6 +14,5 @@ export type {
   AcpSourceEvent,
   AcpV2Notification,
   ToAcpUpdatesOptions,
-  ToolResultLike,
 } from './toAcpUpdates.js';
 export { toAcpUpdates } from './toAcpUpdates.js';

@@ -1,29 +1,8 @@
 import type { SessionNotification, ToolKind } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
-import type { KeyedToolCall, TurnEvent } from 'cleanturn';
+import type { KeyedToolCall, ToolResultLike, TurnEvent } from 'cleanturn';
 import { defer, mergeMap, type OperatorFunction } from 'rxjs';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
-
-/**
- * The result of running a released call, as an executor reports it. The `tool-result` events of
- * `cleanturn/effects` have this shape; any executor can produce them.
- */
-export interface ToolResultLike {
-  type: 'tool-result';
-  /** The call's effect key. */
-  effectKey: string;
-  /** The call the result belongs to. */
-  call: KeyedToolCall;
-  /**
-   * `executed` or `replayed`: the effect happened; `in-progress`: another process runs it; anything else
-   * (`failed`, `unknown-tool`): it did not happen.
-   */
-  outcome: string;
-  /** What the tool returned, when it ran. */
-  result?: unknown;
-  /** Why it failed, when it failed. */
-  error?: unknown;
-}
 
 /** What {@link toAcpUpdates} reads: the clean turn, and optionally the executor's results merged in. */
 export type AcpSourceEvent = TurnEvent | ToolResultLike;

@@ -165,9 +165,9 @@ interface ToolBlock {
  * ).pipe(
  *   concatMap((stream) => stream), // the SDK's stream is an async iterable of events
  *   anthropicMessages(),
+ *   assembleToolCalls(),
  *   requireFinish(),
  *   retryAsEvents({ count: 2 }),
- *   assembleToolCalls(),
  *   cleanTurn({ turnId: 'turn-42' }),
  * );
  * turn$.pipe(accumulateTurn()).subscribe((turn) => console.log(turn.text));

@@ -133,9 +133,9 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * ).pipe(
  *   mergeMap((stream) => from(stream)),
  *   openaiChat(),
+ *   assembleToolCalls(),
  *   requireFinish(),
  *   retryAsEvents({ count: 2 }),
- *   assembleToolCalls(),
  *   cleanTurn({ turnId: 'turn-42' }),
  * );
  * ```

@@ -140,9 +140,9 @@ interface Call {
  * ).pipe(
  *   mergeMap((stream) => from(stream)),
  *   openaiResponses(),
+ *   assembleToolCalls(),
  *   requireFinish(),
  *   retryAsEvents({ count: 2 }),
- *   assembleToolCalls(),
  *   cleanTurn({ turnId: 'turn-42' }),
  * );
  * ```

@@ -4,11 +4,13 @@
  *
  * @module
  */
+
+// The executor's result events, defined by the core and read here.
+export type { ToolResultLike } from 'cleanturn';
 export type {
   RetryNotice,
   ToolCallView,
   ToolCallViewStatus,
-  ToolResultLike,
   TurnView,
   ViewEvent,
 } from './reduceView.js';

@@ -1,26 +1,5 @@
-import type { FinishReason, KeyedToolCall, PolicyEvent, ResetEvent } from 'cleanturn';
+import type { FinishReason, PolicyEvent, ResetEvent, ToolResultLike } from 'cleanturn';
 import { resultStatus } from './internal/results.js';
-
-/**
- * The result of running a released call, as an executor reports it. The `tool-result` events of
- * `cleanturn/effects` have this shape; any executor can produce them.
- */
-export interface ToolResultLike {
-  type: 'tool-result';
-  /** The call's effect key. */
-  effectKey: string;
-  /** The call the result belongs to. */
-  call: KeyedToolCall;
-  /**
-   * `executed` or `replayed`: the effect happened; `in-progress`: another process runs it; anything else
-   * (`failed`, `unknown-tool`): it did not happen.
-   */
-  outcome: string;
-  /** What the tool returned, when it ran. */
-  result?: unknown;
-  /** Why it failed, when it failed. */
-  error?: unknown;
-}
 
 /** What a view reads: the output of any policy ({@link PolicyEvent}, so `cleanTurn` too) and tool results. */
 export type ViewEvent = PolicyEvent | ToolResultLike;

@@ -1,8 +1,8 @@
-import type { KeyedToolCall, ToolCallEvent } from 'cleanturn';
+import type { KeyedToolCall, ToolCallEvent, ToolResultLike } from 'cleanturn';
 import { defer, filter, map, type OperatorFunction } from 'rxjs';
 import { cellWidth, isControl } from './internal/cells.js';
 import { describeError, resultStatus } from './internal/results.js';
-import type { ToolResultLike, ViewEvent } from './reduceView.js';
+import type { ViewEvent } from './reduceView.js';
 
 /** Options of {@link toTerminal}. */
 export interface ToTerminalOptions {

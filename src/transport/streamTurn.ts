@@ -101,10 +101,10 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     const oneAttempt = defer(() => {
       attempt++;
       const current = attempt;
-      return fromSSE(
-        ({ signal }) => request({ attempt: current, signal }),
-        stallTimeout > 0 ? { fetch: options.fetch, stallTimeout } : { fetch: options.fetch },
-      ).pipe(sseJson<I>(), adapter, assembleToolCalls(), requireFinish());
+      return fromSSE(({ signal }) => request({ attempt: current, signal }), {
+        fetch: options.fetch,
+        stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
+      }).pipe(sseJson<I>(), adapter, assembleToolCalls(), requireFinish());
     });
     const events = oneAttempt.pipe(
       retryAsEvents({
@@ -118,11 +118,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
           return asked > 0 ? timer(asked) : wait(error, retryCount);
         },
       }),
-      cleanTurn(
-        early === undefined
-          ? { turnId, ...(seen ? { seen } : {}) }
-          : { turnId, early, ...(seen ? { seen } : {}) },
-      ),
+      cleanTurn({ turnId, early, seen }),
     );
     if (onReport === undefined) return events;
     return reporting(events, turnId, onReport);

@@ -58,12 +58,12 @@ async function runTurn<I>(
   turn.state = await lastValueFrom(
     attempt$.pipe(
       adapter,
+      assembleToolCalls(),
       requireFinish(),
       retryAsEvents({ count: 2 }),
       tap((event) => {
         if (event.type === 'retry') turn.retriedFor.push(event.error);
       }),
-      assembleToolCalls(),
       cleanTurn({ turnId }),
       tap((event) => turn.events.push(event)),
       accumulateTurn<TurnEvent>(),

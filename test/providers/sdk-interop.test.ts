@@ -50,16 +50,16 @@ async function serve(script: readonly ScriptedResponse[]): Promise<TestServer> {
   return server;
 }
 
-/** The turn pipeline every test runs: adapter → requireFinish → retryAsEvents → assemble → cleanTurn. */
+/** The turn pipeline every test runs: adapter → assemble → requireFinish → retryAsEvents → cleanTurn. */
 async function runTurn(
   events$: Observable<ProviderEvent>,
 ): Promise<{ events: TurnEvent[]; turn: TurnState }> {
   const events: TurnEvent[] = [];
   const states = await lastValueFrom(
     events$.pipe(
+      assembleToolCalls(),
       requireFinish(),
       retryAsEvents({ count: 2 }),
-      assembleToolCalls(),
       cleanTurn({ turnId }),
       tap((event) => events.push(event)),
       accumulateTurn(),

@@ -129,3 +129,11 @@ describe('cleanturn/acp', () => {
     expectTypeOf<AcpResetMeta>().toEqualTypeOf<{ attempt: number; reason: string; supersedes?: string }>();
   });
 });
+
+describe('ToolResultLike', () => {
+  test('is what the executor of cleanturn/effects emits, so its results feed the renderers and the ACP adapter', () => {
+    expectTypeOf<import('cleanturn/effects').ToolResultEvent>().toExtend<
+      import('cleanturn').ToolResultLike
+    >();
+  });
+});

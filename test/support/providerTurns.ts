@@ -69,8 +69,8 @@ export function fixtureChecks<I>({ cases, files, read, adapter, turnId }: Fixtur
           const states = collect(
             from(read(c.file)).pipe(
               adapter(),
-              requireFinish(),
               assembleToolCalls(),
+              requireFinish(),
               cleanTurn({ turnId }),
               accumulateTurn(),
             ),
@@ -159,8 +159,8 @@ export function attempts<I>(...payloads: readonly (readonly I[])[]): Observable<
 }
 
 /**
- * The retrying pipeline from an adapter to the turn states: requireFinish, retryAsEvents (twice at the most),
- * assembleToolCalls, cleanTurn, accumulateTurn. `seen` receives every event of the clean turn.
+ * The retrying pipeline from an adapter to the turn states: assembleToolCalls, requireFinish, retryAsEvents (twice
+ * at the most), cleanTurn, accumulateTurn. `seen` receives every event of the clean turn.
  */
 export function retriedTurn<I>(
   adapter: OperatorFunction<I, ProviderEvent>,
@@ -169,9 +169,9 @@ export function retriedTurn<I>(
 ): OperatorFunction<I, TurnState> {
   return pipe(
     adapter,
+    assembleToolCalls(),
     requireFinish(),
     retryAsEvents({ count: 2 }),
-    assembleToolCalls(),
     cleanTurn({ turnId }),
     tap((event) => seen.push(event)),
     accumulateTurn(),

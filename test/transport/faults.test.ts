@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { settledResources } from '../support/resources.js';
-import { collectTurn } from './collect.js';
+import { collectTurn } from './collectTurn.js';
 
 const args = '{"order_id":"ORD-7781","amount":"full"}';
 const refundKey = effectKey('turn-42', { name: 'issue_refund', args: JSON.parse(args) });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { chatTranscript, type Transcript, type TranscriptPart } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { settledResources } from '../support/resources.js';
-import { collectTurn } from './collect.js';
+import { collectTurn } from './collectTurn.js';
 
 const TURNS = 1_000;
 const MAX_ATTEMPTS = 3;
