@@ -11,6 +11,7 @@ import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type 
 import { aiSdkParts } from 'cleanturn/providers';
 import { defer, lastValueFrom, tap } from 'rxjs';
 import { z } from 'zod';
+import { printTurnEvent, printTurnSummary } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 // No `execute`: the SDK would run the tool as soon as its call is complete, even in an attempt that fails later.
@@ -47,17 +48,7 @@ async function main(): Promise<TurnState> {
   const openai = createOpenAI(replay ? { apiKey: 'replay', baseURL: `${replay.url}/v1` } : {});
   try {
     return await lastValueFrom(
-      helpDeskTurn(openai.chat('gpt-4o'), 'turn-42').pipe(
-        tap((event) => {
-          if (event.type === 'reset')
-            console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
-          if (event.type === 'text') process.stdout.write(event.text);
-          if (event.type === 'tool-call') {
-            console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
-          }
-        }),
-        accumulateTurn(),
-      ),
+      helpDeskTurn(openai.chat('gpt-4o'), 'turn-42').pipe(tap(printTurnEvent), accumulateTurn()),
     );
   } finally {
     await replay?.close();
@@ -74,11 +65,5 @@ function startReplay() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const turn = await main();
-  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
-  for (const a of turn.attempts) {
-    const usage = a.usage
-      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
-      : 'usage unknown';
-    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
-  }
+  printTurnSummary(turn);
 }

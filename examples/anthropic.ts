@@ -17,6 +17,7 @@ import {
 } from 'cleanturn';
 import { anthropicMessages } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
+import { printTurnEvent, printTurnSummary } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 /** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
@@ -57,19 +58,7 @@ async function main(): Promise<TurnState> {
   // maxRetries: 0: the pipeline retries, and says so; the SDK would splice a retry silently.
   const client = new Anthropic({ maxRetries: 0, ...(replay && { apiKey: 'replay', baseURL: replay.url }) });
   try {
-    return await lastValueFrom(
-      helpDeskTurn(client, 'turn-42').pipe(
-        tap((event) => {
-          if (event.type === 'reset')
-            console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
-          if (event.type === 'text') process.stdout.write(event.text);
-          if (event.type === 'tool-call') {
-            console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
-          }
-        }),
-        accumulateTurn(),
-      ),
-    );
+    return await lastValueFrom(helpDeskTurn(client, 'turn-42').pipe(tap(printTurnEvent), accumulateTurn()));
   } finally {
     await replay?.close();
   }
@@ -82,11 +71,5 @@ function startReplay() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const turn = await main();
-  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
-  for (const a of turn.attempts) {
-    const usage = a.usage
-      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
-      : 'usage unknown';
-    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
-  }
+  printTurnSummary(turn);
 }

@@ -9,6 +9,7 @@ import { GoogleGenAI, Type } from '@google/genai';
 import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type TurnState } from 'cleanturn';
 import { geminiContent } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
+import { printTurnEvent, printTurnSummary } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 /** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
@@ -52,19 +53,7 @@ async function main(): Promise<TurnState> {
     ...(replay && { httpOptions: { baseUrl: replay.url } }),
   });
   try {
-    return await lastValueFrom(
-      helpDeskTurn(ai, 'turn-42').pipe(
-        tap((event) => {
-          if (event.type === 'reset')
-            console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
-          if (event.type === 'text') process.stdout.write(event.text);
-          if (event.type === 'tool-call') {
-            console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
-          }
-        }),
-        accumulateTurn(),
-      ),
-    );
+    return await lastValueFrom(helpDeskTurn(ai, 'turn-42').pipe(tap(printTurnEvent), accumulateTurn()));
   } finally {
     await replay?.close();
   }
@@ -77,11 +66,5 @@ function startReplay() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const turn = await main();
-  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
-  for (const a of turn.attempts) {
-    const usage = a.usage
-      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
-      : 'usage unknown';
-    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
-  }
+  printTurnSummary(turn);
 }

@@ -7,6 +7,7 @@ import { accumulateTurn, assembleToolCalls, cleanTurn, requireFinish, retryAsEve
 import { openaiResponses } from 'cleanturn/providers';
 import OpenAI from 'openai';
 import { defer, from, last, lastValueFrom, mergeMap, tap } from 'rxjs';
+import { printTurnEvent, printTurnSummary } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 const turnId = 'turn-42';
@@ -47,30 +48,13 @@ async function main(): Promise<void> {
       requireFinish(), //                a stream that ends before response.completed is a retryable error
       retryAsEvents({ count: 2 }), //    retry (at most twice), and say so with a `retry` event
       cleanTurn({ turnId }), //          attempts, resets, calls held to the finish, effect keys
-      tap((event) => {
-        if (event.type === 'reset') console.log(`\n[reset to attempt ${event.attempt}: ${event.reason}]`);
-        if (event.type === 'text') process.stdout.write(event.text);
-        if (event.type === 'tool-call') {
-          console.log(
-            `\n→ run ${event.name}(${JSON.stringify(event.args)}) once, with key ${event.effectKey}`,
-          );
-        }
-      }),
+      tap(printTurnEvent),
       accumulateTurn(),
       last(),
     ),
   );
 
-  console.log(`\nWhat the user reads: ${JSON.stringify(turn.text)}`);
-  for (const attempt of turn.attempts) {
-    const usage =
-      attempt.usage === undefined
-        ? 'usage unknown'
-        : `${attempt.usage.inputTokens} in / ${attempt.usage.outputTokens} out`;
-    console.log(
-      `attempt ${attempt.attempt}: ${attempt.outcome}${attempt.reason ? ` (${attempt.reason})` : ''}, ${usage}`,
-    );
-  }
+  printTurnSummary(turn);
   await offline?.close();
 }
 

@@ -322,7 +322,7 @@ describe('the examples run the whole retrying pipeline (replaying a broken strea
   delete env.GEMINI_API_KEY;
   delete env.OPENAI_API_KEY;
 
-  it.each(['anthropic', 'gemini', 'ai-sdk'])(
+  it.each(['openai-chat', 'openai-responses', 'anthropic', 'gemini', 'ai-sdk'])(
     'examples/%s.ts',
     async (name) => {
       const { stdout } = await promisify(execFile)(tsx, [`examples/${name}.ts`], { cwd, env });

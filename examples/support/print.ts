@@ -1,0 +1,22 @@
+// What the provider examples print: the clean turn as it streams, then what each attempt cost.
+import type { TurnEvent, TurnState } from 'cleanturn';
+
+/** Prints one event of the clean turn: text as it streams, a line for a reset and for a released call. */
+export function printTurnEvent(event: TurnEvent): void {
+  if (event.type === 'reset') console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
+  if (event.type === 'text') process.stdout.write(event.text);
+  if (event.type === 'tool-call') {
+    console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
+  }
+}
+
+/** Prints the final text and one line per attempt: how it ended and its usage (every attempt is billed). */
+export function printTurnSummary(turn: TurnState<unknown>): void {
+  console.log(`\n\nfinal text (attempt ${turn.attempt} only): ${JSON.stringify(turn.text)}`);
+  for (const a of turn.attempts) {
+    const usage = a.usage
+      ? `${a.usage.inputTokens ?? '?'} in / ${a.usage.outputTokens ?? '?'} out`
+      : 'usage unknown';
+    console.log(`attempt ${a.attempt}: ${a.outcome}${a.reason ? ` (${a.reason})` : ''}, ${usage}`);
+  }
+}
