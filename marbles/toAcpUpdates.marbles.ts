@@ -10,7 +10,7 @@ const chunk = (id: string, text: string) => ({
   update: { sessionUpdate: 'agent_message_chunk', messageId: id, content: { type: 'text', text } },
 });
 const call = {
-  toolCallId: 'c7',
+  toolCallId: keyedK.effectKey,
   title: 'issue_refund',
   name: 'issue_refund',
   kind: 'other',

@@ -26,7 +26,10 @@ export interface ToAcpUpdatesOptions {
    * UUID.
    */
   messageId?: (attempt: number) => string;
-  /** The ACP tool call id of a call; default its provider id (`call.id`). */
+  /**
+   * The ACP tool call id of a call; default its effect key, unique within a session (turn ids scope it), where
+   * provider ids need not be: Gemini's generated ids (`gemini-call-0`…) repeat in every turn.
+   */
   toolCallId?: (call: KeyedToolCall) => string;
   /** The human-readable title of a call; default its tool name. */
   title?: (call: KeyedToolCall) => string;
@@ -146,7 +149,7 @@ abstract class Translator<N> {
   }
 
   protected toolCallId(call: KeyedToolCall): string {
-    return this.options.toolCallId?.(call) ?? call.id;
+    return this.options.toolCallId?.(call) ?? call.effectKey;
   }
 
   /** The fields a call is announced with, in either protocol. */

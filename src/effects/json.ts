@@ -74,10 +74,16 @@ function checkJson(value: unknown, path: string, ancestors: object[]): void {
       if (ancestors.includes(value)) throw new EffectResultError(path, 'a cycle');
       ancestors.push(value);
       if (Array.isArray(value)) {
-        value.forEach((item: unknown, index) => {
+        // An index loop, not forEach: a hole would become null in JSON, a silent change.
+        for (let index = 0; index < value.length; index++) {
+          if (!(index in value)) throw new EffectResultError(`${path}[${index}]`, 'a hole in an array');
+          const item: unknown = value[index];
           if (item === undefined) throw new EffectResultError(`${path}[${index}]`, 'undefined in an array');
           checkJson(item, `${path}[${index}]`, ancestors);
-        });
+        }
+        if (Object.keys(value).length !== value.length) {
+          throw new EffectResultError(path, 'an array with properties besides its items');
+        }
       } else {
         const prototype: unknown = Object.getPrototypeOf(value);
         if (prototype !== Object.prototype && prototype !== null) {

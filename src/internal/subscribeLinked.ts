@@ -8,6 +8,10 @@ import { Observable, type Observer, type Subscriber, type Subscription } from 'r
  * does under `take` or `first`); a bare observer would keep pulling until the source ends. The hand-written
  * operators of this package subscribe to their sources this way.
  *
+ * Whatever the operator's `next` throws (a malformed event it cannot read) goes to the destination as an error
+ * notification, as a `map` would send it; otherwise RxJS would only report it as unhandled and the stream would
+ * go on as if nothing had happened.
+ *
  * @param source The upstream.
  * @param destination The operator's own subscriber.
  * @param observer The operator's handlers for the upstream's notifications.
@@ -18,8 +22,23 @@ export function subscribeLinked<T>(
   destination: Subscriber<unknown>,
   observer: Partial<Observer<T>>,
 ): Subscription {
+  const { next } = observer;
+  const guarded: Partial<Observer<T>> =
+    next === undefined
+      ? observer
+      : {
+          next(value) {
+            try {
+              next.call(observer, value);
+            } catch (error) {
+              destination.error(error);
+            }
+          },
+          error: observer.error?.bind(observer),
+          complete: observer.complete?.bind(observer),
+        };
   return new Observable<T>((inner) => {
     destination.add(inner);
     source.subscribe(inner);
-  }).subscribe(observer);
+  }).subscribe(guarded);
 }

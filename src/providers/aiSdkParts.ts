@@ -6,7 +6,9 @@ import {
   type UsageEvent,
 } from 'cleanturn';
 import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { ProviderError } from './errors.js';
+import { isRecord } from './shared.js';
 
 /** A piece of answer text: `text` in `streamText` parts, `delta` in UI message chunks. */
 export interface AiSdkTextDeltaPart {
@@ -240,13 +242,7 @@ export function aiSdkParts(
         subscriber.next(event);
       };
 
-      // The source's subscriber is a child of the consumer's, so that unsubscribing (or an error raised here)
-      // stops even a synchronous source that is still emitting inside `subscribe` below.
-      const linked = new Observable<AiSdkStreamPart | '[DONE]'>((inner) => {
-        subscriber.add(inner);
-        source.subscribe(inner);
-      });
-      const subscription = linked.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(part) {
           if (subscriber.closed || finished || part === '[DONE]') return; // nothing follows the finish
           if (!isRecord(part) || typeof part.type !== 'string') {
@@ -471,10 +467,6 @@ function invalidCall(
     error,
   };
   return providerError(info, true, call);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
 }
 
 function notAPart(input: unknown): CleanturnError {

@@ -6,7 +6,9 @@ import {
   type UsageEvent,
 } from 'cleanturn';
 import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { ProviderError } from './errors.js';
+import { isRecord, isTransientStatus } from './shared.js';
 
 /** Token counts as Anthropic reports them: cumulative; a missing or null field means "unchanged". */
 export interface AnthropicUsage {
@@ -238,13 +240,7 @@ export function anthropicMessages(
           }),
         );
 
-      // The source's subscriber is a child of the consumer's, so that unsubscribing (or an error raised here)
-      // stops even a synchronous source that is still emitting inside `subscribe` below.
-      const linked = new Observable<AnthropicStreamEvent>((inner) => {
-        subscriber.add(inner);
-        source.subscribe(inner);
-      });
-      const subscription = linked.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(event) {
           if (subscriber.closed || finished) return; // nothing of the attempt follows its finish
           if (!isRecord(event) || typeof event.type !== 'string') {
@@ -428,7 +424,7 @@ function isTransient(info: AnthropicErrorInfo): boolean {
     if (permanentTypes.has(info.type)) return false;
   }
   if (info.status !== undefined) {
-    return info.status === 408 || info.status === 409 || info.status === 429 || info.status >= 500;
+    return isTransientStatus(info.status);
   }
   return true;
 }
@@ -478,10 +474,6 @@ function sdkErrorBody(
   const httpStatus = typeof status === 'number' ? status : undefined;
   if (inner === undefined && httpStatus === undefined) return undefined;
   return { error: inner ?? { message: error.message }, status: httpStatus };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
 }
 
 function notAnEvent(input: unknown): CleanturnError {

@@ -6,7 +6,9 @@ import {
   type UsageEvent,
 } from 'cleanturn';
 import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { ProviderError } from './errors.js';
+import { isRecord } from './shared.js';
 
 /** A path-addressed piece of streamed arguments (Vertex AI with `streamFunctionCallArguments: true`). */
 export interface GeminiPartialArg {
@@ -90,7 +92,7 @@ export interface GeminiErrorInfo {
 export interface GeminiContentOptions {
   /**
    * Decides whether an error deserves a new attempt; return `undefined` to keep the default: `UNAVAILABLE`,
-   * `RESOURCE_EXHAUSTED`, `INTERNAL`, `DEADLINE_EXCEEDED`, `ABORTED` and HTTP 408, 409, 429 and 5xx yes;
+   * `RESOURCE_EXHAUSTED`, `INTERNAL`, `DEADLINE_EXCEEDED`, `ABORTED`, HTTP 408, 409, 429 and any code outside 4xx yes;
    * `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `PERMISSION_DENIED`, `UNAUTHENTICATED`, `NOT_FOUND` and other
    * 4xx no; anything else yes.
    */
@@ -269,13 +271,7 @@ export function geminiContent(
         subscriber.next({ type: 'finish', reason, raw });
       };
 
-      // The source's subscriber is a child of the consumer's, so that unsubscribing (or an error raised here)
-      // stops even a synchronous source that is still emitting inside `subscribe` below.
-      const linked = new Observable<GeminiChunk>((inner) => {
-        subscriber.add(inner);
-        source.subscribe(inner);
-      });
-      const subscription = linked.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(chunk) {
           if (subscriber.closed || finished) return; // nothing of the attempt follows its finish
           if (!isRecord(chunk)) {
@@ -495,10 +491,6 @@ function parseJsonPath(jsonPath: string): (string | number)[] | undefined {
     else path.push((single ?? double ?? '').replace(/\\(.)/g, '$1'));
   }
   return path.length > 0 ? path : undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
 }
 
 function notAChunk(input: unknown): CleanturnError {

@@ -1,7 +1,7 @@
 import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } from 'cleanturn';
 import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
 import {
-  isRecord,
   notAPayload,
   type OpenAIErrorBody,
   type OpenAIErrorOptions,
@@ -9,6 +9,7 @@ import {
   sdkStreamErrorBody,
   stringOf,
 } from './openaiErrors.js';
+import { isRecord } from './shared.js';
 
 /** A function name and argument fragment, as a tool-call delta (or the deprecated `function_call`) carries them. */
 export interface OpenAIChatFunctionDelta {
@@ -210,13 +211,7 @@ export function openaiChat(
         subscriber.next(event);
       };
 
-      // The source's subscriber is a child of the consumer's, so that unsubscribing stops even a synchronous
-      // source that is still emitting inside `subscribe` below (take, first); a bare observer would not.
-      const linked = new Observable<OpenAIChatInput>((inner) => {
-        subscriber.add(inner);
-        source.subscribe(inner);
-      });
-      const subscription = linked.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(input) {
           if (subscriber.closed || over) return;
           if (input === '[DONE]') {

@@ -1,6 +1,7 @@
 // What the two OpenAI adapters share: reading an OpenAI error body and deciding whether a retry makes sense.
 import { CleanturnError } from 'cleanturn';
 import { ProviderError, type ProviderName } from './errors.js';
+import { isRecord, isTransientStatus } from './shared.js';
 
 /**
  * The error body OpenAI sends inside a stream: the `error` of a Chat Completions `{"error": {…}}` payload, the
@@ -89,14 +90,9 @@ function isTransient(info: OpenAIErrorInfo): boolean {
     if (permanent.has(word) || word.startsWith('invalid_') || word.startsWith('image_')) return false;
   }
   if (info.status !== undefined) {
-    return info.status === 408 || info.status === 409 || info.status === 429 || info.status >= 500;
+    return isTransientStatus(info.status);
   }
   return true;
-}
-
-/** Whether a value is a non-null object (what a parsed JSON payload of the formats must be). */
-export function isRecord<T>(value: T): value is T & object {
-  return typeof value === 'object' && value !== null;
 }
 
 /** A string field, or undefined when it is missing, null or not a string. */

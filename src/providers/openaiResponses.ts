@@ -1,7 +1,7 @@
 import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } from 'cleanturn';
 import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
 import {
-  isRecord,
   notAPayload,
   type OpenAIErrorBody,
   type OpenAIErrorOptions,
@@ -9,6 +9,7 @@ import {
   sdkStreamErrorBody,
   stringOf,
 } from './openaiErrors.js';
+import { isRecord } from './shared.js';
 
 /** An output item, as `response.output_item.added`/`.done` and the final `response.output` carry it. */
 export interface OpenAIResponsesItem {
@@ -222,13 +223,7 @@ export function openaiResponses(
         subscriber.next(responsesFinish(event.type, response, calls, refused));
       };
 
-      // The source's subscriber is a child of the consumer's, so that unsubscribing stops even a synchronous
-      // source that is still emitting inside `subscribe` below (take, first); a bare observer would not.
-      const linked = new Observable<OpenAIResponsesInput>((inner) => {
-        subscriber.add(inner);
-        source.subscribe(inner);
-      });
-      const subscription = linked.subscribe({
+      const subscription = subscribeLinked(source, subscriber, {
         next(event) {
           if (subscriber.closed || over || event === '[DONE]') return;
           if (!isRecord(event)) {

@@ -1,4 +1,5 @@
 import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { SseDataError } from './errors.js';
 import type { SseMessage } from './fromSSE.js';
 
@@ -28,23 +29,12 @@ export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
   return function sseJsonOperator(source) {
     // One subscriber per event rather than a `filter` and a `map`: it sits on the path of every token.
     return new Observable<T>((subscriber) => {
-      // The source's subscriber is a child of the consumer's, so that unsubscribing (or the error raised here)
-      // stops even a synchronous source that is still emitting inside `subscribe` below.
-      const linked = new Observable<SseMessage>((inner) => {
-        subscriber.add(inner);
-        source.subscribe(inner);
-      });
-      return linked.subscribe({
+      return subscribeLinked(source, subscriber, {
         next(message) {
-          let data: string;
+          // Reading `data` of something that is not a message throws: subscribeLinked makes it an error.
+          const data = message.data;
+          if (data === '[DONE]') return;
           let parsed: T;
-          try {
-            data = message.data;
-            if (data === '[DONE]') return;
-          } catch (error) {
-            subscriber.error(error); // not a message at all
-            return;
-          }
           try {
             parsed = JSON.parse(data) as T;
           } catch (error) {

@@ -13,7 +13,7 @@ import {
   type TurnEvent,
   type TurnState,
 } from 'cleanturn';
-import { defer, Observable, type OperatorFunction, Subject, tap, timer } from 'rxjs';
+import { config, defer, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
 import { HttpStatusError } from './errors.js';
 import { fromSSE, type SseRequest } from './fromSSE.js';
 import { sseJson } from './sseJson.js';
@@ -39,7 +39,10 @@ export interface StreamTurnOptions<I = unknown> {
   early?: (call: ToolCallEvent & { attempt: number }) => boolean;
   /** Effect keys that already ran (a ledger), dropped from the released calls. */
   seen?: EffectKeyLookup;
-  /** Called once when the turn ends (completed, failed, or unsubscribed) with what it cost. */
+  /**
+   * Called once when the turn ends (completed, failed, or unsubscribed) with what it cost. What it throws does not
+   * change how the turn ends; it goes to RxJS's `config.onUnhandledError`.
+   */
   onReport?: (report: TurnReport) => void;
   /** The fetch to use; default `globalThis.fetch`. */
   fetch?: typeof fetch;
@@ -114,7 +117,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
           !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),
         delay: (error, retryCount) => {
           const asked = error instanceof HttpStatusError ? (error.retryAfterMs ?? 0) : 0;
-          if (wait === undefined) return timer(asked);
+          if (wait === undefined) return asked > 0 ? timer(asked) : of(0);
           return asked > 0 ? timer(asked) : wait(error, retryCount);
         },
       }),
@@ -137,7 +140,17 @@ function reporting(
     const report = (end: { outcome: TurnReport['outcome']; error?: unknown }) => {
       if (reported) return;
       reported = true;
-      onReport(toTurnReport(turnId, state, end));
+      try {
+        onReport(toTurnReport(turnId, state, end));
+      } catch (error) {
+        // A failing report must not change how the turn ends for its consumer: report it as RxJS reports an
+        // error nobody handles.
+        if (config.onUnhandledError) config.onUnhandledError(error);
+        else
+          setTimeout(() => {
+            throw error;
+          });
+      }
     };
     // The clean events also feed the turn state, synchronously and in order.
     const feed = new Subject<TurnEvent>();

@@ -15,12 +15,14 @@ import { EditorTranscript } from './editor.js';
 const root = join(import.meta.dirname, '..', '..');
 const attempt1 = 'Checking order ORD-7781. Refunding the dam';
 const attempt2 = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
+const c7Key = effectKey('turn-42', { name: 'issue_refund', args: refundArgs });
+/** Attempt 2's refund (provider id c7) as the editor shows it: its ACP id is its effect key. */
 const c7 = {
-  id: 'c7',
+  id: c7Key,
   title: 'issue_refund {"order_id":"ORD-7781","amount":"full"}',
   status: 'pending',
   rawInput: refundArgs,
-  effectKey: effectKey('turn-42', { name: 'issue_refund', args: refundArgs }),
+  effectKey: c7Key,
 };
 
 interface Agent {

@@ -58,7 +58,7 @@ describe('toAcpUpdates, ACP v1', () => {
         sessionId,
         update: {
           sessionUpdate: 'tool_call',
-          toolCallId: 'c7',
+          toolCallId: c7.effectKey,
           title: 'issue_refund',
           name: 'issue_refund',
           kind: 'other',
@@ -224,7 +224,7 @@ describe("toAcpUpdates, ACP v2 draft (protocol: 'v2')", () => {
         sessionId,
         update: {
           sessionUpdate: 'tool_call_update',
-          toolCallId: 'c7',
+          toolCallId: c7.effectKey,
           title: 'issue_refund',
           name: 'issue_refund',
           kind: 'other',

@@ -257,6 +257,9 @@ export function describeLedgerConformance(name: string, makeStore: MakeStore): v
         cyclic,
         () => 1,
         new (class Refund {})(),
+        // biome-ignore lint/suspicious/noSparseArray: a hole is what is checked
+        [1, , 3],
+        Object.assign([1], { extra: true }),
       ];
       for (const value of notJson) {
         const error = await rejection(() => a.complete(scope, key, token, value));

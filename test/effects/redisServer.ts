@@ -73,11 +73,16 @@ export async function startRedisServer(): Promise<RedisServer> {
     }
   };
 
-  // Wait until it answers PING: poll with a short-lived client.
+  // Wait until it answers PING: poll with a short-lived client, for 20 s at the most.
+  const deadline = Date.now() + 20_000;
   for (;;) {
     if (dead !== undefined) {
       await stop();
       throw dead;
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`redis-server on port ${port} did not answer PING within 20 s`);
     }
     const probe = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null });
     probe.on('error', () => {});

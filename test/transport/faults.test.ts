@@ -5,6 +5,7 @@ import { HttpStatusError } from 'cleanturn/transport';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
+import { prng, seed } from '../support/random.js';
 import { settledResources } from '../support/resources.js';
 import { collectTurn } from './collectTurn.js';
 
@@ -134,15 +135,17 @@ describe('named faults over a real socket', () => {
     await expectCleanRetry({ body: attempt1.body, destroyAfter: line + 5 });
   });
 
-  it('cuts at random byte offsets, every one before the finish', async () => {
+  it(`cuts at random byte offsets, every one before the finish (seed ${seed})`, async () => {
+    const random = prng(seed);
     const limit = attempt1.before('finish');
     for (let i = 0; i < 25; i++) {
-      const at = 1 + Math.floor(Math.random() * (limit - 1));
+      const at = 1 + Math.floor(random() * (limit - 1));
+      const chunkSize = 1 + Math.floor(random() * 40);
       await server?.close();
-      await expectCleanRetry({
-        body: attempt1.body,
-        destroyAfter: at,
-        chunkSize: 1 + Math.floor(Math.random() * 40),
+      await expectCleanRetry({ body: attempt1.body, destroyAfter: at, chunkSize }).catch((error: unknown) => {
+        throw new Error(`cut at byte ${at} in pieces of ${chunkSize} (CLEANTURN_SEED=${seed})`, {
+          cause: error,
+        });
       });
     }
   });
@@ -176,5 +179,32 @@ describe('named faults over a real socket', () => {
     });
     for (let i = 0; i < 100 && server.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(server.aborted).toBe(1);
+  });
+
+  it('a report callback that throws does not change how the turn ends', async () => {
+    server = await startServer([whole]);
+    const { config } = await import('rxjs');
+    const { streamTurn } = await import('cleanturn/transport');
+    const { openaiChat } = await import('cleanturn/providers');
+    const url = server.url;
+    const unhandled: unknown[] = [];
+    const previous = config.onUnhandledError;
+    config.onUnhandledError = (error) => unhandled.push(error);
+    try {
+      const ending = await new Promise<string>((resolve) => {
+        streamTurn({
+          turnId: 'turn-42',
+          adapter: openaiChat(),
+          request: ({ signal }) => ({ url, init: { method: 'POST', signal } }),
+          onReport: () => {
+            throw new Error('billing down');
+          },
+        }).subscribe({ error: () => resolve('error'), complete: () => resolve('complete') });
+      });
+      expect(ending).toBe('complete');
+      expect(unhandled).toEqual([new Error('billing down')]);
+    } finally {
+      config.onUnhandledError = previous;
+    }
   });
 });

@@ -129,12 +129,18 @@ describe('fromSSE', () => {
     expect(error).toBe(boom);
   });
 
-  it('leaves no socket or timer behind after completion, error and unsubscription', async () => {
+  it('unsubscribing closes the request itself, and leaves no socket or timer behind', async () => {
     const baseline = process.getActiveResourcesInfo();
     const url = await serve({ body: 'data: a\n\n', stallAfter: 9 });
-    const subscription = fromSSE(() => url, { stallTimeout: 10_000 }).subscribe();
-    await new Promise((r) => setTimeout(r, 50));
-    subscription.unsubscribe();
+    await new Promise<void>((resolve) => {
+      const subscription = fromSSE(() => url, { stallTimeout: 10_000 }).subscribe(() => {
+        subscription.unsubscribe();
+        resolve();
+      });
+    });
+    // The server is still up: only the client can have closed the connection.
+    for (let i = 0; i < 200 && server?.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(server?.aborted).toBe(1);
     await server?.close();
     server = undefined;
     const left = await settledResources(baseline);

@@ -4,22 +4,13 @@ import { effectKey, RetriesExhaustedError } from 'cleanturn';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { chatTranscript, type Transcript, type TranscriptPart } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
+import { prng, seed } from '../support/random.js';
 import { settledResources } from '../support/resources.js';
 import { collectTurn } from './collectTurn.js';
 
 const TURNS = 1_000;
 const MAX_ATTEMPTS = 3;
-const seed = Number(process.env.CLEANTURN_SEED ?? Date.now() % 2 ** 31);
 
-/** mulberry32: a small seeded generator, so a failing run can be replayed with CLEANTURN_SEED. */
-function prng(a: number): () => number {
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = prng(seed);
 const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
 const words = [

@@ -39,21 +39,21 @@ function pacedFetch(pieces: number, gapMs: number, hangAtEnd: boolean): typeof f
 
 describe('fromSSE stall timeout', () => {
   it('does not stall a stream whose gaps are shorter than the timeout, however long it lasts', async () => {
-    // 12 events 40 ms apart: about 440 ms in all, more than twice the 200 ms timeout.
+    // 30 events 40 ms apart: about 1.2 s in all, twice the 600 ms timeout, with 15× margin on every gap.
     const messages = await lastValueFrom(
-      fromSSE(() => 'https://stall.invalid/', { fetch: pacedFetch(12, 40, false), stallTimeout: 200 }).pipe(
+      fromSSE(() => 'https://stall.invalid/', { fetch: pacedFetch(30, 40, false), stallTimeout: 600 }).pipe(
         toArray(),
       ),
     );
-    expect(messages.map((m) => m.data)).toEqual(Array.from({ length: 12 }, (_, i) => String(i)));
+    expect(messages.map((m) => m.data)).toEqual(Array.from({ length: 30 }, (_, i) => String(i)));
   });
 
   it('stalls a stream that goes silent after some events, with the events delivered first', async () => {
     const seen: string[] = [];
     const error = await new Promise((resolve) => {
       fromSSE(() => 'https://stall.invalid/', {
-        fetch: pacedFetch(3, 20, true),
-        stallTimeout: 150,
+        fetch: pacedFetch(3, 10, true),
+        stallTimeout: 600,
       }).subscribe({
         next: (m) => seen.push(m.data),
         error: resolve,
