@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { createOpenAI } from '@ai-sdk/openai';
 import { type LanguageModel, streamText, type TextStreamPart, tool } from 'ai';
-import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type TurnState } from 'cleanturn';
+import { accumulateTurn, attemptPipeline, backoff, type TurnState, turnPipeline } from 'cleanturn';
 import { aiSdkParts } from 'cleanturn/providers';
 import { defer, lastValueFrom, tap } from 'rxjs';
 import { z } from 'zod';
@@ -15,7 +15,7 @@ import { printTurnEvent, printTurnSummary } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 // No `execute`: the SDK would run the tool as soon as its call is complete, even in an attempt that fails later.
-// cleanTurn releases the call once its attempt finished, with an effect key for the tool to deduplicate by.
+// cleanTurn (in turnPipeline) releases the call once its attempt finished, with an effect key for the tool to deduplicate by.
 const tools = {
   issue_refund: tool({
     description: 'Refunds an order, in full or in part.',
@@ -36,10 +36,12 @@ export function helpDeskTurn(model: LanguageModel, turnId: string) {
         onError: () => {}, // errors arrive as error parts or a stream error: the adapter reports them
       }).fullStream,
   ).pipe(
-    aiSdkParts(), //                         stream parts → neutral events; calls whole, at the end of their step
-    requireFinish(), //                      a stream that ends without finish is retryable
-    retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
-    cleanTurn({ turnId }), //                attempts, resets, late release, effect keys
+    // Each attempt: stream parts → neutral events (calls whole, at the end of their step) → assembleToolCalls →
+    // requireFinish (a stream that ends without finish is retryable).
+    attemptPipeline(aiSdkParts()),
+    // The turn: retried twice at the most with `retry` events, then cleanTurn (attempts, resets, late release,
+    // effect keys).
+    turnPipeline({ turnId, retry: { count: 2, delay: backoff({ initialDelay: 250 }) } }),
   );
 }
 

@@ -6,15 +6,7 @@
 //                                                       response breaks after the tool call, the second is whole
 import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
-import {
-  accumulateTurn,
-  assembleToolCalls,
-  backoff,
-  cleanTurn,
-  requireFinish,
-  retryAsEvents,
-  type TurnState,
-} from 'cleanturn';
+import { accumulateTurn, attemptPipeline, backoff, type TurnState, turnPipeline } from 'cleanturn';
 import { anthropicMessages } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
 import { printTurnEvent, printTurnSummary } from './support/print.js';
@@ -45,11 +37,12 @@ export function helpDeskTurn(client: Anthropic, turnId: string) {
     }),
   ).pipe(
     concatMap((stream) => stream), // the SDK's Stream is an async iterable of events
-    anthropicMessages(), //                      Messages events → neutral events
-    assembleToolCalls(), //                      tool_use fragments → whole calls
-    requireFinish(), //                          a clean close before message_stop is retryable too
-    retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
-    cleanTurn({ turnId }), //                    attempts, resets, late release, effect keys
+    // Each attempt: Messages events → neutral events → assembleToolCalls (tool_use fragments → whole calls) →
+    // requireFinish (a clean close before message_stop is retryable too).
+    attemptPipeline(anthropicMessages()),
+    // The turn: retried twice at the most with `retry` events, then cleanTurn (attempts, resets, late release,
+    // effect keys).
+    turnPipeline({ turnId, retry: { count: 2, delay: backoff({ initialDelay: 250 }) } }),
   );
 }
 

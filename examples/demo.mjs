@@ -19,14 +19,17 @@ const columns = [
   { title: 'cleanTurn', note: '+ effect keys: one effect per key', pipe: cleanTurn({ turnId }) },
 ];
 
-/** Replays the turn through a policy; every tool call that comes out "runs" (is recorded). */
+/**
+ * Replays the turn through a policy; every tool call that comes out "runs" (is recorded), except a repeat: its key
+ * already ran, and it is answered with the recorded result.
+ */
 async function replay(policy) {
   const ran = [];
   const states = await lastValueFrom(
     from(helpDeskTurn).pipe(
       policy,
       tap((event) => {
-        if (event.type === 'tool-call') ran.push(event);
+        if (event.type === 'tool-call' && event.repeat !== true) ran.push(event);
       }),
       accumulateTurn(),
       toArray(),

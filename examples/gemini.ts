@@ -6,7 +6,7 @@
 //                                                 response breaks in its last chunk, the second is whole
 import { fileURLToPath } from 'node:url';
 import { GoogleGenAI, Type } from '@google/genai';
-import { accumulateTurn, backoff, cleanTurn, requireFinish, retryAsEvents, type TurnState } from 'cleanturn';
+import { accumulateTurn, attemptPipeline, backoff, type TurnState, turnPipeline } from 'cleanturn';
 import { geminiContent } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
 import { printTurnEvent, printTurnSummary } from './support/print.js';
@@ -38,10 +38,12 @@ export function helpDeskTurn(ai: GoogleGenAI, turnId: string) {
     }),
   ).pipe(
     concatMap((stream) => stream), // an async generator of GenerateContentResponse chunks
-    geminiContent(), //                      chunks → neutral events; whole calls get stable ids
-    requireFinish(), //                      a stream that ends without finishReason is retryable
-    retryAsEvents({ count: 2, delay: backoff({ initialDelay: 250 }) }),
-    cleanTurn({ turnId }), //                attempts, resets, late release, effect keys
+    // Each attempt: chunks → neutral events (whole calls get stable ids) → assembleToolCalls → requireFinish (a
+    // stream that ends without finishReason is retryable).
+    attemptPipeline(geminiContent()),
+    // The turn: retried twice at the most with `retry` events, then cleanTurn (attempts, resets, late release,
+    // effect keys).
+    turnPipeline({ turnId, retry: { count: 2, delay: backoff({ initialDelay: 250 }) } }),
   );
 }
 

@@ -3,7 +3,7 @@
 //   OPENAI_API_KEY=sk-… npx tsx examples/openai-chat.ts   against the API
 //   npx tsx examples/openai-chat.ts                       offline: a local server replays a recorded turn and
 //                                                         resets the connection in the middle of attempt 1
-import { accumulateTurn, assembleToolCalls, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
+import { accumulateTurn, attemptPipeline, turnPipeline } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import OpenAI from 'openai';
 import { defer, from, last, lastValueFrom, mergeMap, tap } from 'rxjs';
@@ -48,11 +48,12 @@ async function main(): Promise<void> {
       }),
     ).pipe(
       mergeMap((stream) => from(stream)),
-      openaiChat(), //                   chunks → text, call fragments, usage, finish
-      assembleToolCalls(), //            fragments → whole calls
-      requireFinish(), //                a stream that ends without a finish is a retryable error
-      retryAsEvents({ count: 2 }), //    retry (at most twice), and say so with a `retry` event
-      cleanTurn({ turnId }), //          attempts, resets, calls held to the finish, effect keys
+      // One attempt: chunks → text, call fragments, usage, finish; fragments → whole calls; a stream that ends
+      // without a finish is a retryable error.
+      attemptPipeline(openaiChat()),
+      // The turn: retry (at most twice), saying so with a `retry` event; then cleanTurn: attempts, resets, calls
+      // held to the finish, effect keys.
+      turnPipeline({ turnId, retry: 2 }),
       tap(printTurnEvent),
       accumulateTurn(),
       last(),

@@ -1,5 +1,5 @@
-import { Observable, type OperatorFunction } from 'rxjs';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { defer, map, type OperatorFunction } from 'rxjs';
+import { AttemptTracker } from './AttemptTracker.js';
 import type { Attempted, FinishEvent, FinishReason, ToolCallEvent } from './types.js';
 
 /** Token usage as the provider reported it. */
@@ -57,8 +57,8 @@ type CallOf<E> = Extract<E, { type: 'tool-call' }>;
  * Reduces the turn stream to the current turn state, emitting an immutable snapshot after every event.
  *
  * A `reset` (or `retry`, or any event of a newer attempt) starts a new live attempt: the text and released
- * calls start over and the previous attempt's record is closed as abandoned. Events of older attempts are
- * ignored. Every attempt keeps a record of its usage, text length and calls, so that a turn's full cost is
+ * calls start over and the previous attempt's record is closed as abandoned. Events of older attempts, and
+ * events of an attempt after its finish (usage excepted), are ignored: the rules of {@link AttemptTracker}. Every attempt keeps a record of its usage, text length and calls, so that a turn's full cost is
  * visible.
  *
  * ```text
@@ -90,29 +90,10 @@ export function accumulateTurn<E extends { type: string; attempt: number }>(): O
   TurnState<CallOf<E>>
 > {
   return function accumulateTurnOperator(source) {
-    // Written by hand rather than as `defer` + `map`: one subscriber per event, on the path of every token.
-    return new Observable<TurnState<CallOf<E>>>((subscriber) => {
+    return defer(() => {
       // The working state of this subscription.
       const turn = new TurnAccumulator<CallOf<E>>();
-      return subscribeLinked(source, subscriber, {
-        next(event) {
-          let state: TurnState<CallOf<E>>;
-          try {
-            state = turn.add(event);
-          } catch (error) {
-            // Not an event (null, say): an error notification, as a `map` would send.
-            subscriber.error(error);
-            return;
-          }
-          subscriber.next(state);
-        },
-        error(error) {
-          subscriber.error(error);
-        },
-        complete() {
-          subscriber.complete();
-        },
-      });
+      return source.pipe(map((event) => turn.add(event)));
     });
   };
 }
@@ -131,8 +112,8 @@ type MutableRecord = { -readonly [K in keyof AttemptRecord]: AttemptRecord[K] };
 class TurnAccumulator<C> {
   /** Records of attempts that are over; an array is never changed once a snapshot holds it. */
   private closed: readonly AttemptRecord[] = [];
-  /** The live attempt's number. */
-  private attempt = 1;
+  /** The live attempt, and whether it finished. */
+  private readonly attempts = new AttemptTracker();
   /** The live attempt's text. */
   private text = '';
   /** The live attempt's released calls; replaced when one arrives. */
@@ -145,13 +126,15 @@ class TurnAccumulator<C> {
   private snapshot: TurnState<C> | undefined = undefined;
 
   add(event: { type: string; attempt: number }): TurnState<C> {
-    if (event.attempt < this.attempt) return this.snapshot ?? this.snap();
-    if (event.attempt > this.attempt) {
+    const previous = this.attempts.attempt;
+    const step = this.attempts.step(event);
+    if (step === 'stale') return this.snapshot ?? this.snap();
+    if (step === 'newer') {
       const reason =
         event.type === 'reset' || event.type === 'retry'
           ? (event as unknown as { reason?: string }).reason
           : undefined;
-      this.startAttempt(event.attempt, reason);
+      this.startAttempt(previous, this.attempts.attempt, reason);
     }
     switch (event.type) {
       case 'text':
@@ -175,24 +158,23 @@ class TurnAccumulator<C> {
     return this.snap();
   }
 
-  private startAttempt(attempt: number, reason: string | undefined): void {
+  private startAttempt(previous: number, attempt: number, reason: string | undefined): void {
     // The reason says why the attempt just before `attempt` ended; with a gap, that is the last skipped one.
-    const skipped = attempt - this.attempt > 1;
-    const closed = [...this.closed, this.record('abandoned', skipped ? undefined : reason)];
-    for (let gap = this.attempt + 1; gap < attempt; gap++) {
+    const skipped = attempt - previous > 1;
+    const closed = [...this.closed, this.record(previous, 'abandoned', skipped ? undefined : reason)];
+    for (let gap = previous + 1; gap < attempt; gap++) {
       const record: MutableRecord = { attempt: gap, outcome: 'abandoned', textLength: 0, toolCalls: 0 };
       if (gap === attempt - 1 && reason !== undefined) record.reason = reason;
       closed.push(record);
     }
     this.closed = closed;
-    this.attempt = attempt;
     this.text = '';
     this.toolCalls = [];
     this.finish = undefined;
     this.usage = undefined;
   }
 
-  private record(endedAs: 'abandoned' | 'live', reason?: string): AttemptRecord {
+  private record(attempt: number, endedAs: 'abandoned' | 'live', reason?: string): AttemptRecord {
     const outcome: AttemptOutcome =
       endedAs === 'abandoned'
         ? 'abandoned'
@@ -202,7 +184,7 @@ class TurnAccumulator<C> {
             ? 'failed'
             : 'completed';
     const record: MutableRecord = {
-      attempt: this.attempt,
+      attempt,
       outcome,
       textLength: this.text.length,
       toolCalls: this.toolCalls.length,
@@ -215,8 +197,9 @@ class TurnAccumulator<C> {
 
   /** The live attempt's record; the common cases are single object literals (one shape each, no added keys). */
   private liveRecord(): AttemptRecord {
-    if (this.finish !== undefined) return this.record('live');
-    const { attempt, usage } = this;
+    const { attempt } = this.attempts;
+    if (this.finish !== undefined) return this.record(attempt, 'live');
+    const { usage } = this;
     const textLength = this.text.length;
     const toolCalls = this.toolCalls.length;
     return usage === undefined
@@ -236,7 +219,7 @@ class TurnAccumulator<C> {
       attempts.push(live);
     }
     this.snapshot = {
-      attempt: this.attempt,
+      attempt: this.attempts.attempt,
       text: this.text,
       toolCalls: this.toolCalls,
       finish: this.finish,

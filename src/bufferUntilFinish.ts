@@ -1,11 +1,7 @@
 import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
+import { AttemptTracker } from './AttemptTracker.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
-
-/**
- * `T`, in a position that TypeScript must not infer `T` from (what `NoInfer<T>` does since TypeScript 5.4, but
- * resolved to `T` itself in the result).
- */
-type NotInferred<T> = [T][T extends unknown ? 0 : never];
+import type { NotInferred } from './internal/types.js';
 
 /** Options of {@link bufferUntilFinish}. */
 export interface BufferUntilFinishOptions<C> {
@@ -21,8 +17,11 @@ export interface BufferUntilFinishOptions<C> {
  * before that attempt's `finish`, in the same frame.
  *
  * Calls of an attempt that never finishes are never released: a `reset` or `retry` (or any event of a newer
- * attempt), an error, or a completion without `finish` discards them. All other events pass through at
- * once. Place it after {@link tagAttempts} (and usually {@link resetOnRetry}).
+ * attempt), an error, or a completion without `finish` discards them. A consumer that starts a newer attempt
+ * while the calls are being released (a retry pushed from its handler) receives none of the rest, nor the
+ * old finish. All other events pass through at once, except stragglers of older attempts and anything after
+ * a finish, which are dropped (the rules of {@link AttemptTracker}). Place it after {@link tagAttempts} (and
+ * usually {@link resetOnRetry}).
  *
  * ```text
  * source:       -t-c-d-R-t-k-e-f-|     c, k: tool calls; R: reset; f: finish
@@ -30,7 +29,7 @@ export interface BufferUntilFinishOptions<C> {
  * result:       -t---d-R-t---e-(kf)|   c is discarded with attempt 1; k is released with f
  * ```
  *
- * State: the held calls of the newest attempt, and that attempt's number.
+ * State: the held calls of the live attempt, and an {@link AttemptTracker}.
  *
  * ## Example
  * ```ts
@@ -56,49 +55,33 @@ export function bufferUntilFinish<E extends { type: string; attempt: number }>(
 ): MonoTypeOperatorFunction<E> {
   const { early } = options;
   return function bufferUntilFinishOperator(source) {
+    // Written by hand: one event in may be several out (the held calls and the finish), which `mergeMap` or
+    // `concatMap` would pay for with an array or an inner observable on every event.
     return new Observable<E>((subscriber) => {
-      // Calls of attempt `heldAttempt`, waiting for its finish.
+      const attempts = new AttemptTracker();
+      // Calls of the live attempt, waiting for its finish.
       let held: E[] = [];
-      // The newest attempt seen; older events are stragglers whose calls are never held.
-      let heldAttempt = 0;
       const subscription = subscribeLinked(source, subscriber, {
         next(event) {
-          if (subscriber.closed) return;
-          if (event.attempt > heldAttempt) {
+          const step = attempts.step(event);
+          if (step === 'stale') return;
+          if (step === 'newer') held = [];
+          if (event.type === 'tool-call') {
+            if (early?.(event as Extract<E, { type: 'tool-call' }>) === true) subscriber.next(event);
+            else held.push(event);
+            return;
+          }
+          if (event.type === 'finish' && held.length > 0) {
+            const release = held;
             held = [];
-            heldAttempt = event.attempt;
-          }
-          switch (event.type) {
-            case 'tool-call': {
-              let now: boolean;
-              try {
-                now = early?.(event as Extract<E, { type: 'tool-call' }>) === true;
-              } catch (error) {
-                held = [];
-                subscriber.error(error);
-                return;
-              }
-              if (now) subscriber.next(event);
-              else if (event.attempt === heldAttempt) held.push(event);
-              return;
+            for (const call of release) {
+              subscriber.next(call);
+              // The consumer may have started a newer attempt (a retry pushed from its handler) or unsubscribed:
+              // then this attempt's remaining calls and its finish are void.
+              if (subscriber.closed || !attempts.isLive(event.attempt)) return;
             }
-            case 'finish': {
-              if (event.attempt === heldAttempt && held.length > 0) {
-                const release = held;
-                held = [];
-                for (const call of release) subscriber.next(call);
-              }
-              subscriber.next(event);
-              return;
-            }
-            case 'reset':
-            case 'retry':
-              held = [];
-              subscriber.next(event);
-              return;
-            default:
-              subscriber.next(event);
           }
+          subscriber.next(event);
         },
         error(error) {
           held = [];

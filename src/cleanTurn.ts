@@ -1,7 +1,9 @@
-import type { OperatorFunction } from 'rxjs';
+import type { Observable, OperatorFunction } from 'rxjs';
+import type { AssembledEvent } from './assembleToolCalls.js';
 import { bufferUntilFinish } from './bufferUntilFinish.js';
 import { type DedupeByEffectKeyOptions, dedupeByEffectKey } from './dedupeByEffectKey.js';
-import { resetOnRetry, type WithResets } from './resetOnRetry.js';
+import type { WholeCalls } from './internal/types.js';
+import { resetOnRetry } from './resetOnRetry.js';
 import { tagAttempts } from './tagAttempts.js';
 import type { Attempted, ProviderEvent, ToolCallEvent, TurnEvent } from './types.js';
 
@@ -15,8 +17,11 @@ export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
  * The recommended policy: `tagAttempts → resetOnRetry → bufferUntilFinish → dedupeByEffectKey`.
  *
  * What a consumer receives is a clean turn: every event carries its attempt; each retry arrives as a typed
- * `reset`; state-changing tool calls arrive only when their attempt has finished, keyed by meaning and at most
- * once per key. Put {@link assembleToolCalls} before it when the source streams call fragments.
+ * `reset`; state-changing tool calls arrive only when their attempt has finished, keyed by meaning; every call
+ * of the final attempt arrives exactly once, a call whose key already ran marked `repeat: true` (answer it
+ * with the recorded result, never run it again). It reads whole calls: put {@link assembleToolCalls} before
+ * it when the source streams call fragments (a source of fragments does not compile), or use
+ * {@link attemptPipeline} and {@link turnPipeline}, which put every operator in its place.
  *
  * ```text
  * source:       -a-c-d-r-b-k-e-f-|       c, k: the same refund (ids c1, c7); r: retry
@@ -33,22 +38,25 @@ export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
  *   .subscribe((event) => {
  *     if (event.type === 'reset') view.clear();
  *     if (event.type === 'text') view.append(event.text);
- *     if (event.type === 'tool-call') tools.run(event.name, event.args, event.effectKey);
+ *     if (event.type === 'tool-call') tools.answer(event); // event.repeat: reply with the recorded result
  *   });
  * ```
  *
  * @see {@link accumulateTurn} to fold the result into the turn state.
  * @param options `turnId`, and optionally `early`, `seen` and `key`.
- * @returns An operator from provider events to the clean turn stream.
+ * @returns An operator from provider events with whole tool calls to the clean turn stream.
  */
-export function cleanTurn(options: CleanTurnOptions): OperatorFunction<ProviderEvent, TurnEvent> {
+export function cleanTurn(
+  options: CleanTurnOptions,
+): OperatorFunction<WholeCalls<ProviderEvent, 'cleanTurn()'>, TurnEvent> {
   const { early, ...dedupe } = options;
   return function cleanTurnOperator(source) {
-    return source.pipe(
+    // Fragments are ruled out by the input type only; the events are whole provider events.
+    return (source as Observable<unknown> as Observable<AssembledEvent<ProviderEvent>>).pipe(
       tagAttempts(),
       resetOnRetry(),
-      bufferUntilFinish<WithResets<Attempted<ProviderEvent>>>({ early }),
-      dedupeByEffectKey<WithResets<Attempted<ProviderEvent>>>(dedupe),
+      bufferUntilFinish({ early }),
+      dedupeByEffectKey(dedupe),
     );
   };
 }

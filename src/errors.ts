@@ -78,7 +78,10 @@ export class MissingFinishError extends CleanturnError {
 
 /** What happened to one attempt that failed, as recorded by {@link retryAsEvents}. */
 export interface FailedAttempt {
-  /** 1 for the first attempt. */
+  /**
+   * Which attempt of the subscription this was: 1 for the first. Absolute, also when the records of earlier
+   * attempts have been dropped (see {@link RetriesExhaustedError.attempts}).
+   */
   attempt: number;
   /** A short description of the error, as the `retry` event gave it. */
   reason: string;
@@ -88,18 +91,39 @@ export interface FailedAttempt {
   emitted: number;
 }
 
-/** The retry cap was reached: the last attempt failed and no further attempt is allowed. */
+/**
+ * The retry cap was reached: the last attempt failed and no further attempt is allowed.
+ *
+ * The message reads `gave up after <failures> attempt(s): <reason of the last attempt>` (without the colon and
+ * reason when the reason is empty).
+ */
 export class RetriesExhaustedError extends CleanturnError {
-  /** Every attempt of the turn, in order; the last one is the error that hit the cap. */
+  /**
+   * The most recent failed attempts, oldest first; the last one is the error that hit the cap. Bounded, so that
+   * a long-lived retried stream does not keep every error it ever saw: {@link retryAsEvents} keeps at most the
+   * 32 most recent records, and with `resetOnSuccess` only those since the retry count was last reset. Each
+   * record keeps its absolute attempt number.
+   */
   readonly attempts: readonly FailedAttempt[];
+  /**
+   * How many attempts failed in total, those whose records were dropped included. Equal to `attempts.length`
+   * when nothing was dropped.
+   */
+  readonly failures: number;
 
-  constructor(attempts: readonly FailedAttempt[]) {
-    const last = attempts[attempts.length - 1];
-    super(`gave up after ${attempts.length} attempt(s): ${last?.reason ?? 'unknown error'}`, {
+  /**
+   * @param attempts The records kept, oldest first.
+   * @param failures How many attempts failed in total (default: `attempts.length`).
+   */
+  constructor(attempts: readonly FailedAttempt[], failures: number = attempts.length) {
+    const reason = attempts[attempts.length - 1]?.reason ?? '';
+    const summary = `gave up after ${failures} attempt(s)`;
+    super(reason === '' ? summary : `${summary}: ${reason}`, {
       retryable: false,
-      cause: last?.error,
+      cause: attempts[attempts.length - 1]?.error,
     });
     this.attempts = attempts;
+    this.failures = failures;
   }
 }
 
@@ -130,3 +154,39 @@ function preview(text: string): string {
     ? JSON.stringify(text)
     : `${JSON.stringify(text.slice(0, 80))}… (${text.length} chars)`;
 }
+
+/**
+ * An error as one line of text for people and logs: the `reason` of a `retry` event, a failed call's line, a
+ * report. One rule everywhere:
+ * - an `Error`, or any object with a string `message`: that message, or its `name` when the message is empty;
+ * - a string: itself;
+ * - `undefined` or `null`, or an empty string: `unknown error`;
+ * - a number, boolean, bigint or symbol: `String(value)`;
+ * - any other object: its JSON text (shortened to 200 characters), or `String(value)` when it has none.
+ *
+ * @param error Whatever was thrown or sent as an error notification.
+ * @returns A non-empty line of text.
+ */
+export function describeError(error: unknown): string {
+  if (typeof error === 'string') return error === '' ? UNKNOWN : error;
+  if (error === undefined || error === null) return UNKNOWN;
+  if (typeof error === 'object') {
+    const { message, name } = error as { message?: unknown; name?: unknown };
+    if (typeof message === 'string' || error instanceof Error) {
+      if (typeof message === 'string' && message !== '') return message;
+      return typeof name === 'string' && name !== '' ? name : UNKNOWN;
+    }
+  } else {
+    return String(error);
+  }
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(error);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) return String(error);
+  return json.length <= 200 ? json : `${json.slice(0, 199)}…`;
+}
+
+const UNKNOWN = 'unknown error';

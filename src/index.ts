@@ -1,10 +1,14 @@
 // Event model
 
+// Attempts
+export type { AttemptStep } from './AttemptTracker.js';
+export { AttemptTracker } from './AttemptTracker.js';
 export type { AttemptOutcome, AttemptRecord, TurnState, Usage } from './accumulateTurn.js';
 // Operators
 export { accumulateTurn } from './accumulateTurn.js';
 export type { AssembledEvent } from './assembleToolCalls.js';
 export { assembleToolCalls } from './assembleToolCalls.js';
+export { attemptPipeline } from './attemptPipeline.js';
 export type { BackoffOptions } from './backoff.js';
 export { backoff } from './backoff.js';
 export type { BufferUntilFinishOptions } from './bufferUntilFinish.js';
@@ -18,6 +22,7 @@ export type { FailedAttempt, ToolCallAssemblyProblem } from './errors.js';
 // Errors
 export {
   CleanturnError,
+  describeError,
   EffectKeyError,
   isRetryable,
   MissingFinishError,
@@ -33,6 +38,8 @@ export { resetOnRetry } from './resetOnRetry.js';
 export type { RetryAsEventsOptions } from './retryAsEvents.js';
 export { retryAsEvents } from './retryAsEvents.js';
 export { tagAttempts } from './tagAttempts.js';
+export type { TurnPipelineOptions } from './turnPipeline.js';
+export { turnPipeline } from './turnPipeline.js';
 export type {
   Attempted,
   FinishEvent,

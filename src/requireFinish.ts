@@ -1,6 +1,8 @@
-import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
+import { Observable, type OperatorFunction } from 'rxjs';
+import { AttemptTracker } from './AttemptTracker.js';
 import { MissingFinishError } from './errors.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
+import type { WholeCalls } from './internal/types.js';
 
 /**
  * Errors with a retryable {@link MissingFinishError} when the source completes without a `finish` for its
@@ -18,7 +20,7 @@ import { subscribeLinked } from './internal/subscribeLinked.js';
  * result:       -a-b-f-|         result:       -a-b-#      # = MissingFinishError (retryable)
  * ```
  *
- * State: the current attempt's number, and whether it has finished.
+ * State: the live attempt and whether it has finished (an {@link AttemptTracker}).
  *
  * ## Example
  * ```ts
@@ -31,39 +33,32 @@ import { subscribeLinked } from './internal/subscribeLinked.js';
  * @see {@link retryAsEvents}, which retries the error this raises.
  * @returns An operator that passes events through and rejects a completion without `finish`.
  */
-export function requireFinish<E extends { type: string }>(): MonoTypeOperatorFunction<E> {
+export function requireFinish<E extends { type: string }>(): OperatorFunction<
+  WholeCalls<E, 'requireFinish()'>,
+  E
+> {
   return function requireFinishOperator(source) {
+    // Written by hand: turning a completion into an error with RxJS primitives takes `concat` with a deferred
+    // check, one more subscription per attempt that also reports a stray completion under TestScheduler.
     return new Observable<E>((subscriber) => {
-      // Whether the current attempt has sent its finish.
-      let finished = false;
-      // The current attempt's number, when the events carry one.
-      let attempt: number | undefined;
-      const subscription = subscribeLinked(source, subscriber, {
+      const attempts = new AttemptTracker();
+      // Whether the events carry attempt numbers (the error then names the attempt).
+      let tagged = false;
+      // Fragments are ruled out by the input type only; the events are `E`.
+      return subscribeLinked(source as Observable<unknown> as Observable<E>, subscriber, {
         next(event) {
-          const a = (event as { attempt?: unknown }).attempt;
-          if (typeof a === 'number') {
-            // A straggler of an older attempt says nothing about the current one.
-            if (attempt !== undefined && a < attempt) {
-              subscriber.next(event);
-              return;
-            }
-            // Any event of a newer attempt starts it, even without a `retry` or `reset` before it.
-            if (attempt !== undefined && a > attempt) finished = false;
-            attempt = a;
-          }
-          if (event.type === 'finish') finished = true;
-          else if (event.type === 'retry' || event.type === 'reset') finished = false;
+          attempts.step(event);
+          if (typeof (event as { attempt?: unknown }).attempt === 'number') tagged = true;
           subscriber.next(event);
         },
         error(error) {
           subscriber.error(error);
         },
         complete() {
-          if (finished) subscriber.complete();
-          else subscriber.error(new MissingFinishError(attempt));
+          if (attempts.finished) subscriber.complete();
+          else subscriber.error(new MissingFinishError(tagged ? attempts.attempt : undefined));
         },
       });
-      return () => subscription.unsubscribe();
     });
   };
 }

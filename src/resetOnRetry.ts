@@ -1,4 +1,5 @@
 import { Observable, type OperatorFunction } from 'rxjs';
+import { AttemptTracker } from './AttemptTracker.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { ResetEvent } from './types.js';
 
@@ -6,11 +7,13 @@ import type { ResetEvent } from './types.js';
 export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
 
 /**
- * Turns each `retry` into a typed `reset` and drops stragglers of abandoned attempts.
+ * Turns each `retry` into a typed `reset` and drops stragglers of abandoned attempts and anything after a
+ * finish.
  *
  * A `reset` tells every consumer to discard what earlier attempts delivered: buffers, rendered text, pending
- * calls. An event whose `attempt` is older than the newest attempt seen arrives too late and is dropped.
- * Place it after {@link tagAttempts}.
+ * calls. An event whose `attempt` is older than the newest attempt seen arrives too late and is dropped, and so
+ * is an event of an attempt after its `finish` (usage excepted): the rules of {@link AttemptTracker}. Place it
+ * after {@link tagAttempts}.
  *
  * ```text
  * source:       -a-b-r-c-x-d-|       x is a late event of attempt 1
@@ -18,7 +21,7 @@ export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
  * result:       -a-b-R-c---d-|       R = { type: 'reset', attempt: 2, reason }
  * ```
  *
- * State: the newest attempt seen.
+ * State: the live attempt and whether it has finished (an {@link AttemptTracker}).
  *
  * ## Example
  * ```ts
@@ -44,32 +47,23 @@ export function resetOnRetry<E extends { type: string; attempt: number }>(): Ope
   WithResets<E>
 > {
   return function resetOnRetryOperator(source) {
-    // One subscriber per event rather than a `filter` and a `map`: it sits on the path of every token.
+    // Written by hand: one subscriber per event instead of a `filter` and a `map`. On the path of every token,
+    // `defer` + `filter` + `map` cost 1.41× an RxJS `map` per event in `npm run bench` (stages), this 0.9×.
     return new Observable<WithResets<E>>((subscriber) => {
-      // The newest attempt seen; anything older is a straggler.
-      let current = 0;
+      const attempts = new AttemptTracker();
       return subscribeLinked(source, subscriber, {
         next(event) {
-          let out: WithResets<E>;
-          try {
-            if (event.attempt < current) return;
-            current = event.attempt;
-            if (event.type === 'retry') {
-              const { reason } = event as unknown as { reason?: unknown };
-              out = {
-                type: 'reset',
-                attempt: event.attempt,
-                reason: typeof reason === 'string' ? reason : 'retry',
-              };
-            } else {
-              out = event as Exclude<E, { type: 'retry' }>;
-            }
-          } catch (error) {
-            // Not an event (null, say): an error notification, as a `map` would send.
-            subscriber.error(error);
+          if (attempts.step(event) === 'stale') return;
+          if (event.type !== 'retry') {
+            subscriber.next(event as Exclude<E, { type: 'retry' }>);
             return;
           }
-          subscriber.next(out);
+          const { reason } = event as unknown as { reason?: unknown };
+          subscriber.next({
+            type: 'reset',
+            attempt: event.attempt,
+            reason: typeof reason === 'string' ? reason : 'retry',
+          });
         },
         error(error) {
           subscriber.error(error);

@@ -1,5 +1,6 @@
 import {
   from,
+  identity,
   Observable,
   type ObservableInput,
   type OperatorFunction,
@@ -7,15 +8,10 @@ import {
   take,
   timer,
 } from 'rxjs';
-import { type FailedAttempt, isRetryable, RetriesExhaustedError } from './errors.js';
+import { describeError, type FailedAttempt, isRetryable, RetriesExhaustedError } from './errors.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
+import type { NotInferred } from './internal/types.js';
 import type { RetryEvent } from './types.js';
-
-/**
- * `T`, in a position that TypeScript must not infer `T` from (what `NoInfer<T>` does since TypeScript 5.4, but
- * resolved to `T` itself in the result).
- */
-type NotInferred<T> = [T][T extends unknown ? 0 : never];
 
 /** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
 export interface RetryAsEventsOptions {
@@ -43,13 +39,23 @@ export interface RetryAsEventsOptions {
 }
 
 /**
+ * How many failure records {@link retryAsEvents} keeps: the most recent ones. A {@link RetriesExhaustedError} carries
+ * at most this many in `attempts`, and its `failures` says how many attempts failed in all.
+ */
+const KEPT_FAILURES = 32;
+
+/**
  * Retries an errored source like RxJS `retry`, but emits a `retry` event before each resubscription instead of
  * splicing the next attempt silently onto the last.
  *
  * Downstream, {@link tagAttempts} numbers the attempts from these events and {@link resetOnRetry} turns them
- * into resets. Past the cap it errors with a {@link RetriesExhaustedError} that carries every failed attempt
- * (its error, its reason, how much it had emitted). An error that `shouldRetry` declines passes through as it
- * is.
+ * into resets. Past the cap it errors with a {@link RetriesExhaustedError} that carries the failed attempts
+ * (each one's error, reason and how much it had emitted): the 32 most recent, and with `resetOnSuccess` only
+ * those since the count was last reset; its `failures` counts them all. An error that `shouldRetry` declines
+ * passes through as it is.
+ *
+ * As in RxJS, a number is the `count` (`retryAsEvents(3)` is `retryAsEvents({ count: 3 })`), and a count of 0
+ * or less returns the source itself: its errors pass through unchanged, neither retried nor wrapped.
  *
  * ```text
  * source:       -a-b-#               (cold; the second subscription succeeds)
@@ -58,7 +64,10 @@ export interface RetryAsEventsOptions {
  * result:       -a-b-r-c-f-|         r = { type: 'retry', reason, error }
  * ```
  *
- * State: the retry count, the failed attempts so far, the live subscription and the pending delay.
+ * State: the retry count, the number of the live attempt, the most recent failed attempts, the live
+ * subscription and the pending delay. A source that fails synchronously is resubscribed in a loop, not by
+ * recursion, so thousands of synchronous failures in a row (also with a delay notifier that emits
+ * synchronously, such as `of(0)`) do not grow the stack.
  *
  * ## Example
  * ```ts
@@ -79,34 +88,76 @@ export interface RetryAsEventsOptions {
  * @returns An operator that emits the source's values and a `retry` event before each new attempt.
  */
 export function retryAsEvents<T>(
-  options: RetryAsEventsOptions = {},
+  options?: RetryAsEventsOptions,
   // `T` comes from the source only: inferred from what follows (`cleanTurn` reads `ProviderEvent`), it would
   // lose the `retry` member and no longer match the source.
+): OperatorFunction<T, NotInferred<T> | RetryEvent>;
+/**
+ * Retries an errored source at most `count` times, like RxJS `retry(count)`, and emits a `retry` event before
+ * each resubscription: `retryAsEvents(3)` is `retryAsEvents({ count: 3 })`. A count of 0 or less returns the
+ * source itself.
+ *
+ * @param count How many times to resubscribe at most. Default: `Infinity`, as in RxJS.
+ * @returns An operator that emits the source's values and a `retry` event before each new attempt.
+ */
+export function retryAsEvents<T>(count?: number): OperatorFunction<T, NotInferred<T> | RetryEvent>;
+export function retryAsEvents<T>(
+  countOrOptions: number | RetryAsEventsOptions = {},
 ): OperatorFunction<T, NotInferred<T> | RetryEvent> {
+  const options: RetryAsEventsOptions =
+    typeof countOrOptions === 'object' && countOrOptions !== null
+      ? countOrOptions
+      : { count: countOrOptions };
   const {
     count = Number.POSITIVE_INFINITY,
     delay,
     resetOnSuccess = false,
     shouldRetry = isRetryable,
   } = options;
+  // As RxJS `retry` does (`count <= 0 ? identity : …`): nothing to retry, so the source as it is.
+  if (count <= 0) return identity;
   const describe = options.reason ?? describeError;
   return function retryAsEventsOperator(source) {
     return new Observable<T | RetryEvent>((subscriber) => {
       // Retries since the start (or since the last value, with resetOnSuccess).
       let retryCount = 0;
-      // Every failed attempt so far.
-      const failures: FailedAttempt[] = [];
+      // The number of the live attempt, 1 for the first; never reset.
+      let attempt = 0;
+      // The most recent failed attempts (at most KEPT_FAILURES; with resetOnSuccess, since the last reset).
+      let failures: FailedAttempt[] = [];
       // Values the live attempt has emitted.
       let emitted = 0;
       // The live attempt's subscription.
       let inner: Subscription | null = null;
       // A pending delay before the next attempt.
       let waiting: Subscription | null = null;
+      // Whether the loop that starts attempts is running (further down the stack).
+      let looping = false;
+      // Whether the loop should start one more attempt when the current one has returned.
+      let startAgain = false;
+
+      // Starts the next attempt, and again after each one that asks for another before it has returned (a
+      // synchronous failure): a loop in place of a recursion that would grow the stack with every attempt.
+      const start = (): void => {
+        if (looping) {
+          startAgain = true;
+          return;
+        }
+        looping = true;
+        try {
+          do {
+            startAgain = false;
+            subscribeAttempt();
+          } while (startAgain && !subscriber.closed);
+        } finally {
+          looping = false;
+        }
+      };
 
       const resubscribe = (error: unknown, reason: string) => {
         subscriber.next({ type: 'retry', reason, error });
         // A consumer may unsubscribe on the retry event itself (take, takeWhile): start nothing then.
-        if (!subscriber.closed) subscribeAttempt();
+        if (!subscriber.closed) start();
       };
 
       const onError = (error: unknown): { retry: false } | { retry: true; reason: string } => {
@@ -115,7 +166,8 @@ export function retryAsEvents<T>(
           subscriber.error(reason.error);
           return { retry: false };
         }
-        failures.push({ attempt: failures.length + 1, reason: reason.value, error, emitted });
+        failures.push({ attempt, reason: reason.value, error, emitted });
+        if (failures.length > KEPT_FAILURES) failures.shift();
         const wanted = safely(() => shouldRetry(error, retryCount + 1));
         if (!wanted.ok) {
           subscriber.error(wanted.error);
@@ -125,8 +177,9 @@ export function retryAsEvents<T>(
           subscriber.error(error);
           return { retry: false };
         }
-        if (retryCount >= count) {
-          subscriber.error(new RetriesExhaustedError(failures.slice()));
+        if (!(retryCount < count)) {
+          // Every attempt so far has failed: `attempt` of them, of which `failures` holds the most recent.
+          subscriber.error(new RetriesExhaustedError(failures, attempt));
           return { retry: false };
         }
         retryCount++;
@@ -158,12 +211,13 @@ export function retryAsEvents<T>(
             if (!fired) subscriber.complete();
           },
         });
-        // A notifier that fired synchronously has already started the next attempt, which may be waiting on a
-        // delay of its own by now: keep that one.
+        // A notifier that fired synchronously is done, and may have started the next attempt, which may be
+        // waiting on a delay of its own by now: keep that one.
         if (!fired) waiting = subscription;
       };
 
       const subscribeAttempt = (): void => {
+        attempt++;
         emitted = 0;
         // Undefined while the source is still inside `subscribe` (a synchronous error).
         let attemptSubscription: Subscription | undefined;
@@ -172,7 +226,11 @@ export function retryAsEvents<T>(
         attemptSubscription = subscribeLinked(source, subscriber, {
           next(value) {
             emitted++;
-            if (resetOnSuccess) retryCount = 0;
+            if (resetOnSuccess) {
+              retryCount = 0;
+              // The count starts again, and so do the records: the failures before this value are history.
+              if (failures.length > 0) failures = [];
+            }
             subscriber.next(value);
           },
           error(error) {
@@ -194,25 +252,22 @@ export function retryAsEvents<T>(
           inner = attemptSubscription;
         } else {
           attemptSubscription.unsubscribe();
+          // Inside the loop of `start`: a retry without delay (or with a synchronous one) only asks the loop
+          // for the next attempt.
           (deferred as () => void)();
         }
       };
 
-      subscribeAttempt();
+      start();
       return () => {
         inner?.unsubscribe();
         waiting?.unsubscribe();
         inner = null;
         waiting = null;
+        failures = [];
       };
     });
   };
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  if (typeof error === 'string') return error;
-  return String(error);
 }
 
 function safely<R>(fn: () => R): { ok: true; value: R } | { ok: false; error: unknown } {

@@ -1,5 +1,5 @@
-import { Observable, type OperatorFunction } from 'rxjs';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { defer, map, type OperatorFunction } from 'rxjs';
+import { AttemptTracker } from './AttemptTracker.js';
 import type { Attempted } from './types.js';
 
 /**
@@ -37,34 +37,20 @@ import type { Attempted } from './types.js';
  */
 export function tagAttempts<E extends { type: string }>(): OperatorFunction<E, Attempted<E>> {
   return function tagAttemptsOperator(source) {
-    // Written by hand rather than as `defer` + `map`: one subscriber per event, on the path of every token.
-    return new Observable<Attempted<E>>((subscriber) => {
-      // The attempt the next event belongs to.
-      let attempt = 1;
-      return subscribeLinked(source, subscriber, {
-        next(event) {
-          let tagged: Attempted<E>;
-          try {
-            if (event.type === 'retry') attempt++;
-            // A copy, never the caller's object. `Object.assign` copies the same own enumerable properties as a
-            // spread; V8's object spread followed by a new key (`{ ...event, attempt }`) takes a slow path when
-            // events come in several shapes (text, fragments, usage…): about 3× the cost per event.
-            tagged = Object.assign({}, event) as Attempted<E>;
-            tagged.attempt = attempt;
-          } catch (error) {
-            // Not an event (null, say): an error notification, as a `map` would send.
-            subscriber.error(error);
-            return;
-          }
-          subscriber.next(tagged);
-        },
-        error(error) {
-          subscriber.error(error);
-        },
-        complete() {
-          subscriber.complete();
-        },
-      });
+    return defer(() => {
+      // The attempt the next event belongs to: the rule of untagged retries lives in the tracker.
+      const attempts = new AttemptTracker();
+      return source.pipe(
+        map((event) => {
+          attempts.step(event);
+          // A copy, never the caller's object. `Object.assign` copies the same own enumerable properties as a
+          // spread; V8's object spread followed by a new key (`{ ...event, attempt }`) takes a slow path when
+          // events come in several shapes (text, fragments, usage…): about 3× the cost per event.
+          const tagged = Object.assign({}, event) as Attempted<E>;
+          tagged.attempt = attempts.attempt;
+          return tagged;
+        }),
+      );
     });
   };
 }

@@ -94,7 +94,16 @@ export interface ResetEvent {
 }
 
 /** A tool call stamped with its attempt and its effect key (see {@link effectKey}). */
-export type KeyedToolCall = Attempted<ToolCallEvent> & { effectKey: string };
+export type KeyedToolCall = Attempted<ToolCallEvent> & {
+  /** The call's effect key: the same for every call with the same meaning in this turn. */
+  effectKey: string;
+  /**
+   * `true` when the key already ran: an earlier call of the turn was released with it (an early read of an
+   * abandoned attempt, or the same call twice in one attempt), or the `seen` lookup holds it. Answer such a call
+   * with the recorded result of its key; never run its effect again. Absent on a key's first call.
+   */
+  repeat?: true;
+};
 
 /** What a policy emits: attempted events, with retries turned into resets. */
 export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetEvent;

@@ -12,6 +12,8 @@ const operators = [
   'dedupeByEffectKey',
   'assembleToolCalls',
   'cleanTurn',
+  'attemptPipeline',
+  'turnPipeline',
   'accumulateTurn',
   'retryAsEvents',
   'requireFinish',

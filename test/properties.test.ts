@@ -1,4 +1,5 @@
 import type {
+  AssembledEvent,
   Attempted,
   FinishEvent,
   FinishReason,
@@ -91,8 +92,8 @@ interface GenCall {
 interface GenAttempt {
   /** 1-based. */
   attempt: number;
-  /** The events of the attempt, without its trailing `retry` or `finish`. */
-  events: ProviderEvent[];
+  /** The events of the attempt, without its trailing `retry` or `finish` (whole calls, no fragments). */
+  events: AssembledEvent<ProviderEvent>[];
   calls: GenCall[];
   text: string;
   usageEvents: UsageEvent[];
@@ -104,8 +105,8 @@ interface GenTurn {
   retries: RetryEvent[];
   /** The finish of the last attempt, if it finished. */
   finish: FinishEvent | undefined;
-  /** The whole stream, in order. */
-  events: ProviderEvent[];
+  /** The whole stream, in order (whole calls, no fragments). */
+  events: AssembledEvent<ProviderEvent>[];
   /** Every generated call, by its (unique) id. */
   callsById: Map<string, GenCall>;
   last: GenAttempt;
@@ -143,7 +144,7 @@ function buildTurn(bodies: Step[][], reasons: string[], finishReason: FinishReas
   const callsById = new Map<string, GenCall>();
   const attempts: GenAttempt[] = bodies.map((steps, i) => {
     const attempt = i + 1;
-    const events: ProviderEvent[] = [];
+    const events: AssembledEvent<ProviderEvent>[] = [];
     const calls: GenCall[] = [];
     const usageEvents: UsageEvent[] = [];
     let attemptText = '';
@@ -168,7 +169,7 @@ function buildTurn(bodies: Step[][], reasons: string[], finishReason: FinishReas
   });
   const retries = attempts.slice(1).map((_, i) => retry(reasons[i % reasons.length] ?? 'connection reset'));
   const end = finishReason === null ? undefined : finish(finishReason);
-  const events: ProviderEvent[] = [];
+  const events: AssembledEvent<ProviderEvent>[] = [];
   attempts.forEach((a, i) => {
     if (i > 0) events.push(retries[i - 1] as RetryEvent);
     events.push(...a.events);
@@ -296,8 +297,11 @@ function turnViolations(
     if (event.name !== gen.event.name) v.calls.push(`${event.id}: name changed`);
     if (event.attempt !== gen.attempt)
       v.calls.push(`${event.id}: stamped attempt ${event.attempt}, is ${gen.attempt}`);
+    // Rule 6: a meaning already released comes again only marked as a repeat, and only then.
     const m = meaning(event);
-    if (meanings.has(m)) v.calls.push(`${event.id}: effect ${m} released twice`);
+    const repeat = (event as { repeat?: unknown }).repeat === true;
+    if (meanings.has(m) && !repeat) v.calls.push(`${event.id}: effect ${m} released twice`);
+    if (!meanings.has(m) && repeat) v.calls.push(`${event.id}: first release of ${m} marked as a repeat`);
     meanings.add(m);
     if (early(event)) continue;
     if (gen.attempt !== last) v.calls.push(`${event.id}: call of abandoned attempt ${gen.attempt} released`);
@@ -305,12 +309,11 @@ function turnViolations(
       v.calls.push(`${event.id}: released although the last attempt never finished`);
   }
 
-  // State-changing calls: the first of each meaning of the last attempt, in arrival order, right before the finish.
+  // State-changing calls: every call of the last attempt (rule 6: the final attempt is whole), in arrival
+  // order, right before the finish.
   const late = released.filter((r) => !early(r.event));
   const expectedIds =
-    turn.finish === undefined
-      ? []
-      : firstOfEachMeaning(turn.last.calls.filter((c) => !early(c.event))).map((c) => c.event.id);
+    turn.finish === undefined ? [] : turn.last.calls.filter((c) => !early(c.event)).map((c) => c.event.id);
   const actualIds = late.map((r) => r.event.id);
   if (canonical(actualIds) !== canonical(expectedIds))
     v.calls.push(`released ${canonical(actualIds)}, expected ${canonical(expectedIds)}`);
@@ -342,7 +345,7 @@ function mergedUsage(
 // ---------------------------------------------------------------------------------------------------------
 
 describe('cleanTurn on random retried turns', () => {
-  it('shows only the last attempt, releases its calls once each, right before its finish', async () => {
+  it('shows only the last attempt, releases each of its calls once, right before its finish', async () => {
     await fc.assert(
       fc.asyncProperty(turnArb, async (turn) => {
         const out = await run(turn.events, cleanTurn({ turnId: TURN_ID }));
@@ -356,8 +359,8 @@ describe('cleanTurn on random retried turns', () => {
           expect(turn.last.calls.map((g) => g.event.id)).toContain(c.id);
           expect(c.effectKey).toBe(effectKey(TURN_ID, c));
         }
-        // Each effect key at most once.
-        const keys = releasedCalls.map((c) => c.effectKey);
+        // Each effect key at most once unmarked: every later call with it is a repeat.
+        const keys = releasedCalls.filter((c) => c.repeat !== true).map((c) => c.effectKey);
         expect(new Set(keys).size).toBe(keys.length);
         // No finish: no state-changing call at all.
         if (turn.finish === undefined) expect(releasedCalls).toEqual([]);
@@ -379,7 +382,7 @@ describe('cleanTurn on random retried turns', () => {
   it('accumulates to the last attempt: its text, its released calls, every attempt recorded', async () => {
     await fc.assert(
       fc.asyncProperty(turnArb, async (turn) => {
-        const state = await final(turn.events, (s: Observable<ProviderEvent>) =>
+        const state = await final(turn.events, (s: Observable<AssembledEvent<ProviderEvent>>) =>
           s.pipe(cleanTurn({ turnId: TURN_ID }), accumulateTurn()),
         );
         if (state === undefined) {
@@ -395,8 +398,10 @@ describe('cleanTurn on random retried turns', () => {
           if (abandoned.text !== '' && !turn.last.text.includes(abandoned.text))
             expect(state.text).not.toContain(abandoned.text);
         }
-        const expectedCalls =
-          turn.finish === undefined ? [] : firstOfEachMeaning(turn.last.calls).map((c) => c.event.id);
+        // Rule 6: every call of the finished last attempt, repeats of a meaning included (marked).
+        const expectedCalls = turn.finish === undefined ? [] : turn.last.calls.map((c) => c.event.id);
+        const firsts = new Set(firstOfEachMeaning(turn.last.calls).map((c) => c.event.id));
+        for (const c of state.toolCalls) expect(c.repeat === true).toBe(!firsts.has(c.id));
         expect(state.toolCalls.map((c) => c.id)).toEqual(expectedCalls);
         for (const c of state.toolCalls) expect(c.args).toBe(turn.callsById.get(c.id)?.event.args);
 
@@ -428,10 +433,10 @@ describe('cleanTurn on random retried turns', () => {
     );
   });
 
-  it('lets early calls (pure reads) through at once, each meaning once per turn, and still holds the rest', async () => {
+  it('lets early calls (pure reads) through at once, a meaning seen before marked as a repeat, and still holds the rest', async () => {
     await fc.assert(
       fc.asyncProperty(turnArb, async (turn) => {
-        const input = new Subject<ProviderEvent>();
+        const input = new Subject<AssembledEvent<ProviderEvent>>();
         const out: TurnEvent[] = [];
         const sub = input.pipe(cleanTurn({ turnId: TURN_ID, early: isEarly })).subscribe((e) => out.push(e));
         const seenEarly = new Set<string>();
@@ -440,15 +445,10 @@ describe('cleanTurn on random retried turns', () => {
           input.next(event);
           if (event.type === 'tool-call' && isEarly(event)) {
             const m = meaning(event);
-            if (seenEarly.has(m)) {
-              // A read whose key was already released is not released again.
-              expect(out.length).toBe(before);
-            } else {
-              // Released during its own arrival: never held.
-              expect(out.slice(before).map((e) => (e.type === 'tool-call' ? e.id : e.type))).toEqual([
-                event.id,
-              ]);
-            }
+            // Released during its own arrival: never held; a read whose key was already released is marked.
+            const released = out.slice(before);
+            expect(released.map((e) => (e.type === 'tool-call' ? e.id : e.type))).toEqual([event.id]);
+            expect(released[0]?.type === 'tool-call' && released[0].repeat === true).toBe(seenEarly.has(m));
             seenEarly.add(m);
           }
         }
@@ -492,7 +492,7 @@ describe('tagAttempts', () => {
 });
 
 describe('resetOnRetry', () => {
-  it('replaces each retry with a reset and drops stragglers of older attempts', async () => {
+  it('replaces each retry with a reset and drops stragglers of older attempts and repeated retries', async () => {
     // Attempted events in any order of attempts, as a merged or delayed source might deliver them.
     const eventArb = fc.record({
       attempt: fc.integer({ min: 1, max: 4 }),
@@ -506,10 +506,11 @@ describe('resetOnRetry', () => {
             s.isRetry ? { ...retry(s.text), attempt: s.attempt } : { ...text(s.text), attempt: s.attempt },
         );
         const out = await run(events, resetOnRetry());
-        let newest = 0;
+        // The live attempt starts at 1; a retry that starts no newer attempt is stale too.
+        let live = 1;
         const expected = events.flatMap((e): (Attempted<ProviderEvent> | ResetEvent)[] => {
-          if (e.attempt < newest) return [];
-          newest = e.attempt;
+          if (e.attempt < live || (e.attempt === live && e.type === 'retry')) return [];
+          live = e.attempt;
           return e.type === 'retry' ? [{ type: 'reset', attempt: e.attempt, reason: e.reason }] : [e];
         });
         expect(out).toEqual(expected);
@@ -590,7 +591,7 @@ describe('bufferUntilFinish (lateExecutionPolicy)', () => {
 });
 
 describe('dedupeByEffectKey', () => {
-  it('keeps the first call of each meaning, stamps its effect key, and skips keys already seen', async () => {
+  it('stamps effect keys, and marks every call of a meaning released before or already seen as a repeat', async () => {
     await fc.assert(
       fc.asyncProperty(turnArb, fc.array(fc.nat({ max: 40 }), { maxLength: 3 }), async (turn, seenPicks) => {
         const all = [...turn.callsById.values()];
@@ -606,9 +607,9 @@ describe('dedupeByEffectKey', () => {
         const expected = tagged.flatMap((e): WithEffectKeys<Attempted<ProviderEvent>>[] => {
           if (e.type !== 'tool-call') return [e];
           const m = meaning(e);
-          if (kept.has(m)) return [];
+          const repeat = kept.has(m);
           kept.add(m);
-          return [{ ...e, effectKey: effectKey(TURN_ID, e) }];
+          return [{ ...e, effectKey: effectKey(TURN_ID, e), ...(repeat ? { repeat: true as const } : {}) }];
         });
         expect(out).toEqual(expected);
         // `seen` is only read.
@@ -934,15 +935,16 @@ describe('assembleToolCalls', () => {
           const taggedLive = tagged.filter((e) => e.type === 'tool-call' && e.attempt === lastAttempt);
           expect(taggedLive).toEqual(liveCalls.map((c) => ({ ...c, attempt: lastAttempt })));
 
-          // Through the recommended pipeline, only the finished attempt's calls come out, once per meaning,
-          // in the order they completed, right before the finish.
+          // Through the recommended pipeline, only the finished attempt's calls come out, each once (a meaning
+          // seen before marked as a repeat), in the order they completed, right before the finish.
           const cleaned = await run(events, (s: Observable<ProviderEvent>) =>
             s.pipe(assembleToolCalls(), cleanTurn({ turnId: TURN_ID })),
           );
           const seen = new Set<string>();
-          const once = liveCalls.filter((c) => !seen.has(meaning(c)) && seen.add(meaning(c)) !== undefined);
+          const repeats = liveCalls.map((c) => seen.has(meaning(c)) || (seen.add(meaning(c)) && false));
           const cleanedCalls = cleaned.filter((e) => e.type === 'tool-call');
-          expect(cleanedCalls.map((c) => c.id)).toEqual(once.map((c) => c.id));
+          expect(cleanedCalls.map((c) => c.id)).toEqual(liveCalls.map((c) => c.id));
+          expect(cleanedCalls.map((c) => c.repeat === true)).toEqual(repeats);
           expect(cleaned.at(-1)?.type).toBe('finish');
           expect(cleaned.slice(cleaned.length - 1 - cleanedCalls.length, -1)).toEqual(cleanedCalls);
         },
@@ -1029,7 +1031,8 @@ describe('retryAsEvents', () => {
   it('with k > count failures: RetriesExhaustedError with count + 1 attempt records', () => {
     fc.assert(
       fc.property(
-        scenarioArb.filter((s) => s.failures > s.count),
+        // count 0 retries nothing and passes the error through unchanged, as RxJS `retry` does.
+        scenarioArb.filter((s) => s.failures > s.count && s.count > 0),
         ({ count, failures, values }) => {
           const errors = values.map((_, i) => new Error(`boom ${i}`));
           const { source$, subscriptions } = coldSource(values, failures, errors);
@@ -1117,7 +1120,7 @@ function pulledBy<I, O>(events: readonly I[], operator: OperatorFunction<I, O>, 
 }
 
 describe('unsubscribing during a synchronous emission', () => {
-  const operators: Record<string, () => OperatorFunction<ProviderEvent, unknown>> = {
+  const operators: Record<string, () => OperatorFunction<AssembledEvent<ProviderEvent>, unknown>> = {
     'cleanTurn()': () => cleanTurn({ turnId: TURN_ID }),
     'lateExecutionPolicy()': () => lateExecutionPolicy(),
     'assembleToolCalls()': () => assembleToolCalls(),

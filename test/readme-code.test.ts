@@ -44,8 +44,14 @@ declare global {
   function streamFromProvider(): Observable<ProviderEvent>;
   /** What the user reads (Quick start). */
   const view: { clear(): void; append(text: string): void };
-  /** The tools: run once per effect key (Quick start); sent as tool definitions (the fetch example). */
-  const tools: { run(name: string, args: unknown, effectKey: string): void };
+  /**
+   * The tools: run once per effect key, and answer a repeat (its key already ran) with the recorded result
+   * (Quick start); sent as tool definitions (the fetch example).
+   */
+  const tools: {
+    run(name: string, args: unknown, effectKey: string): void;
+    replay(callId: string, effectKey: string): void;
+  };
   /** Draws the turn: its text and attempts (Quick start), or one event (the fetch example). */
   function render(text: string, attempts: readonly AttemptRecord[]): void;
   function render(event: TurnEvent): void;
@@ -57,7 +63,7 @@ declare global {
   const billing: { record(report: TurnReport): void };
   /** The refund tool's definition, as the OpenAI SDK takes it (the OpenAI adapter example). */
   const refundTool: ChatCompletionTool;
-  /** A provider stream already turned into neutral events (the effects examples). */
+  /** A provider stream already turned into neutral events, fragments and all (the effects examples). */
   const providerEvents$: Observable<ProviderEvent>;
   /** The orchestrator's id for the turn (the effects examples). */
   const turnId: string;

@@ -10,7 +10,18 @@ import {
   retryAsEvents,
 } from 'cleanturn';
 import { finish, retry, text } from 'cleanturn/testing';
-import { defer, EMPTY, Observable, of, take, takeWhile, tap, throwError, timer } from 'rxjs';
+import {
+  defer,
+  EMPTY,
+  Observable,
+  of,
+  retry as rxjsRetry,
+  take,
+  takeWhile,
+  tap,
+  throwError,
+  timer,
+} from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
 
@@ -422,9 +433,9 @@ describe('retryAsEvents: RetriesExhaustedError', () => {
   it('is not retried again by an outer retryAsEvents', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold(' -#', undefined, e1);
-      const sourceSubs = '  ^!';
-      const result = source.pipe(retryAsEvents({ count: 0 }), retryAsEvents({ count: 5 }));
-      expectObservable(result).toBe('-#', undefined, expect.any(RetriesExhaustedError));
+      const sourceSubs = [' ^!', ' -^!'];
+      const result = source.pipe(retryAsEvents({ count: 1 }), retryAsEvents({ count: 5 }));
+      expectObservable(result).toBe('-r#', v, expect.any(RetriesExhaustedError));
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
@@ -650,5 +661,245 @@ describe('retryAsEvents: a delay notifier that emits synchronously', () => {
       expectSubscriptions(pending.subscriptions).toBe(pendingSubs);
     });
     expect(subscriptions).toBe(2);
+  });
+});
+
+/** Subscribes to a synchronous observable and returns what it said; a RangeError thrown out of `subscribe` counts. */
+function runSync<T>(source: Observable<T>): { values: T[]; error: unknown; completed: boolean } {
+  const result = { values: [] as T[], error: undefined as unknown, completed: false };
+  try {
+    source.subscribe({
+      next: (value) => result.values.push(value),
+      error: (error: unknown) => {
+        result.error = error;
+      },
+      complete: () => {
+        result.completed = true;
+      },
+    });
+  } catch (thrown) {
+    result.error = thrown;
+  }
+  return result;
+}
+
+/** A source that fails synchronously (through `make`) on its first `failures` subscriptions, then sends a and f. */
+function failingSync(failures: number, make: (error: Error) => Observable<never>) {
+  let subscriptions = 0;
+  const source$ = defer(() => (++subscriptions <= failures ? make(e1) : of(v.a, v.f)));
+  return { source$, subscriptions: () => subscriptions };
+}
+
+describe('retryAsEvents: thousands of synchronous failures run in a loop, not a recursion', () => {
+  const FAILURES = 5000;
+
+  it('defer(() => throwError(…)) failing 5,000 times with count: 5000 completes with the 5,001st attempt', () => {
+    const { source$, subscriptions } = failingSync(FAILURES, (error) => throwError(() => error));
+    const result = runSync(source$.pipe(retryAsEvents({ count: FAILURES })));
+    expect(result.error).toBeUndefined();
+    expect(result.completed).toBe(true);
+    expect(result.values).toHaveLength(FAILURES + 2);
+    expect(result.values.slice(-3)).toEqual([v.r, v.a, v.f]);
+    expect(subscriptions()).toBe(FAILURES + 1);
+  });
+
+  it('new Observable(s => s.error(e)) failing 5,000 times with count: 4999 ends in RetriesExhaustedError', () => {
+    const { source$, subscriptions } = failingSync(
+      FAILURES,
+      (error) => new Observable<never>((subscriber) => subscriber.error(error)),
+    );
+    const result = runSync(source$.pipe(retryAsEvents({ count: FAILURES - 1 })));
+    expect(result.error).toBeInstanceOf(RetriesExhaustedError);
+    expect(result.values).toHaveLength(FAILURES - 1);
+    expect(subscriptions()).toBe(FAILURES);
+  });
+
+  it('a delay function that returns a synchronous notifier (of(0)) loops too', () => {
+    const { source$, subscriptions } = failingSync(FAILURES, (error) => throwError(() => error));
+    const result = runSync(source$.pipe(retryAsEvents({ count: FAILURES, delay: () => of(0) })));
+    expect(result.error).toBeUndefined();
+    expect(result.completed).toBe(true);
+    expect(result.values).toHaveLength(FAILURES + 2);
+    expect(subscriptions()).toBe(FAILURES + 1);
+  });
+
+  it('a source that emits and then fails synchronously, with resetOnSuccess, 20,000 times', () => {
+    const MANY = 20_000;
+    let subscriptions = 0;
+    const source$ = defer(() =>
+      ++subscriptions <= MANY
+        ? new Observable<typeof v.b>((subscriber) => {
+            subscriber.next(v.b);
+            subscriber.error(e1);
+          })
+        : of(v.a, v.f),
+    );
+    const result = runSync(source$.pipe(retryAsEvents({ count: 1, resetOnSuccess: true })));
+    expect(result.error).toBeUndefined();
+    expect(result.completed).toBe(true);
+    expect(result.values).toHaveLength(2 * MANY + 2);
+    expect(subscriptions).toBe(MANY + 1);
+  });
+
+  it('a consumer that leaves on the 3,000th retry event stops the loop', () => {
+    const { source$, subscriptions } = failingSync(FAILURES, (error) => throwError(() => error));
+    const result = runSync(source$.pipe(retryAsEvents({ count: FAILURES }), take(3000)));
+    expect(result.error).toBeUndefined();
+    expect(result.completed).toBe(true);
+    expect(subscriptions()).toBe(3000);
+  });
+});
+
+describe('retryAsEvents: the attempt records stay bounded', () => {
+  it('keeps the 32 most recent records over 10,000 retries, with absolute attempt numbers and the total', () => {
+    const RETRIES = 10_000;
+    let caught: unknown;
+    newScheduler().run(({ cold }) => {
+      const failing = cold('-#', undefined, e1);
+      failing.pipe(retryAsEvents({ count: RETRIES })).subscribe({ error: (error) => (caught = error) });
+    });
+    expect(caught).toBeInstanceOf(RetriesExhaustedError);
+    const error = caught as RetriesExhaustedError;
+    expect(error.attempts).toHaveLength(32);
+    expect(error.attempts.map((a) => a.attempt)).toEqual(
+      Array.from({ length: 32 }, (_, i) => RETRIES + 1 - 31 + i),
+    );
+    expect(error.attempts.at(-1)).toEqual({
+      attempt: RETRIES + 1,
+      reason: 'first failed',
+      error: e1,
+      emitted: 0,
+    });
+    expect(error.failures).toBe(RETRIES + 1);
+    expect(error.message).toBe(`gave up after ${RETRIES + 1} attempt(s): first failed`);
+  });
+
+  it('with resetOnSuccess, drops the records at each reset: 10,000 retries leave the failures since the last one', () => {
+    const RETRIES = 10_000;
+    let subscriptions = 0;
+    let caught: unknown;
+    newScheduler().run(({ cold }) => {
+      const emitsThenFails = cold('-a-#', v, e1);
+      const failsAtOnce = cold('-#', v, e2);
+      const source$ = defer(() => (++subscriptions <= RETRIES ? emitsThenFails : failsAtOnce));
+      source$
+        .pipe(retryAsEvents({ count: 1, resetOnSuccess: true }))
+        .subscribe({ error: (error) => (caught = error) });
+    });
+    expect(subscriptions).toBe(RETRIES + 1);
+    expect(caught).toBeInstanceOf(RetriesExhaustedError);
+    const error = caught as RetriesExhaustedError;
+    expect(error.attempts).toEqual([
+      { attempt: RETRIES, reason: 'first failed', error: e1, emitted: 1 },
+      { attempt: RETRIES + 1, reason: 'second failed', error: e2, emitted: 0 },
+    ]);
+    expect(error.failures).toBe(RETRIES + 1);
+  });
+
+  it('with resetOnSuccess, the exhausted error carries the failures since the last reset', () => {
+    let caught: unknown;
+    newScheduler().run(({ cold, expectObservable }) => {
+      const silent = cold(' -#', v, e1);
+      const emits = cold('  -a-#', v, e2);
+      const result = attemptsOf(silent, emits, silent).pipe(
+        retryAsEvents({ count: 1, resetOnSuccess: true }),
+        tap({ error: (error) => (caught = error) }),
+      );
+      expectObservable(result).toBe('-ra-s#', v, expect.any(RetriesExhaustedError));
+    });
+    const error = caught as RetriesExhaustedError;
+    expect(error.attempts).toEqual([
+      { attempt: 2, reason: 'second failed', error: e2, emitted: 1 },
+      { attempt: 3, reason: 'first failed', error: e1, emitted: 0 },
+    ]);
+    expect(error.failures).toBe(3);
+    expect(error.message).toBe('gave up after 3 attempt(s): first failed');
+  });
+});
+
+describe('retryAsEvents: a number, as RxJS retry(n) takes', () => {
+  it('retryAsEvents(1) caps like retryAsEvents({ count: 1 })', () => {
+    newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const failing = cold('-#', v, e1);
+      const done = cold('   -f-|', v);
+      const failingSubs = ['^!', '-^!'];
+
+      const result = attemptsOf(failing, failing, failing, done).pipe(retryAsEvents(1));
+      expectObservable(result).toBe('-r#', v, expect.any(RetriesExhaustedError));
+      expectSubscriptions(failing.subscriptions).toBe(failingSubs);
+      expectSubscriptions(done.subscriptions).toBe([]);
+    });
+  });
+
+  it('retryAsEvents(2) retries twice, then the third attempt completes', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const result = attemptsOf(cold('-#', v, e1), cold('-#', v, e2), cold('-f|', v)).pipe(retryAsEvents(2));
+      expectObservable(result).toBe('-rsf|', v);
+    });
+  });
+});
+
+describe('retryAsEvents: count 0 or below returns the source, as RxJS retry does', () => {
+  // biome-ignore format: a table
+  const cases: [string, () => ReturnType<typeof retryAsEvents>][] = [
+    ['{ count: 0 }', () => retryAsEvents({ count: 0 })],
+    ['{ count: -1 }', () => retryAsEvents({ count: -1 })],
+    ['0', () => retryAsEvents(0)],
+    ['-3', () => retryAsEvents(-3)],
+  ];
+  for (const [label, operator] of cases) {
+    it(`retryAsEvents(${label}) passes the error through unchanged, without a retry event`, () => {
+      newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const failing = cold('-a-#', v, e1);
+        const done = cold('   -f-|', v);
+        const failingSubs = ' ^--!';
+        expectObservable(attemptsOf(failing, done).pipe(operator())).toBe('-a-#', v, e1);
+        expectSubscriptions(failing.subscriptions).toBe(failingSubs);
+        expectSubscriptions(done.subscriptions).toBe([]);
+      });
+    });
+  }
+
+  it('returns the very source, as RxJS retry({ count: 0 }) does', () => {
+    const source = of(v.a, v.f);
+    expect(rxjsRetry({ count: 0 })(source)).toBe(source);
+    expect(retryAsEvents({ count: 0 })(source)).toBe(source);
+  });
+});
+
+describe('retryAsEvents: the message of RetriesExhaustedError', () => {
+  it('separates the count from the last reason', () => {
+    let caught: unknown;
+    newScheduler().run(({ cold }) => {
+      const cutOff = cold('-a-|', v);
+      cutOff
+        .pipe(requireFinish(), retryAsEvents({ count: 1 }))
+        .subscribe({ error: (error) => (caught = error) });
+    });
+    expect((caught as Error).message).toBe(
+      'gave up after 2 attempt(s): the stream completed without a finish event',
+    );
+  });
+
+  it('ends after the count when the reason is empty, without a dangling colon', () => {
+    let caught: unknown;
+    newScheduler().run(({ cold }) => {
+      cold('-#', undefined, e1)
+        .pipe(retryAsEvents({ count: 1, reason: () => '' }))
+        .subscribe({ error: (error) => (caught = error) });
+    });
+    expect((caught as Error).message).toBe('gave up after 2 attempt(s)');
+  });
+
+  it('counts the given total, not the records kept, and defaults the total to the records', () => {
+    const record = { attempt: 40, reason: 'stalled', error: e1, emitted: 0 };
+    expect(new RetriesExhaustedError([record], 40)).toMatchObject({
+      failures: 40,
+      message: 'gave up after 40 attempt(s): stalled',
+    });
+    expect(new RetriesExhaustedError([record])).toMatchObject({
+      failures: 1,
+      message: 'gave up after 1 attempt(s): stalled',
+    });
   });
 });

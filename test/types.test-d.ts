@@ -43,6 +43,8 @@ import { describe, expectTypeOf, test } from 'vitest';
 declare const provider$: Observable<ProviderEvent>;
 declare const attempted$: Observable<Attempted<ProviderEvent>>;
 declare const turn$: Observable<TurnEvent>;
+declare const whole$: Observable<AssembledEvent<ProviderEvent>>;
+declare const attemptedWhole$: Observable<AssembledEvent<Attempted<ProviderEvent>>>;
 
 /** The value type of an observable. */
 type ValueOf<O> = O extends Observable<infer T> ? T : never;
@@ -167,7 +169,7 @@ describe('dedupeByEffectKey', () => {
       WithEffectKeys<ProviderEvent>
     >();
     expectTypeOf<Extract<WithEffectKeys<ProviderEvent>, { type: 'tool-call' }>>().toEqualTypeOf<
-      ToolCallEvent & { effectKey: string }
+      ToolCallEvent & { effectKey: string; repeat?: true }
     >();
   });
 
@@ -185,13 +187,15 @@ describe('dedupeByEffectKey', () => {
 });
 
 describe('cleanTurn', () => {
-  test('maps ProviderEvent to TurnEvent', () => {
-    expectTypeOf(cleanTurn({ turnId: 't' })).toEqualTypeOf<OperatorFunction<ProviderEvent, TurnEvent>>();
-    expectTypeOf(provider$.pipe(cleanTurn({ turnId: 't' }))).toEqualTypeOf<Observable<TurnEvent>>();
+  test('maps provider events with whole calls to TurnEvent', () => {
+    expectTypeOf(whole$.pipe(cleanTurn({ turnId: 't' }))).toEqualTypeOf<Observable<TurnEvent>>();
+    // Fragments do not compile: assembleToolCalls() comes first (see pipelineOrder.test-d.ts).
+    // @ts-expect-error
+    provider$.pipe(cleanTurn({ turnId: 't' }));
   });
 
   test('a tool-call of the result narrows to KeyedToolCall', () => {
-    provider$.pipe(cleanTurn({ turnId: 't' })).subscribe((event) => {
+    whole$.pipe(cleanTurn({ turnId: 't' })).subscribe((event) => {
       if (event.type === 'tool-call') {
         expectTypeOf(event).toEqualTypeOf<KeyedToolCall>();
         expectTypeOf(event.effectKey).toBeString();
@@ -254,7 +258,7 @@ describe('assembleToolCalls', () => {
 describe('accumulateTurn', () => {
   test('yields TurnState whose toolCalls are the input’s tool-call members', () => {
     expectTypeOf(turn$.pipe(accumulateTurn())).toEqualTypeOf<Observable<TurnState<KeyedToolCall>>>();
-    const state$ = provider$.pipe(cleanTurn({ turnId: 't' }), accumulateTurn());
+    const state$ = whole$.pipe(cleanTurn({ turnId: 't' }), accumulateTurn());
     type State = ValueOf<typeof state$>;
     expectTypeOf<State['toolCalls']>().toEqualTypeOf<readonly KeyedToolCall[]>();
     expectTypeOf<State['text']>().toBeString();
@@ -278,16 +282,16 @@ describe('retryAsEvents', () => {
     expectTypeOf(provider$.pipe(retryAsEvents({ count: 3 }))).toEqualTypeOf<Observable<ProviderEvent>>();
     // The event type comes from the source, not from what follows: cleanTurn can follow it directly.
     expectTypeOf(
-      provider$.pipe(requireFinish(), retryAsEvents({ count: 3 }), cleanTurn({ turnId: 't' })),
+      whole$.pipe(requireFinish(), retryAsEvents({ count: 3 }), cleanTurn({ turnId: 't' })),
     ).toEqualTypeOf<Observable<TurnEvent>>();
-    expectTypeOf(provider$.pipe(retryAsEvents({ count: 3 }), cleanTurn({ turnId: 't' }))).toEqualTypeOf<
+    expectTypeOf(whole$.pipe(retryAsEvents({ count: 3 }), cleanTurn({ turnId: 't' }))).toEqualTypeOf<
       Observable<TurnEvent>
     >();
     expectTypeOf(
       provider$.pipe(
+        assembleToolCalls(),
         requireFinish(),
         retryAsEvents({ count: 3 }),
-        assembleToolCalls(),
         cleanTurn({ turnId: 't' }),
       ),
     ).toEqualTypeOf<Observable<TurnEvent>>();
@@ -311,9 +315,11 @@ describe('retryAsEvents', () => {
 });
 
 describe('requireFinish', () => {
-  test('keeps the type', () => {
-    expectTypeOf(provider$.pipe(requireFinish())).toEqualTypeOf<Observable<ProviderEvent>>();
-    expectTypeOf(attempted$.pipe(requireFinish())).toEqualTypeOf<Observable<Attempted<ProviderEvent>>>();
+  test('keeps the type of whole calls', () => {
+    expectTypeOf(whole$.pipe(requireFinish())).toEqualTypeOf<Observable<AssembledEvent<ProviderEvent>>>();
+    expectTypeOf(attemptedWhole$.pipe(requireFinish())).toEqualTypeOf<
+      Observable<AssembledEvent<Attempted<ProviderEvent>>>
+    >();
   });
 });
 
@@ -357,5 +363,22 @@ describe('policies', () => {
     attempted$.pipe(resetOnRetry(), naivePolicy());
     // @ts-expect-error no such policy
     policies.optimistic();
+  });
+});
+
+describe('retryAsEvents with a count, as RxJS retry(count)', () => {
+  test('takes a number as well as the options', () => {
+    expectTypeOf(retryAsEvents<number>(3)).toEqualTypeOf<OperatorFunction<number, number | RetryEvent>>();
+    expectTypeOf(of(1, 2).pipe(retryAsEvents(2))).toEqualTypeOf<Observable<number | RetryEvent>>();
+    expectTypeOf(provider$.pipe(retryAsEvents(3))).toEqualTypeOf<Observable<ProviderEvent>>();
+    retryAsEvents(Number.POSITIVE_INFINITY);
+    retryAsEvents(undefined);
+    // @ts-expect-error the count is a number
+    retryAsEvents('3');
+  });
+
+  test('its error says how many attempts failed in total', () => {
+    expectTypeOf<RetriesExhaustedError['failures']>().toBeNumber();
+    expectTypeOf<FailedAttempt['attempt']>().toBeNumber();
   });
 });

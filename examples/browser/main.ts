@@ -1,16 +1,16 @@
 // One stream of provider events, four policies side by side: what each renders, and which refunds each ran.
 
 import {
+  type AssembledEvent,
   type AttemptRecord,
   accumulateTurn,
-  assembleToolCalls,
+  attemptPipeline,
   cleanTurn,
   effectKey,
   type PolicyEvent,
   type ProviderEvent,
   policies,
   RetriesExhaustedError,
-  requireFinish,
   retryAsEvents,
   type ToolCallEvent,
   type TurnState,
@@ -27,7 +27,7 @@ interface Column {
   id: string;
   title: string;
   note: string;
-  policy: () => OperatorFunction<ProviderEvent, PolicyEvent>;
+  policy: () => OperatorFunction<AssembledEvent<ProviderEvent>, PolicyEvent>;
   /** The policy holds calls until their attempt finishes. */
   holds: boolean;
 }
@@ -64,10 +64,10 @@ const columns: Column[] = [
 ];
 
 /**
- * The raw provider events of one run of the turn, with a `retry` event between attempts, multicast to every
- * policy. Each subscription to `oneAttempt` is a new request; the server counts them per run.
+ * The provider events of one run of the turn (whole tool calls), with a `retry` event between attempts,
+ * multicast to every policy. Each subscription to `oneAttempt` is a new request; the server counts them per run.
  */
-function providerEvents(run: string): Observable<ProviderEvent> {
+function providerEvents(run: string): Observable<AssembledEvent<ProviderEvent>> {
   const oneAttempt = fromSSE(({ signal }) => ({
     url: `/turn?run=${encodeURIComponent(run)}`,
     init: {
@@ -77,10 +77,9 @@ function providerEvents(run: string): Observable<ProviderEvent> {
       signal,
     },
   })).pipe(
-    // The server sends neutral ProviderEvents; with a provider's own format, its adapter goes here.
-    sseJson<ProviderEvent>(),
-    assembleToolCalls(),
-    requireFinish(),
+    // The server sends neutral ProviderEvents; with a provider's own format, its adapter replaces sseJson.
+    // attemptPipeline: the adapter, then assembleToolCalls and requireFinish, once per attempt.
+    attemptPipeline(sseJson<ProviderEvent>()),
   );
   // share(): the four policies and the wire view read the same attempts; the request is made once per attempt.
   return oneAttempt.pipe(retryAsEvents({ count: 2 }), share());
@@ -107,6 +106,11 @@ function execute(call: ToolCallEvent & { attempt: number }, before: readonly Exe
     keyedByPolicy: stamped !== undefined,
     duplicate: before.some((done) => done.key === key),
   };
+}
+
+/** A call that cleanTurn marked as a repeat of a key that already ran. */
+function isRepeat(call: ToolCallEvent): boolean {
+  return 'repeat' in call && call.repeat === true;
 }
 
 // ---- DOM ------------------------------------------------------------------------------------------------------
@@ -216,7 +220,7 @@ function describeAttempt(record: AttemptRecord): HTMLElement {
   ]);
 }
 
-function showOnWire(event: ProviderEvent) {
+function showOnWire(event: AssembledEvent<ProviderEvent>) {
   const chip = (kind: string, text: string) => wire.append(element('li', { className: kind, text }));
   switch (event.type) {
     case 'text':
@@ -229,8 +233,6 @@ function showOnWire(event: ProviderEvent) {
       return chip('finish', `finish: ${event.reason}`);
     case 'retry':
       return chip('retry', `retry: ${event.reason}`);
-    case 'tool-call-delta':
-      return chip('call', `${event.name ?? 'call'} #${event.index} …`);
   }
 }
 
@@ -273,12 +275,13 @@ function start() {
     }),
   );
   const policyViews = views.map((view) => {
-    // Every tool call that comes out of the policy "runs": in an app, this is where the refund is issued.
+    // Every tool call that comes out of the policy "runs": in an app, this is where the refund is issued. A
+    // repeat (cleanTurn: its key already ran) does not run; it is answered with the recorded result.
     const executed: Executed[] = [];
     return events$.pipe(
       view.column.policy(),
       tap((event) => {
-        if (event.type === 'tool-call') executed.push(execute(event, executed));
+        if (event.type === 'tool-call' && !isRepeat(event)) executed.push(execute(event, executed));
       }),
       accumulateTurn(),
       tap((turn) => renderColumn(view, turn, executed)),

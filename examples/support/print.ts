@@ -1,12 +1,20 @@
 // What the provider examples print: the clean turn as it streams, then what each attempt cost.
 import type { TurnEvent, TurnState } from 'cleanturn';
 
-/** Prints one event of the clean turn: text as it streams, a line for a reset and for a released call. */
+/**
+ * Prints one event of the clean turn: text as it streams, a line for a reset and for a released call (a repeat,
+ * whose key already ran, is answered with the recorded result instead of running again).
+ */
 export function printTurnEvent(event: TurnEvent): void {
   if (event.type === 'reset') console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
   if (event.type === 'text') process.stdout.write(event.text);
   if (event.type === 'tool-call') {
-    console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
+    const call = `${event.name}(${JSON.stringify(event.args)})`;
+    console.log(
+      event.repeat
+        ? `\n[${call} already ran under key ${event.effectKey}: answer it with the recorded result]`
+        : `\n[run ${call} once, key ${event.effectKey}]`,
+    );
   }
 }
 

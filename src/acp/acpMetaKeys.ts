@@ -11,6 +11,9 @@
  * - `effectKey` (on a tool call): the call's effect key, the same for the same call in every attempt; the
  *   key to deduplicate or correlate tool calls by, never the provider's call id.
  * - `attempt` (on a tool call): the attempt that released it.
+ * - `repeat` (on a tool call): `true` when the call's effect key already ran (an early read of an abandoned
+ *   attempt asked again, a key the ledger holds, the same call twice): the call is shown as completed at once
+ *   and answered with the recorded result; its effect does not run again.
  * - `outcome` (on a tool call's update from its result): the executor's outcome, e.g. `executed` or
  *   `replayed` (the effect had already happened and its stored result was returned).
  */
@@ -19,6 +22,7 @@ export const acpMetaKeys = {
   effectKey: 'cleanturn/effectKey',
   attempt: 'cleanturn/attempt',
   outcome: 'cleanturn/outcome',
+  repeat: 'cleanturn/repeat',
 } as const;
 
 /** The value under `_meta['cleanturn/reset']`: a retry happened, and what it voids. */

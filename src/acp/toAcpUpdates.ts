@@ -1,6 +1,6 @@
 import type { SessionNotification, ToolKind } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
-import type { KeyedToolCall, ToolResultLike, TurnEvent } from 'cleanturn';
+import { AttemptTracker, type KeyedToolCall, type ToolResultLike, type TurnEvent } from 'cleanturn';
 import { defer, mergeMap, type OperatorFunction } from 'rxjs';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
 
@@ -113,8 +113,8 @@ type Meta = Record<string, unknown>;
 
 /** The turn's state as an editor knows it, and the events that change it; the two protocols differ in how they say so. */
 abstract class Translator<N> {
-  /** The live attempt. */
-  protected attempt = 1;
+  /** The live attempt, and whether it finished. */
+  protected readonly attempts = new AttemptTracker();
   /** The live attempt's message, once it has an id. */
   protected message: string | undefined = undefined;
   /** Whether the editor has been sent `message`. */
@@ -123,12 +123,16 @@ abstract class Translator<N> {
   constructor(protected readonly options: ToAcpUpdatesOptions) {}
 
   translate(event: AcpSourceEvent): N[] {
-    if (event.type === 'tool-result') return [this.toolResult(event)];
-    if (event.type === 'reset')
-      return event.attempt > this.attempt ? [this.startAttempt(event.attempt, event.reason)] : [];
-    if (event.attempt < this.attempt) return [];
+    // A result of an abandoned attempt's call is a straggler: the final attempt's calls get their own answers.
+    if (event.type === 'tool-result')
+      return this.attempts.isLive(event.call.attempt) ? [this.toolResult(event)] : [];
+    const step = this.attempts.step(event);
+    if (step === 'stale') return [];
     // An event of a newer attempt without a reset before it still starts over.
-    const updates = event.attempt > this.attempt ? [this.startAttempt(event.attempt, 'retry')] : [];
+    const updates =
+      step === 'newer'
+        ? [this.startAttempt(event.attempt, event.type === 'reset' ? event.reason : 'retry')]
+        : [];
     if (event.type === 'text' && event.text !== '') {
       const message = this.messageId();
       this.shown = true;
@@ -143,7 +147,8 @@ abstract class Translator<N> {
   protected messageId(): string {
     if (this.message === undefined) {
       const { messageId } = this.options;
-      this.message = messageId === undefined ? globalThis.crypto.randomUUID() : messageId(this.attempt);
+      this.message =
+        messageId === undefined ? globalThis.crypto.randomUUID() : messageId(this.attempts.attempt);
     }
     return this.message;
   }
@@ -159,9 +164,14 @@ abstract class Translator<N> {
       title: this.options.title?.(call) ?? call.name,
       name: call.name,
       kind: this.options.kind?.(call) ?? 'other',
-      status: 'pending' as const,
+      // A repeat is already done: its key's effect ran, and its answer is the recorded result.
+      status: call.repeat === true ? ('completed' as const) : ('pending' as const),
       rawInput: call.args,
-      _meta: { [acpMetaKeys.effectKey]: call.effectKey, [acpMetaKeys.attempt]: call.attempt },
+      _meta: {
+        [acpMetaKeys.effectKey]: call.effectKey,
+        [acpMetaKeys.attempt]: call.attempt,
+        ...(call.repeat === true ? { [acpMetaKeys.repeat]: true } : {}),
+      },
     };
   }
 
@@ -196,7 +206,6 @@ abstract class Translator<N> {
 class V1Translator extends Translator<AcpNotification> {
   protected startAttempt(attempt: number, reason: string): AcpNotification {
     const supersedes = this.shown ? this.message : undefined;
-    this.attempt = attempt;
     this.message = undefined;
     const message = this.messageId();
     this.shown = true;
@@ -212,8 +221,15 @@ class V1Translator extends Translator<AcpNotification> {
     return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
   }
 
+  /** The tool call ids announced so far: a repeat of one updates it instead of announcing it twice. */
+  private readonly announced = new Set<string>();
+
   protected toolCall(call: KeyedToolCall): AcpNotification {
-    return this.notify({ sessionUpdate: 'tool_call', ...this.callFields(call) });
+    const fields = this.callFields(call);
+    if (this.announced.has(fields.toolCallId))
+      return this.notify({ sessionUpdate: 'tool_call_update', ...fields });
+    this.announced.add(fields.toolCallId);
+    return this.notify({ sessionUpdate: 'tool_call', ...fields });
   }
 
   protected toolResult(result: ToolResultLike): AcpNotification {
@@ -228,7 +244,6 @@ class V1Translator extends Translator<AcpNotification> {
 /** The ACP v2 draft: one message per turn, whose content a reset replaces with nothing. */
 class V2Translator extends Translator<AcpV2Notification> {
   protected startAttempt(attempt: number, reason: string): AcpV2Notification {
-    this.attempt = attempt;
     const message = this.messageId();
     this.shown = true;
     // The replacement itself clears the abandoned text: there is no other message to supersede.

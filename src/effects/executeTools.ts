@@ -12,6 +12,7 @@ import {
   Observable,
   type OperatorFunction,
   of,
+  tap,
   throwError,
   timer,
 } from 'rxjs';
@@ -97,10 +98,16 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
  * results that wait for an earlier one. Unsubscribing aborts the handlers' `signal` and writes nothing more:
  * a claim whose handler was cut off expires after `leaseMs`, as if its process had crashed.
  *
+ * Every call gets exactly one result under its own call id, repeats too: a call marked `repeat: true` by
+ * `dedupeByEffectKey` (or a second call with a key this subscription already ran) never runs its handler; it
+ * is answered with its key's outcome, from this subscription or from the ledger.
+ *
  * The outcomes:
  * - `executed`: the handler ran now; `reclaimed: true` when it took over an expired claim.
- * - `replayed`: the effect ran before; `result` is the stored one.
- * - `failed`: the handler threw (`replayed: false`, with `cause`) or its recorded failure was replayed.
+ * - `replayed`: the effect ran before (in an earlier run, or under an earlier call of this turn with the same
+ *   key); `result` is the recorded one.
+ * - `failed`: the handler threw (`replayed: false`, with `cause`) or its recorded failure was replayed (also
+ *   for a repeat whose key left no record anywhere: `NoRecordedResultError`).
  * - `unknown-tool`: no handler has that name; the ledger is not touched.
  * - `in-progress`: another holder is running it (only with `inProgress: 'report'`).
  *
@@ -153,9 +160,21 @@ export function executeTools(
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
   }
 
-  /** Claims the call's key and acts on the answer; waits and asks again while another holder runs it. */
-  function runCall(call: KeyedToolCall): Observable<ToolResultEvent> {
+  /**
+   * Claims the call's key and acts on the answer; waits and asks again while another holder runs it. A repeat
+   * (its key already ran) never runs its handler: it is answered from `answers`, the outcomes of this
+   * subscription's calls by key, or from the ledger's record.
+   */
+  function runCall(
+    call: KeyedToolCall,
+    repeat: boolean,
+    answers: ReadonlyMap<string, ToolResultEvent>,
+  ): Observable<ToolResultEvent> {
     const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
+    if (repeat) {
+      const answered = answers.get(call.effectKey);
+      if (answered !== undefined) return of(replay(call, answered));
+    }
     const handler = Object.hasOwn(handlers, call.name) ? handlers[call.name] : undefined;
     if (handler === undefined) {
       const error: SerializedError = {
@@ -174,10 +193,26 @@ export function executeTools(
             case 'failed':
               return of({ ...base, outcome: 'failed', error: claim.error, replayed: true });
             case 'in-progress':
-              if (inProgress === 'report') return of({ ...base, outcome: 'in-progress', until: claim.until });
+              // A repeat waits for its key's outcome whatever the option: its call needs a real answer.
+              if (inProgress === 'report' && !repeat)
+                return of({ ...base, outcome: 'in-progress', until: claim.until });
               return timer(Math.max(1, Math.min(pollMs, claim.until - Date.now()))).pipe(mergeMap(attempt));
             case 'claimed':
-              return execute(call, handler, claim.token, claim.reclaimed);
+              if (!repeat) return execute(call, handler, claim.token, claim.reclaimed);
+              // A repeat whose key has no record: give the claim back and answer from this subscription's
+              // outcome of the key (a failure that was not recorded), or say that there is none.
+              return awaited(() => ledger.release(turnId, call.effectKey, claim.token)).pipe(
+                map(() => {
+                  const answered = answers.get(call.effectKey);
+                  if (answered !== undefined) return replay(call, answered);
+                  const error: SerializedError = {
+                    name: 'NoRecordedResultError',
+                    message: `${call.name} repeats effect ${call.effectKey}, whose result was not recorded`,
+                    retryable: false,
+                  };
+                  return { ...base, outcome: 'failed', error, replayed: true } as const;
+                }),
+              );
           }
         }),
       );
@@ -258,20 +293,37 @@ export function executeTools(
 
   return function executeToolsOperator(source) {
     return defer(() => {
+      // Keys whose calls this subscription has started: a later call with one of them is a repeat.
+      const started = new Set<string>();
+      // The outcome of each key's call, once it is out: what a repeat of the key is answered with.
+      const answers = new Map<string, ToolResultEvent>();
       const calls = source.pipe(
         filter((event): event is KeyedToolCall => event.type === 'tool-call'),
         map((call) => {
           if (typeof call.effectKey !== 'string') throw new MissingEffectKeyError(call.name);
-          return call;
+          const repeat = call.repeat === true || started.has(call.effectKey);
+          started.add(call.effectKey);
+          return { call, repeat };
         }),
       );
-      if (order === 'completion' || concurrency === 1) return calls.pipe(mergeMap(runCall, concurrency));
+      const run = ({ call, repeat }: { call: KeyedToolCall; repeat: boolean }) =>
+        runCall(call, repeat, answers).pipe(
+          tap((result) => {
+            if (
+              !answers.has(result.effectKey) &&
+              result.outcome !== 'in-progress' &&
+              result.outcome !== 'unknown-tool'
+            )
+              answers.set(result.effectKey, result);
+          }),
+        );
+      if (order === 'completion' || concurrency === 1) return calls.pipe(mergeMap(run, concurrency));
       // Results that are ready, by call index, waiting for the calls before them.
       const ready = new Map<number, ToolResultEvent>();
       // The index of the next result to emit.
       let next = 0;
       return calls.pipe(
-        mergeMap((call, index) => runCall(call).pipe(map((result) => [index, result] as const)), concurrency),
+        mergeMap((call, index) => run(call).pipe(map((result) => [index, result] as const)), concurrency),
         mergeMap(([index, result]) => {
           ready.set(index, result);
           const out: ToolResultEvent[] = [];
@@ -285,6 +337,20 @@ export function executeTools(
       );
     });
   };
+}
+
+/** The answer of a repeat: the outcome of its key's earlier call, under the repeat's own call. */
+function replay(call: KeyedToolCall, answered: ToolResultEvent): ToolResultEvent {
+  const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
+  switch (answered.outcome) {
+    case 'executed':
+    case 'replayed':
+      return { ...base, outcome: 'replayed', result: answered.result };
+    case 'failed':
+      return { ...base, outcome: 'failed', error: answered.error, replayed: true };
+    default:
+      return { ...answered, call };
+  }
 }
 
 /** A ledger answer as an observable: synchronous answers stay synchronous. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isRetryable } from 'cleanturn';
+import { describeError, isRetryable } from 'cleanturn';
 import { EffectResultError } from './errors.js';
 import type { JsonValue, SerializedError } from './types.js';
 
@@ -47,8 +47,7 @@ export function decodeResult(text: string | null | undefined): JsonValue | undef
 export function serializeError(error: unknown): SerializedError {
   const object = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {};
   const name = typeof object.name === 'string' ? object.name : 'Error';
-  const message =
-    typeof object.message === 'string' ? object.message : typeof error === 'string' ? error : String(error);
+  const message = describeError(error);
   const serialized: SerializedError = { name, message, retryable: isRetryable(error) };
   const code = object.code;
   if (typeof code === 'string' || (typeof code === 'number' && Number.isFinite(code))) serialized.code = code;

@@ -1,4 +1,11 @@
-import type { FinishReason, PolicyEvent, ResetEvent, ToolResultLike } from 'cleanturn';
+import {
+  AttemptTracker,
+  type FinishReason,
+  type KeyedToolCall,
+  type PolicyEvent,
+  type ResetEvent,
+  type ToolResultLike,
+} from 'cleanturn';
 import { resultStatus } from './internal/results.js';
 
 /** What a view reads: the output of any policy ({@link PolicyEvent}, so `cleanTurn` too) and tool results. */
@@ -7,11 +14,13 @@ export type ViewEvent = PolicyEvent | ToolResultLike;
 /**
  * Where a shown tool call is:
  * - `released`: the policy let it through; it runs now or waits for the executor;
+ * - `repeat`: already done: an earlier call with the same effect key ran its effect (see `dedupeByEffectKey`),
+ *   and the executor answers this one with the recorded result;
  * - `running`: the executor reports that it is running (in another process);
  * - `completed`: it ran, or its recorded result was replayed;
  * - `failed`: it did not happen (the tool failed, or no tool has its name).
  */
-export type ToolCallViewStatus = 'released' | 'running' | 'completed' | 'failed';
+export type ToolCallViewStatus = 'released' | 'repeat' | 'running' | 'completed' | 'failed';
 
 /** A tool call as a UI shows it. Never mutated: a change makes a new object. */
 export interface ToolCallView {
@@ -76,14 +85,16 @@ export const initialView: TurnView = Object.freeze({
  * The view reducer: what a user should see after `event`, given what they saw before.
  *
  * Pure: it returns a new snapshot when `event` changes what is shown, and `view` itself when it does not
- * (usage, call fragments, stragglers of abandoned attempts, results of calls that are not shown). A `reset`
+ * (usage, call fragments, stragglers of abandoned attempts, anything after a finish, results of calls that
+ * are not shown or of abandoned attempts: the rules of `AttemptTracker`). A `reset`
  * drops the abandoned attempt's text and calls and sets a "retrying" {@link TurnView.notice}, which the new
  * attempt's first text or call clears. Text is appended to an immutable string and the call list is shared
  * until a call changes, so a text token costs one small object.
  *
  * State changes, event by event:
  * - `text` of the live attempt: `text` grows; the notice clears;
- * - `tool-call` of the live attempt: a `released` call is appended; the notice clears;
+ * - `tool-call` of the live attempt: a `released` call (`repeat` when its key already ran) is appended; the
+ *   notice clears;
  * - `finish`: `finished` and `finishReason`; the notice clears;
  * - `reset` to a newer attempt (or any event of a newer attempt): text and calls start over, the reset is
  *   recorded in `resets` and shown as the notice;
@@ -107,24 +118,30 @@ export const initialView: TurnView = Object.freeze({
  * @returns The view after `event`: `view` itself when nothing changed.
  */
 export function reduceView(view: TurnView, event: ViewEvent): TurnView {
-  if (event.type === 'tool-result') return withResult(view, event);
-  if (event.type === 'reset') return event.attempt > view.attempt ? startAttempt(view, event) : view;
-  if (event.attempt < view.attempt) return view;
+  const attempts = new AttemptTracker(view.attempt, view.finished);
+  if (event.type === 'tool-result')
+    return attempts.isLive(event.call.attempt) ? withResult(view, event) : view;
+  const step = attempts.step(event);
+  if (step === 'stale') return view;
   // An event of a newer attempt without a reset before it (a stream that skipped resetOnRetry) still starts over.
   const live =
-    event.attempt > view.attempt
-      ? startAttempt(view, { type: 'reset', attempt: event.attempt, reason: 'retry' })
+    step === 'newer'
+      ? startAttempt(
+          view,
+          event.type === 'reset' ? event : { type: 'reset', attempt: event.attempt, reason: 'retry' },
+        )
       : view;
   switch (event.type) {
     case 'text':
       return event.text === '' ? live : { ...live, text: live.text + event.text, notice: undefined };
     case 'tool-call': {
+      const keyed = event as Partial<Pick<KeyedToolCall, 'effectKey' | 'repeat'>>;
       const call: ToolCallView = {
         id: event.id,
         name: event.name,
         args: event.args,
-        effectKey: 'effectKey' in event && typeof event.effectKey === 'string' ? event.effectKey : undefined,
-        status: 'released',
+        effectKey: typeof keyed.effectKey === 'string' ? keyed.effectKey : undefined,
+        status: keyed.repeat === true ? 'repeat' : 'released',
       };
       return { ...live, toolCalls: [...live.toolCalls, call], notice: undefined };
     }
@@ -150,7 +167,6 @@ function startAttempt(view: TurnView, reset: ResetEvent): TurnView {
 
 /** The view with a shown call's status updated from its result. */
 function withResult(view: TurnView, result: ToolResultLike): TurnView {
-  if (result.call.attempt !== view.attempt) return view;
   const index = view.toolCalls.findIndex((c) => c.id === result.call.id);
   const shown = view.toolCalls[index];
   if (shown === undefined) return view;

@@ -1,7 +1,13 @@
-import type { KeyedToolCall, ToolCallEvent, ToolResultLike } from 'cleanturn';
+import {
+  AttemptTracker,
+  describeError,
+  type KeyedToolCall,
+  type ToolCallEvent,
+  type ToolResultLike,
+} from 'cleanturn';
 import { defer, filter, map, type OperatorFunction } from 'rxjs';
 import { cellWidth, isControl } from './internal/cells.js';
-import { describeError, resultStatus } from './internal/results.js';
+import { resultStatus } from './internal/results.js';
 import type { ViewEvent } from './reduceView.js';
 
 /** Options of {@link toTerminal}. */
@@ -34,7 +40,8 @@ const ARGS_SHOWN = 80;
  * below it (`CR`, `CSI n A`, `CSI J`), then prints a faint `↺ attempt 2 (connection reset)` line; the new
  * attempt writes under it. Without `tty` nothing can be taken back: a reset prints the same marker line,
  * and a reader (person or program) discards what came before it. Released tool calls and their results get
- * a line each. Control characters in model text (escape sequences, carriage returns) are dropped, so the
+ * a line each (a repeat, whose effect already ran under its key, as `↻ … already done`). Events of abandoned
+ * attempts, anything after a finish and results of abandoned calls print nothing. Control characters in model text (escape sequences, carriage returns) are dropped, so the
  * model cannot move the cursor; tabs become spaces.
  *
  * Start it on a fresh line, and do not write to the terminal yourself while it runs: it can only erase
@@ -84,8 +91,8 @@ export function toTerminal(options: ToTerminalOptions = {}): OperatorFunction<Vi
 
 /** The renderer's picture of the terminal: what it printed since the output began, and where the cursor is. */
 class TerminalScreen {
-  /** The live attempt. */
-  private attempt = 1;
+  /** The live attempt, and whether it finished. */
+  private readonly attempts = new AttemptTracker();
   /** Rows the cursor moved down since the output began (the part a reset erases). */
   private row = 0;
   /** The cursor's column; `columns` means the row is full and the next character wraps to the next row. */
@@ -99,12 +106,14 @@ class TerminalScreen {
   /** The string to write for `event`; empty when it shows nothing. */
   render(event: ViewEvent): string {
     if (event.type === 'tool-result')
-      return event.call.attempt === this.attempt ? this.line(resultLine(event)) : '';
-    if (event.type === 'reset')
-      return event.attempt > this.attempt ? this.startAttempt(event.attempt, event.reason) : '';
-    if (event.attempt < this.attempt) return '';
+      return this.attempts.isLive(event.call.attempt) ? this.line(resultLine(event)) : '';
+    const step = this.attempts.step(event);
+    if (step === 'stale') return '';
     // An event of a newer attempt without a reset before it still starts over.
-    const start = event.attempt > this.attempt ? this.startAttempt(event.attempt, 'retry') : '';
+    const start =
+      step === 'newer'
+        ? this.startAttempt(event.attempt, event.type === 'reset' ? event.reason : 'retry')
+        : '';
     switch (event.type) {
       case 'text':
         return start + this.print(event.text);
@@ -119,7 +128,6 @@ class TerminalScreen {
 
   /** Takes back the abandoned attempt's output (on a TTY) and prints the marker line. */
   private startAttempt(attempt: number, reason: string): string {
-    this.attempt = attempt;
     let erase: string;
     if (this.tty) {
       erase = `\r${this.row > 0 ? `\x1b[${this.row}A` : ''}\x1b[J`;
@@ -184,7 +192,7 @@ class TerminalScreen {
 }
 
 /** A released call's line: name, arguments (shortened) and effect key. */
-function callLine(call: ToolCallEvent & Partial<Pick<KeyedToolCall, 'effectKey'>>): string {
+function callLine(call: ToolCallEvent & Partial<Pick<KeyedToolCall, 'effectKey' | 'repeat'>>): string {
   let args: string;
   try {
     args = JSON.stringify(call.args) ?? String(call.args);
@@ -192,7 +200,9 @@ function callLine(call: ToolCallEvent & Partial<Pick<KeyedToolCall, 'effectKey'>
     args = String(call.args);
   }
   if (args.length > ARGS_SHOWN) args = `${args.slice(0, ARGS_SHOWN - 1)}…`;
-  return `⚙ ${call.name} ${args}${call.effectKey === undefined ? '' : ` [${call.effectKey}]`}`;
+  const key = call.effectKey === undefined ? '' : ` [${call.effectKey}]`;
+  // A repeat's effect already ran under the same key: it is answered with the recorded result.
+  return call.repeat === true ? `↻ ${call.name} ${args}${key} already done` : `⚙ ${call.name} ${args}${key}`;
 }
 
 /** A tool result's line. */

@@ -67,6 +67,11 @@ export function keyed(turnId: string, attempt: number, event: ToolCallEvent): Ke
   return { ...event, attempt, effectKey: effectKey(turnId, event) };
 }
 
+/** Like {@link keyed}, marked as a repeat: a call whose effect key already ran, as `cleanTurn` releases it. */
+export function repeated(turnId: string, attempt: number, event: ToolCallEvent): KeyedToolCall {
+  return { ...keyed(turnId, attempt, event), repeat: true };
+}
+
 /** The arguments of the help-desk refund. */
 export const refundArgs = { order_id: 'ORD-7781', amount: 'full' } as const;
 

@@ -13,6 +13,7 @@ export {
   helpDeskTurn,
   keyed,
   refundArgs,
+  repeated,
   reset,
   retry,
   text,

@@ -1,3 +1,4 @@
+import { describeError } from 'cleanturn';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Observable } from 'rxjs';
 import { ConnectionError, HttpStatusError, parseRetryAfter, StallError } from './errors.js';
@@ -205,7 +206,7 @@ function isJson(text: string): boolean {
 }
 
 function describe(what: string, error: unknown): string {
-  const cause =
-    error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
-  return `${what}: ${cause}`;
+  // fetch rejects with `TypeError: fetch failed` and puts what happened (ECONNRESET…) in its cause.
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  return `${what}: ${describeError(cause)}`;
 }

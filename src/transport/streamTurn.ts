@@ -1,17 +1,15 @@
 import {
   accumulateTurn,
-  assembleToolCalls,
+  attemptPipeline,
   type BackoffOptions,
   backoff,
-  cleanTurn,
   type EffectKeyLookup,
   isRetryable,
   type ProviderEvent,
-  requireFinish,
-  retryAsEvents,
   type ToolCallEvent,
   type TurnEvent,
   type TurnState,
+  turnPipeline,
 } from 'cleanturn';
 import { config, defer, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
 import { HttpStatusError } from './errors.js';
@@ -37,7 +35,7 @@ export interface StreamTurnOptions<I = unknown> {
   maxRetryAfter?: number;
   /** Pure reads that may run before their attempt finishes. */
   early?: (call: ToolCallEvent & { attempt: number }) => boolean;
-  /** Effect keys that already ran (a ledger), dropped from the released calls. */
+  /** Effect keys that already ran (a ledger): their calls are released marked `repeat: true`. */
   seen?: EffectKeyLookup;
   /**
    * Called once when the turn ends (completed, failed, or unsubscribed) with what it cost. What it throws does not
@@ -54,14 +52,14 @@ export interface StreamTurnOptions<I = unknown> {
  * Composed only of public operators, as you would compose your own:
  *
  * ```text
- * fromSSE → sseJson → adapter → assembleToolCalls → requireFinish      (one attempt)
- *   → retryAsEvents({ count: maxAttempts - 1, delay: backoff, honouring retry-after })
- *   → cleanTurn({ turnId, early, seen })
+ * fromSSE → sseJson → attemptPipeline(adapter)                          (one attempt)
+ *   → turnPipeline({ turnId, early, seen, retry: { count: maxAttempts - 1, delay: backoff, honouring retry-after } })
  * ```
  *
  * Each attempt is a new request; an abandoned attempt's request is aborted. Errors that are not retryable
  * (a 401, an invalid request) end the turn at once; past `maxAttempts` the turn errors with
- * `RetriesExhaustedError`. `onReport` receives every attempt's usage, the abandoned ones too.
+ * `RetriesExhaustedError` (with `maxAttempts: 1` nothing is retried, and the attempt's own error ends the turn,
+ * as RxJS `retry` passes it through with a count of 0). `onReport` receives every attempt's usage, the abandoned ones too.
  *
  * ## Example
  * ```ts
@@ -107,21 +105,25 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       return fromSSE(({ signal }) => request({ attempt: current, signal }), {
         fetch: options.fetch,
         stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
-      }).pipe(sseJson<I>(), adapter, assembleToolCalls(), requireFinish());
+      }).pipe(sseJson<I>(), attemptPipeline(adapter));
     });
     const events = oneAttempt.pipe(
-      retryAsEvents({
-        count: maxAttempts - 1,
-        shouldRetry: (error) =>
-          isRetryable(error) &&
-          !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),
-        delay: (error, retryCount) => {
-          const asked = error instanceof HttpStatusError ? (error.retryAfterMs ?? 0) : 0;
-          if (wait === undefined) return asked > 0 ? timer(asked) : of(0);
-          return asked > 0 ? timer(asked) : wait(error, retryCount);
+      turnPipeline({
+        turnId,
+        early,
+        seen,
+        retry: {
+          count: maxAttempts - 1,
+          shouldRetry: (error) =>
+            isRetryable(error) &&
+            !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),
+          delay: (error, retryCount) => {
+            const asked = error instanceof HttpStatusError ? (error.retryAfterMs ?? 0) : 0;
+            if (wait === undefined) return asked > 0 ? timer(asked) : of(0);
+            return asked > 0 ? timer(asked) : wait(error, retryCount);
+          },
         },
       }),
-      cleanTurn({ turnId, early, seen }),
     );
     if (onReport === undefined) return events;
     return reporting(events, turnId, onReport);

@@ -1,4 +1,4 @@
-import type { AttemptOutcome, TurnState, Usage } from 'cleanturn';
+import { type AttemptOutcome, describeError, type TurnState, type Usage } from 'cleanturn';
 
 /** One attempt in a {@link TurnReport}. */
 export interface AttemptReport {
@@ -69,7 +69,7 @@ export function toTurnReport(
     const reason =
       record.reason ??
       (live && end.outcome === 'failed' && end.error !== undefined
-        ? describe(end.error)
+        ? describeError(end.error)
         : live && end.outcome === 'cancelled'
           ? 'cancelled by the consumer'
           : undefined);
@@ -94,8 +94,4 @@ export function toTurnReport(
   };
   if (end.error !== undefined) report.error = end.error;
   return report;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

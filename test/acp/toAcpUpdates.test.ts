@@ -7,7 +7,18 @@ import {
   acpMetaKeys,
   toAcpUpdates,
 } from 'cleanturn/acp';
-import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
+import {
+  at,
+  call,
+  finish,
+  helpDeskTurn,
+  keyed,
+  refundArgs,
+  repeated,
+  reset,
+  text,
+  usage,
+} from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { standardChecks } from '../support/standardChecks.js';
@@ -185,6 +196,50 @@ describe('toAcpUpdates, ACP v1', () => {
         _meta: { 'cleanturn/outcome': 'unknown-tool' },
       },
     ]);
+  });
+
+  it('a repeat (its key already ran) is announced as completed, marked cleanturn/repeat', () => {
+    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
+    const events: AcpSourceEvent[] = [reset(2, 'connection reset'), c7, c9];
+    // With one tool call id per call, the repeat is a tool call of its own, already done.
+    const perCall = all(
+      from(events).pipe(toAcpUpdates({ sessionId, messageId, toolCallId: (c) => `${c.effectKey}:${c.id}` })),
+    );
+    expect(perCall.map((n) => n.update).slice(1)).toEqual([
+      expect.objectContaining({
+        sessionUpdate: 'tool_call',
+        toolCallId: `${c7.effectKey}:c7`,
+        status: 'pending',
+      }),
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId: `${c9.effectKey}:c9`,
+        title: 'issue_refund',
+        name: 'issue_refund',
+        kind: 'other',
+        status: 'completed',
+        rawInput: refundArgs,
+        _meta: {
+          [acpMetaKeys.effectKey]: c9.effectKey,
+          [acpMetaKeys.attempt]: 2,
+          [acpMetaKeys.repeat]: true,
+        },
+      },
+    ]);
+    expect(perCall[1]?.update._meta).not.toHaveProperty(acpMetaKeys.repeat);
+    // With the default ids (the effect key), the repeat updates the call it repeats instead of announcing it twice.
+    const byKey = all(from(events).pipe(toAcpUpdates({ sessionId, messageId })));
+    expect(
+      byKey.map((n) => [n.update.sessionUpdate, 'status' in n.update ? n.update.status : undefined]),
+    ).toEqual([
+      ['agent_message_chunk', undefined],
+      ['tool_call', 'pending'],
+      ['tool_call_update', 'completed'],
+    ]);
+    expect(byKey[2]?.update).toMatchObject({
+      toolCallId: c7.effectKey,
+      _meta: { [acpMetaKeys.repeat]: true },
+    });
   });
 
   it('titles and kinds come from the options', () => {

@@ -10,7 +10,7 @@ import {
   type ToolContext,
   type ToolHandlers,
 } from 'cleanturn/effects';
-import { at, call, finish, helpDeskTurn, keyed, refundArgs, text } from 'cleanturn/testing';
+import { at, call, finish, helpDeskTurn, keyed, refundArgs, repeated, text } from 'cleanturn/testing';
 import { firstValueFrom, from, lastValueFrom, Observable, of, type Subscription, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { nothing, standardChecks } from '../support/standardChecks.js';
@@ -141,6 +141,75 @@ describe('executeTools', () => {
           },
         ]);
         expect(seen).toHaveLength(1);
+      });
+
+      it('answers a repeat under its own call id with the recorded result, without running the handler', async () => {
+        const ledger = make();
+        let calls = 0;
+        const handlers: ToolHandlers = {
+          issue_refund: async () => {
+            calls++;
+            return { refund_id: 're_1' };
+          },
+        };
+        // The same refund twice in one attempt (c7, then c9): cleanTurn releases both, c9 marked as a repeat.
+        const c9 = call('c9', 'issue_refund', refundArgs);
+        const events = [
+          text('Refunding twice.'),
+          call('c7', 'issue_refund', refundArgs),
+          c9,
+          finish('tool-calls'),
+        ];
+        const results = await lastValueFrom(
+          from(events).pipe(cleanTurn({ turnId }), executeTools(handlers, { turnId, ledger }), toArray()),
+        );
+        const again = repeated(turnId, 1, c9);
+        expect(results).toEqual([
+          expect.objectContaining({ call: keyed(turnId, 1, call('c7', 'issue_refund', refundArgs)) }),
+          {
+            type: 'tool-result',
+            effectKey: again.effectKey,
+            call: again,
+            outcome: 'replayed',
+            result: { refund_id: 're_1' },
+          },
+        ]);
+        expect(results[0]).toMatchObject({ outcome: 'executed', result: { refund_id: 're_1' } });
+        expect(calls).toBe(1);
+
+        // A restart, with the ledger as `seen`: the one call is a repeat too, answered from the ledger.
+        const seen = ledger instanceof MemoryEffectLedger ? ledger.seen(turnId) : new Set([again.effectKey]);
+        const restarted = await lastValueFrom(
+          from(events.slice(0, 2).concat(finish('tool-calls'))).pipe(
+            cleanTurn({ turnId, seen }),
+            executeTools(handlers, { turnId, ledger }),
+            toArray(),
+          ),
+        );
+        expect(restarted).toEqual([
+          expect.objectContaining({ call: { ...refund, attempt: 1, repeat: true }, outcome: 'replayed' }),
+        ]);
+        expect(restarted[0]).toMatchObject({ result: { refund_id: 're_1' } });
+        expect(calls).toBe(1);
+      });
+
+      it('a repeat whose key left no record fails with NoRecordedResultError and runs nothing', async () => {
+        const ledger = make();
+        let calls = 0;
+        const handlers: ToolHandlers = {
+          issue_refund: () => {
+            calls++;
+            return { refund_id: 're_1' };
+          },
+        };
+        const [result] = await run([{ ...refund, repeat: true }], handlers, { turnId, ledger });
+        expect(result).toMatchObject({
+          outcome: 'failed',
+          replayed: true,
+          error: { name: 'NoRecordedResultError', retryable: false },
+        });
+        expect(calls).toBe(0);
+        expect(await ledger.get(turnId, refund.effectKey)).toBeUndefined(); // the claim was given back
       });
 
       it('releases a retryable failure: the next run runs the handler again', async () => {

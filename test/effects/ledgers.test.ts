@@ -110,7 +110,7 @@ describe('a synchronous ledger as seen of dedupeByEffectKey', () => {
     ['MemoryEffectLedger', () => new MemoryEffectLedger()],
     ['SqliteEffectLedger', () => new SqliteEffectLedger({ database: ':memory:' })],
   ] as const) {
-    it(`${name}: drops the calls whose keys are settled, not those claimed or absent`, async () => {
+    it(`${name}: marks the calls whose keys are settled as repeats, not those claimed or absent`, async () => {
       const ledger = make();
       const settled = ledger.claim(turnId, effectKey(turnId, refund), { leaseMs: 1000 });
       if (settled.status !== 'claimed') throw new Error('expected a claim');
@@ -120,7 +120,11 @@ describe('a synchronous ledger as seen of dedupeByEffectKey', () => {
       const out = await lastValueFrom(
         from([refund, lookup]).pipe(dedupeByEffectKey({ turnId, seen: ledger.seen(turnId) }), toArray()),
       );
-      expect(out.map((e) => e.id)).toEqual(['c8']);
+      // Every call is delivered (each call id needs an answer); the settled refund only as a repeat.
+      expect(out.map((e) => [e.id, e.repeat === true])).toEqual([
+        ['c7', true],
+        ['c8', false],
+      ]);
       // Another turn's record does not count.
       expect(ledger.seen('turn-43').has(effectKey(turnId, refund))).toBe(false);
     });

@@ -2,7 +2,7 @@
 // cup and a late delivery), proposed in two steps of the agent loop. Keyed by meaning alone they collide and the
 // second is replayed instead of run; with the orchestrator's step number in the key both run, and retries within
 // a step still collapse.
-import { cleanTurn, effectKey, type ProviderEvent } from 'cleanturn';
+import { type AssembledEvent, cleanTurn, effectKey, type ProviderEvent } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers, type ToolResultEvent } from 'cleanturn/effects';
 import { call, finish, retry, text } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
@@ -12,13 +12,13 @@ const turnId = 'turn-77';
 const tenEuros = { order_id: 'ORD-7781', amount: '10.00' };
 
 /** Step 1 of the loop: the model refunds the broken cup. */
-const step1: ProviderEvent[] = [
+const step1: AssembledEvent<ProviderEvent>[] = [
   text('Refunding €10 for the broken cup. '),
   call('c1', 'issue_refund', tenEuros),
   finish('tool-calls'),
 ];
 /** Step 2: the late delivery, the same call; its first attempt is cut off after the call and retried. */
-const step2: ProviderEvent[] = [
+const step2: AssembledEvent<ProviderEvent>[] = [
   text('And €10 for the late deli'),
   call('c2', 'issue_refund', tenEuros),
   retry('connection reset'),

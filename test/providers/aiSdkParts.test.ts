@@ -3,7 +3,14 @@
 // §5, through the adapter and assembleToolCalls (and the clean turn); errors; the standard operator checks.
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CleanturnError, effectKey, MissingFinishError, requireFinish, retryAsEvents } from 'cleanturn';
+import {
+  assembleToolCalls,
+  CleanturnError,
+  effectKey,
+  MissingFinishError,
+  requireFinish,
+  retryAsEvents,
+} from 'cleanturn';
 import { type AiSdkStreamPart, aiSdkParts, ProviderError } from 'cleanturn/providers';
 import { call, finish, refundArgs, retry, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
@@ -179,7 +186,7 @@ describe('aiSdkParts: fixtures', () => {
 
   it('a stream cut before finish is a retryable MissingFinishError with requireFinish', () => {
     const cut = fixture('text-and-tool.jsonl').slice(0, -2);
-    const result = collect(from(cut).pipe(aiSdkParts(), requireFinish()));
+    const result = collect(from(cut).pipe(aiSdkParts(), assembleToolCalls(), requireFinish()));
     expect(result.error).toBeInstanceOf(MissingFinishError);
     expect(result.values.some((e) => e.type === 'tool-call')).toBe(false); // its step never ended
   });
@@ -210,7 +217,7 @@ describe('aiSdkParts: the help-desk retry', () => {
       defer(() => {
         subscriptions++;
         return from(fixture('abort.jsonl'));
-      }).pipe(aiSdkParts(), requireFinish(), retryAsEvents({ count: 2 })),
+      }).pipe(aiSdkParts(), assembleToolCalls(), requireFinish(), retryAsEvents({ count: 2 })),
     );
     expect(subscriptions).toBe(1);
     expect(result.error).toMatchObject({ code: 'aborted', retryable: false });

@@ -199,7 +199,9 @@ describe('anthropicMessages: fixtures', () => {
   });
 
   it('a truncated stream is a retryable MissingFinishError with requireFinish', () => {
-    const result = collect(from(fixture('truncated.sse')).pipe(anthropicMessages(), requireFinish()));
+    const result = collect(
+      from(fixture('truncated.sse')).pipe(anthropicMessages(), assembleToolCalls(), requireFinish()),
+    );
     expect(result.error).toBeInstanceOf(MissingFinishError);
   });
 
@@ -265,7 +267,7 @@ describe('anthropicMessages: the help-desk retry', () => {
       defer(() => {
         subscriptions++;
         return from(fixture('invalid-request-error.sse'));
-      }).pipe(anthropicMessages(), requireFinish(), retryAsEvents({ count: 2 })),
+      }).pipe(anthropicMessages(), assembleToolCalls(), requireFinish(), retryAsEvents({ count: 2 })),
     );
     expect(subscriptions).toBe(1);
     expect(result.error).toMatchObject({ retryable: false, code: 'invalid_request_error' });

@@ -3,6 +3,7 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
+  assembleToolCalls,
   CleanturnError,
   effectKey,
   MissingFinishError,
@@ -181,7 +182,9 @@ describe('geminiContent: fixtures', () => {
   });
 
   it('a truncated stream is a retryable MissingFinishError with requireFinish', () => {
-    const result = collect(from(fixture('truncated.sse')).pipe(geminiContent(), requireFinish()));
+    const result = collect(
+      from(fixture('truncated.sse')).pipe(geminiContent(), assembleToolCalls(), requireFinish()),
+    );
     expect(result.error).toBeInstanceOf(MissingFinishError);
   });
 });
@@ -211,7 +214,7 @@ describe('geminiContent: the help-desk retry', () => {
       defer(() => {
         subscriptions++;
         return from(fixture('error-data-line.sse'));
-      }).pipe(geminiContent(), requireFinish(), retryAsEvents({ count: 2 })),
+      }).pipe(geminiContent(), assembleToolCalls(), requireFinish(), retryAsEvents({ count: 2 })),
     );
     expect(subscriptions).toBe(1);
     expect(result.error).toMatchObject({ retryable: false, status: 400 });

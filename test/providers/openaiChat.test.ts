@@ -123,7 +123,9 @@ describe('openaiChat: every fixture', () => {
   });
 
   it('truncated-no-done.sse: without a finish, requireFinish makes the cut a retryable error', () => {
-    const result = collect(from(payloads('truncated-no-done.sse')).pipe(openaiChat(), requireFinish()));
+    const result = collect(
+      from(payloads('truncated-no-done.sse')).pipe(openaiChat(), assembleToolCalls(), requireFinish()),
+    );
     expect(result.error).toBeInstanceOf(MissingFinishError);
     expect((result.error as MissingFinishError).retryable).toBe(true);
   });

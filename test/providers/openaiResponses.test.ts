@@ -158,7 +158,9 @@ describe('openaiResponses: every fixture', () => {
   });
 
   it('truncated.sse: no terminal event, so requireFinish makes the cut a retryable error', () => {
-    const result = collect(from(payloads('truncated.sse')).pipe(openaiResponses(), requireFinish()));
+    const result = collect(
+      from(payloads('truncated.sse')).pipe(openaiResponses(), assembleToolCalls(), requireFinish()),
+    );
     expect(result.error).toBeInstanceOf(MissingFinishError);
   });
 

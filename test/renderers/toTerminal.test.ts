@@ -1,7 +1,18 @@
 // The terminal renderer, checked on a fake terminal that interprets what it writes: the tests read the screen.
 import { cleanTurn, effectKey, naivePolicy } from 'cleanturn';
 import { toTerminal, type ViewEvent } from 'cleanturn/renderers';
-import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
+import {
+  at,
+  call,
+  finish,
+  helpDeskTurn,
+  keyed,
+  refundArgs,
+  repeated,
+  reset,
+  text,
+  usage,
+} from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { standardChecks } from '../support/standardChecks.js';
@@ -159,6 +170,30 @@ describe('toTerminal on a TTY', () => {
       '✓ lookup_order',
       '… issue_refund (running elsewhere)',
       '✗ send_email: smtp timeout',
+    ]);
+  });
+
+  it('a repeat, whose key already ran, prints as already done; its replayed result as done', () => {
+    const columns = 100;
+    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
+    const events: ViewEvent[] = [
+      reset(2, 'connection reset'),
+      at(2, text('Refund started.')),
+      c7,
+      c9,
+      at(2, finish('tool-calls')),
+      toolResult(c7, 'executed', { result: { refund_id: 're_1' } }),
+      toolResult(c9, 'replayed', { result: { refund_id: 're_1' } }),
+    ];
+    const { terminal } = play(chunksOf(from(events), { tty: true, columns }), columns);
+    expect(terminal.screen).toEqual([
+      prompt,
+      '↺ attempt 2 (connection reset)',
+      'Refund started.',
+      refundLine,
+      `↻ issue_refund {"order_id":"ORD-7781","amount":"full"} [${c9.effectKey}] already done`,
+      '✓ issue_refund',
+      '✓ issue_refund',
     ]);
   });
 

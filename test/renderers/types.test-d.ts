@@ -2,6 +2,7 @@
 import type * as acp from '@agentclientprotocol/sdk';
 import type * as acp2 from '@agentclientprotocol/sdk/experimental/v2';
 import {
+  type AssembledEvent,
   cleanTurn,
   type FinishReason,
   naivePolicy,
@@ -34,13 +35,15 @@ import type { Observable, OperatorFunction } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
 
 declare const provider$: Observable<ProviderEvent>;
+/** Provider events with whole tool calls, as after assembleToolCalls(). */
+declare const assembled$: Observable<AssembledEvent<ProviderEvent>>;
 declare const turn$: Observable<TurnEvent>;
 declare const results$: Observable<ToolResultEvent>;
 
 describe('cleanturn/renderers', () => {
   test('turnView reads the clean turn, any policy and tool results, and emits views', () => {
     expectTypeOf(turnView()).toEqualTypeOf<OperatorFunction<ViewEvent, TurnView>>();
-    expectTypeOf(provider$.pipe(cleanTurn({ turnId: 't' }), turnView())).toEqualTypeOf<
+    expectTypeOf(assembled$.pipe(cleanTurn({ turnId: 't' }), turnView())).toEqualTypeOf<
       Observable<TurnView>
     >();
     expectTypeOf(provider$.pipe(naivePolicy(), turnView())).toEqualTypeOf<Observable<TurnView>>();
@@ -60,7 +63,9 @@ describe('cleanturn/renderers', () => {
     expectTypeOf<TurnView['resets']>().toEqualTypeOf<readonly ResetEvent[]>();
     expectTypeOf<TurnView['finishReason']>().toEqualTypeOf<FinishReason | undefined>();
     expectTypeOf<ToolCallView['status']>().toEqualTypeOf<ToolCallViewStatus>();
-    expectTypeOf<ToolCallViewStatus>().toEqualTypeOf<'released' | 'running' | 'completed' | 'failed'>();
+    expectTypeOf<ToolCallViewStatus>().toEqualTypeOf<
+      'released' | 'repeat' | 'running' | 'completed' | 'failed'
+    >();
     expectTypeOf<NonNullable<TurnView['notice']>>().toEqualTypeOf<{
       type: 'retrying';
       attempt: number;
@@ -126,6 +131,7 @@ describe('cleanturn/acp', () => {
   test('the meta keys are literal and namespaced', () => {
     expectTypeOf(acpMetaKeys.reset).toEqualTypeOf<'cleanturn/reset'>();
     expectTypeOf(acpMetaKeys.effectKey).toEqualTypeOf<'cleanturn/effectKey'>();
+    expectTypeOf(acpMetaKeys.repeat).toEqualTypeOf<'cleanturn/repeat'>();
     expectTypeOf<AcpResetMeta>().toEqualTypeOf<{ attempt: number; reason: string; supersedes?: string }>();
   });
 });

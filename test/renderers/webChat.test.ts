@@ -9,7 +9,18 @@ import {
   turnView,
   type ViewEvent,
 } from 'cleanturn/renderers';
-import { at, call, finish, helpDeskTurn, keyed, refundArgs, reset, text, usage } from 'cleanturn/testing';
+import {
+  at,
+  call,
+  finish,
+  helpDeskTurn,
+  keyed,
+  refundArgs,
+  repeated,
+  reset,
+  text,
+  usage,
+} from 'cleanturn/testing';
 import { from, type Observable, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { standardChecks } from '../support/standardChecks.js';
@@ -162,6 +173,18 @@ describe('reduceView', () => {
     });
     expect(status(toolResult(c7, 'unknown-tool'))).toMatchObject({ status: 'failed' });
     expect(shown.toolCalls[0]?.status).toBe('released');
+  });
+
+  it('shows a repeat (its key already ran) as such, and its replayed result as completed', () => {
+    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
+    const shown = run([reset(2, 'connection reset'), c7, c9]);
+    expect(shown.toolCalls.map((c) => [c.id, c.status, c.effectKey])).toEqual([
+      ['c7', 'released', c7.effectKey],
+      ['c9', 'repeat', c7.effectKey],
+    ]);
+    const answered = reduceView(shown, toolResult(c9, 'replayed', { result: { refund_id: 're_1' } }));
+    expect(answered.toolCalls[1]).toMatchObject({ status: 'completed', output: { refund_id: 're_1' } });
+    expect(answered.toolCalls[0]).toBe(shown.toolCalls[0]);
   });
 
   it('reads the output of any policy: calls without an effect key have none', () => {

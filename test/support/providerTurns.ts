@@ -4,13 +4,13 @@ import { readdirSync } from 'node:fs';
 import {
   accumulateTurn,
   assembleToolCalls,
+  attemptPipeline,
   cleanTurn,
   effectKey,
   type ProviderEvent,
-  requireFinish,
-  retryAsEvents,
   type TurnEvent,
   type TurnState,
+  turnPipeline,
 } from 'cleanturn';
 import { ProviderError } from 'cleanturn/providers';
 import { defer, from, type Observable, type OperatorFunction, pipe, tap } from 'rxjs';
@@ -67,13 +67,7 @@ export function fixtureChecks<I>({ cases, files, read, adapter, turnId }: Fixtur
         const expected = c.turn;
         it('gives a clean turn', () => {
           const states = collect(
-            from(read(c.file)).pipe(
-              adapter(),
-              assembleToolCalls(),
-              requireFinish(),
-              cleanTurn({ turnId }),
-              accumulateTurn(),
-            ),
+            from(read(c.file)).pipe(attemptPipeline(adapter()), cleanTurn({ turnId }), accumulateTurn()),
           );
           expect(states.error).toBeUndefined();
           const turn = states.values.at(-1);
@@ -159,8 +153,9 @@ export function attempts<I>(...payloads: readonly (readonly I[])[]): Observable<
 }
 
 /**
- * The retrying pipeline from an adapter to the turn states: assembleToolCalls, requireFinish, retryAsEvents (twice
- * at the most), cleanTurn, accumulateTurn. `seen` receives every event of the clean turn.
+ * The retrying pipeline from an adapter to the turn states: attemptPipeline (the adapter, assembleToolCalls,
+ * requireFinish), turnPipeline (retryAsEvents, twice at the most and without delay, then cleanTurn),
+ * accumulateTurn. `seen` receives every event of the clean turn.
  */
 export function retriedTurn<I>(
   adapter: OperatorFunction<I, ProviderEvent>,
@@ -168,11 +163,8 @@ export function retriedTurn<I>(
   seen: TurnEvent[] = [],
 ): OperatorFunction<I, TurnState> {
   return pipe(
-    adapter,
-    assembleToolCalls(),
-    requireFinish(),
-    retryAsEvents({ count: 2 }),
-    cleanTurn({ turnId }),
+    attemptPipeline(adapter),
+    turnPipeline({ turnId, retry: 2 }),
     tap((event) => seen.push(event)),
     accumulateTurn(),
   );

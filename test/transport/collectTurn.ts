@@ -8,8 +8,10 @@ export interface TurnOutcome {
   /** What a renderer shows at the end: text appended, cleared on every reset. */
   text: string;
   resets: ResetEvent[];
-  /** Calls that reached the tools, in order. */
+  /** Calls that reached the tools and ran, in order: repeats of a key that already ran are answered, not run. */
   executed: KeyedToolCall[];
+  /** Every released call, repeats included, in order. */
+  released: KeyedToolCall[];
   report: TurnReport | undefined;
   error: unknown;
 }
@@ -19,7 +21,14 @@ export function collectTurn(
   options: Partial<Omit<StreamTurnOptions<unknown>, 'request' | 'adapter' | 'onReport'>> = {},
 ): Promise<TurnOutcome> {
   return new Promise((resolve) => {
-    const outcome: TurnOutcome = { text: '', resets: [], executed: [], report: undefined, error: undefined };
+    const outcome: TurnOutcome = {
+      text: '',
+      resets: [],
+      executed: [],
+      released: [],
+      report: undefined,
+      error: undefined,
+    };
     streamTurn({
       turnId: 'turn-42',
       adapter: openaiChat(),
@@ -49,7 +58,8 @@ export function collectTurn(
         } else if (event.type === 'tool-call') {
           if (event.effectKey !== effectKey('turn-42', event))
             throw new Error('a released call has a wrong key');
-          outcome.executed.push(event);
+          outcome.released.push(event);
+          if (event.repeat !== true) outcome.executed.push(event);
         }
       },
       error(error) {

@@ -161,6 +161,11 @@ it(`${TURNS} turns with random cuts and random retry counts keep every invariant
     if (JSON.stringify(executedKeys) !== JSON.stringify(expectedKeys)) {
       fail(`executed keys ${executedKeys.join(',')} ≠ ${expectedKeys.join(',')}`);
     }
+    // The final attempt is whole: every one of its call ids reaches the consumer, repeats marked.
+    const releasedIds = turn.released.map((c) => c.id);
+    const lastIds = last.calls.map((c) => c.id);
+    if (JSON.stringify(releasedIds) !== JSON.stringify(lastIds))
+      fail(`released ${releasedIds.join(',')} ≠ the final attempt's ${lastIds.join(',')}`);
     if (turn.resets.length !== plan.failures)
       fail(`${turn.resets.length} resets for ${plan.failures} failures`);
     if (turn.report?.attempts.length !== plan.failures + 1) fail('the report does not bill every attempt');

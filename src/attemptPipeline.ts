@@ -1,0 +1,48 @@
+import { type OperatorFunction, pipe } from 'rxjs';
+import { type AssembledEvent, assembleToolCalls } from './assembleToolCalls.js';
+import { requireFinish } from './requireFinish.js';
+import type { ProviderEvent } from './types.js';
+
+/**
+ * The part of a turn that runs once per attempt: `adapter → assembleToolCalls → requireFinish`.
+ *
+ * Put it inside what {@link turnPipeline} (or {@link retryAsEvents}) resubscribes to, so that each attempt
+ * is decoded, has its call fragments joined into whole calls, and fails with a retryable
+ * `MissingFinishError` when it ends without a finish: a garbled call and a cut-off stream are both retried.
+ * Without an adapter it reads provider events (a client of one's own).
+ *
+ * ```text
+ * source:       -a-x-y-|          x, y: two fragments of one call
+ *          attemptPipeline()
+ * result:       -a---K-#          K: the whole call; # = MissingFinishError (no finish)
+ * ```
+ *
+ * ## Example
+ * ```ts
+ * import { defer } from 'rxjs';
+ * import { attemptPipeline, turnPipeline } from 'cleanturn';
+ * import { openaiChat } from 'cleanturn/providers';
+ *
+ * const turn$ = defer(() => client.chat.completions.create({ ...request, stream: true })).pipe(
+ *   attemptPipeline(openaiChat()),
+ *   turnPipeline({ turnId: 'turn-42', retry: { count: 2 } }),
+ * );
+ * ```
+ *
+ * @see {@link turnPipeline}, the part that runs once per turn.
+ * @param adapter The provider adapter (`openaiChat()`, `anthropicMessages()`…), if the source is not already
+ *   provider events.
+ * @returns An operator from one attempt's raw events to its provider events with whole tool calls.
+ */
+export function attemptPipeline(): OperatorFunction<ProviderEvent, AssembledEvent<ProviderEvent>>;
+export function attemptPipeline<I>(
+  adapter: OperatorFunction<I, ProviderEvent>,
+): OperatorFunction<I, AssembledEvent<ProviderEvent>>;
+export function attemptPipeline<I>(
+  adapter?: OperatorFunction<I, ProviderEvent>,
+): OperatorFunction<I, AssembledEvent<ProviderEvent>> {
+  const whole = pipe(assembleToolCalls<ProviderEvent>(), requireFinish());
+  return adapter === undefined
+    ? (whole as OperatorFunction<unknown, AssembledEvent<ProviderEvent>>)
+    : pipe(adapter, whole);
+}
