@@ -1,6 +1,7 @@
 // Item 1: operator overhead. 10,000 turns × 100 synthetic events (1,000,000 events), every turn its own
 // subscription and every turn retried mid-way, through (a) a plain for-loop doing the same bookkeeping, (b) a
-// plain RxJS chain of four simple operators, (c) the full clean pipeline.
+// plain RxJS chain of four simple operators, (c) the full clean pipeline. Item 1b: the same comparison on a
+// workload of many attempts (10 per turn, 9 of them cut by a retry), also 1,000,000 events.
 
 import type * as Core from 'cleanturn';
 import type { KeyedToolCall, ProviderEvent, TurnState } from 'cleanturn';
@@ -9,8 +10,12 @@ import { compare, type Measured, pick, rate, ratio, same, times, type Variant } 
 
 /** The workload's shape. */
 export interface OperatorWorkload {
+  /** What it is, for headings. */
+  name: string;
   turns: number;
   eventsPerTurn: number;
+  /** Attempts per turn: all but the last are cut by a `retry`, the last one finishes. */
+  attemptsPerTurn: number;
   /** The event lists; turn `t` replays `templates[t % templates.length]` (no operator mutates its input). */
   templates: readonly (readonly ProviderEvent[])[];
 }
@@ -28,6 +33,14 @@ const words = [
   'starts. ',
 ];
 
+/** The four fragments of the refund call: id and name with empty arguments, then the arguments in three pieces. */
+function pushCall(events: ProviderEvent[], id: string, variant: number): void {
+  events.push({ type: 'tool-call-delta', index: 0, id, name: 'issue_refund', argsDelta: '' });
+  events.push({ type: 'tool-call-delta', index: 0, argsDelta: '{"order_id":' });
+  events.push({ type: 'tool-call-delta', index: 0, argsDelta: `"ORD-${7700 + variant}",` });
+  events.push({ type: 'tool-call-delta', index: 0, argsDelta: '"amount":"full"}' });
+}
+
 /**
  * One turn of 100 events. Attempt 1: 20 text, a tool call in 4 fragments, 24 text, usage (49); a retry (1);
  * attempt 2: 20 text, the same call with another id in 4 fragments, 24 text, usage, finish (50).
@@ -37,10 +50,7 @@ function turnEvents(variant: number): ProviderEvent[] {
   const attempt = (id: string, finish: boolean) => {
     for (let i = 0; i < 20; i++)
       events.push({ type: 'text', text: words[(i + variant) % words.length] as string });
-    events.push({ type: 'tool-call-delta', index: 0, id, name: 'issue_refund', argsDelta: '' });
-    events.push({ type: 'tool-call-delta', index: 0, argsDelta: '{"order_id":' });
-    events.push({ type: 'tool-call-delta', index: 0, argsDelta: `"ORD-${7700 + variant}",` });
-    events.push({ type: 'tool-call-delta', index: 0, argsDelta: '"amount":"full"}' });
+    pushCall(events, id, variant);
     for (let i = 0; i < 24; i++) events.push({ type: 'text', text: words[(i + 3) % words.length] as string });
     events.push({ type: 'usage', inputTokens: 310 + variant, outputTokens: 48 });
     if (finish) events.push({ type: 'finish', reason: 'tool-calls' });
@@ -53,7 +63,50 @@ function turnEvents(variant: number): ProviderEvent[] {
 
 export function operatorWorkload(turns = 10_000): OperatorWorkload {
   const templates = Array.from({ length: 100 }, (_, v) => turnEvents(v));
-  return { turns, eventsPerTurn: (templates[0] as ProviderEvent[]).length, templates };
+  return {
+    name: '2 attempts per turn',
+    turns,
+    eventsPerTurn: (templates[0] as ProviderEvent[]).length,
+    attemptsPerTurn: 2,
+    templates,
+  };
+}
+
+/**
+ * One turn of `attempts` attempts, 10 events each (100 events for 10 attempts). Every attempt opens with usage
+ * (input tokens, as Anthropic's `message_start` reports them), streams 3 text fragments and the refund call
+ * in 4 fragments (another id each attempt, the same arguments). An attempt that is cut then gets one more
+ * text fragment and the `retry`, mid-way (no final usage, no finish); the last attempt gets its final usage
+ * and the finish.
+ */
+function manyAttemptTurnEvents(variant: number, attempts: number): ProviderEvent[] {
+  const events: ProviderEvent[] = [];
+  for (let a = 1; a <= attempts; a++) {
+    events.push({ type: 'usage', inputTokens: 310 + variant, outputTokens: 1 });
+    for (let i = 0; i < 3; i++)
+      events.push({ type: 'text', text: words[(i + a + variant) % words.length] as string });
+    pushCall(events, `call_${variant}_${a}`, variant);
+    if (a < attempts) {
+      events.push({ type: 'text', text: words[(a + variant + 3) % words.length] as string });
+      events.push({ type: 'retry', reason: 'connection reset' });
+    } else {
+      events.push({ type: 'usage', inputTokens: 310 + variant, outputTokens: 48 + a });
+      events.push({ type: 'finish', reason: 'tool-calls' });
+    }
+  }
+  return events;
+}
+
+/** 10,000 turns × 10 attempts × 10 events (1,000,000 events): every attempt but the last cut by a retry. */
+export function manyAttemptWorkload(turns = 10_000, attempts = 10): OperatorWorkload {
+  const templates = Array.from({ length: 100 }, (_, v) => manyAttemptTurnEvents(v, attempts));
+  return {
+    name: `${attempts} attempts per turn`,
+    turns,
+    eventsPerTurn: (templates[0] as ProviderEvent[]).length,
+    attemptsPerTurn: attempts,
+    templates,
+  };
 }
 
 /** What every variant computes for a turn, folded over all turns: checked equal across variants. */
@@ -173,6 +226,12 @@ interface LoopCall {
 /**
  * (a) A plain for-loop doing the same bookkeeping: attempts, text of the live attempt, fragments joined and
  * parsed, calls held until the finish, effect keys, per-attempt records. No immutability, no RxJS.
+ *
+ * Like the pipeline (whose assembleToolCalls emits a call as soon as its arguments close, before the finish),
+ * it joins and parses a call once it is complete, also in an attempt that a retry later cuts, and holds it: a
+ * call here is complete when an event other than one of its fragments follows it. A retry discards what the
+ * cut attempt had open or held, as resetOnRetry and bufferUntilFinish do: with ten attempts, nine calls are
+ * parsed and discarded per turn on both sides.
  */
 export function runForLoop(core: typeof Core, w: OperatorWorkload): Summary {
   const { effectKey } = core;
@@ -190,6 +249,13 @@ export function runForLoop(core: typeof Core, w: OperatorWorkload): Summary {
       { attempt: 1, textLength: 0, toolCalls: 0 },
     ];
     for (const e of events) {
+      // The open calls are complete once something else follows them (a retry voids them instead).
+      if (open.length > 0 && e.type !== 'tool-call-delta' && e.type !== 'retry') {
+        for (const c of open) {
+          held.push({ id: c.id ?? '', name: c.name ?? '', args: JSON.parse(c.parts.join('')) });
+        }
+        open = [];
+      }
       const record = records[records.length - 1] as (typeof records)[number];
       switch (e.type) {
         case 'text':
@@ -217,10 +283,6 @@ export function runForLoop(core: typeof Core, w: OperatorWorkload): Summary {
           records.push({ attempt, textLength: 0, toolCalls: 0 });
           break;
         case 'finish':
-          for (const c of open) {
-            held.push({ id: c.id ?? '', name: c.name ?? '', args: JSON.parse(c.parts.join('')) });
-          }
-          open = [];
           for (const c of held) {
             const key = effectKey(turnId, c);
             if (seen.has(key)) continue;
@@ -240,8 +302,31 @@ export function runForLoop(core: typeof Core, w: OperatorWorkload): Summary {
   return summary;
 }
 
-/** The result of item 1. */
+/**
+ * What the four-operator chains must return, computed without RxJS: the sum, over every event but usage, of the
+ * live attempt's text length after it (a retry starts the count again).
+ */
+export function fourOperatorsExpected(w: OperatorWorkload): number {
+  let total = 0;
+  for (let t = 0; t < w.turns; t++) {
+    let textChars = 0;
+    for (const e of w.templates[t % w.templates.length] as ProviderEvent[]) {
+      if (e.type === 'usage') continue;
+      if (e.type === 'retry') textChars = 0;
+      else if (e.type === 'text') textChars += e.text.length;
+      total += textChars;
+    }
+  }
+  return total;
+}
+
+/** The result of item 1 (or 1b: the same comparison on another workload). */
 export interface OperatorResult {
+  /** The workload's name (`2 attempts per turn`, `10 attempts per turn`). */
+  workload: string;
+  turns: number;
+  eventsPerTurn: number;
+  attemptsPerTurn: number;
   events: number;
   loop: Measured;
   fourOps: Measured;
@@ -254,12 +339,22 @@ export interface OperatorResult {
 
 export async function benchOperators(
   core: typeof Core,
-  options: { quick: boolean },
+  options: { quick: boolean; workload?: OperatorWorkload },
 ): Promise<OperatorResult> {
-  const w = operatorWorkload();
+  const w = options.workload ?? operatorWorkload();
   const events = w.turns * w.eventsPerTurn;
-  // Every variant sees the same turns; the for-loop and the pipeline must agree on the result.
-  same('operators: pipeline vs for-loop', runPipeline(core, w), runForLoop(core, w));
+  // Every variant sees the same turns; the for-loop and the pipeline must agree on the result, and both
+  // four-operator chains on theirs.
+  const summary = runForLoop(core, w);
+  if (summary.attempts !== w.turns * w.attemptsPerTurn) {
+    throw new Error(
+      `operators (${w.name}): ${summary.attempts} attempts, not ${w.turns * w.attemptsPerTurn}`,
+    );
+  }
+  same(`operators (${w.name}): pipeline vs for-loop`, runPipeline(core, w), summary);
+  const expected = fourOperatorsExpected(w);
+  same(`operators (${w.name}): four operators`, runFourOperators(w), expected);
+  same(`operators (${w.name}): four operators copying`, runFourOperatorsCopying(w), expected);
   const variants: Variant[] = [
     { name: 'for-loop', fn: () => runForLoop(core, w) },
     { name: 'rxjs map→filter→scan→map', fn: () => runFourOperators(w) },
@@ -273,6 +368,10 @@ export async function benchOperators(
   const fourOpsCopying = pick(results, 'rxjs 4 ops, scan copies state');
   const pipeline = pick(results, 'cleanturn full pipeline');
   return {
+    workload: w.name,
+    turns: w.turns,
+    eventsPerTurn: w.eventsPerTurn,
+    attemptsPerTurn: w.attemptsPerTurn,
     events,
     loop,
     fourOps,
@@ -283,7 +382,7 @@ export async function benchOperators(
   };
 }
 
-/** Prints item 1 for the console. */
+/** Prints item 1 (or 1b) for the console. */
 export function printOperators(r: OperatorResult): void {
   for (const m of [r.loop, r.fourOps, r.fourOpsCopying, r.pipeline]) {
     console.log(
@@ -299,5 +398,9 @@ export function printOperators(r: OperatorResult): void {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { loadPackage } = await import('./build.js');
   const { core } = await loadPackage();
-  printOperators(await benchOperators(core, { quick: process.argv.includes('--quick') }));
+  const quick = process.argv.includes('--quick');
+  for (const workload of [operatorWorkload(), manyAttemptWorkload()]) {
+    console.log(workload.name);
+    printOperators(await benchOperators(core, { quick, workload }));
+  }
 }

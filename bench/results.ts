@@ -8,6 +8,7 @@ import type { MemoryResult } from './memory.js';
 import type { OperatorResult } from './operators.js';
 import type { ProfileResult } from './profile.js';
 import type { ScalingResult } from './scaling.js';
+import type { StageResult } from './stages.js';
 
 /** Everything one run measured; a section is absent when it was not run (`--only`). */
 export interface RunResults {
@@ -19,6 +20,10 @@ export interface RunResults {
   seconds: number;
   quick: boolean;
   operators?: OperatorResult;
+  /** Item 1b: the operator comparison with 10 attempts per turn. */
+  operatorsManyAttempts?: OperatorResult;
+  /** Each operator of the pipeline on its own, on the workloads of items 1 and 1b. */
+  stages?: StageResult[];
   openai?: FormatResult;
   anthropic?: FormatResult;
   scaling?: ScalingResult;
@@ -32,10 +37,10 @@ const MB = 1024 * 1024;
 /** The targets of the issue, judged on this run. */
 export function verdicts(r: RunResults): Verdict[] {
   const out: Verdict[] = [];
-  if (r.operators) {
-    const o = r.operators;
+  for (const o of [r.operators, r.operatorsManyAttempts]) {
+    if (o === undefined) continue;
     out.push({
-      item: '1. Operator overhead',
+      item: o === r.operators ? '1. Operator overhead' : `1b. Operator overhead, ${o.workload}`,
       target: 'full pipeline ≤ 3× the four-operator RxJS chain',
       measured: `${times(o.ratioToFourOps)} (${rate((o.events / o.pipeline.median) * 1000, 'events')} vs ${rate((o.events / o.fourOps.median) * 1000, 'events')})`,
       met: o.ratioToFourOps <= 3,
@@ -171,8 +176,8 @@ export function resultsMarkdown(r: RunResults): string {
     parts.push(misses.map((x) => `- **${mark(x.met)} ${x.item} — ${x.target}.** ${x.note}`).join('\n'));
   }
 
-  if (r.operators) {
-    const o = r.operators;
+  for (const o of [r.operators, r.operatorsManyAttempts]) {
+    if (o === undefined) continue;
     const row = (label: string, x: Measured) => [
       label,
       ms(x.median),
@@ -180,10 +185,17 @@ export function resultsMarkdown(r: RunResults): string {
       rate((o.events / x.median) * 1000, 'events'),
       times(ratio(x, o.fourOps)),
     ];
-    parts.push('## 1. Operator overhead');
-    parts.push(
-      `${o.events.toLocaleString('en')} synthetic events: 10,000 turns × 100 events, each turn its own subscription, each retried mid-way (a tool call in four fragments per attempt, usage, a finish). All variants process the same events; the for-loop and the pipeline must reach the same text, calls and effect keys.`,
-    );
+    if (o === r.operators) {
+      parts.push('## 1. Operator overhead');
+      parts.push(
+        `${o.events.toLocaleString('en')} synthetic events: ${o.turns.toLocaleString('en')} turns × ${o.eventsPerTurn} events, each turn its own subscription, each retried mid-way (a tool call in four fragments per attempt, usage, a finish). All variants process the same events; the for-loop and the pipeline must reach the same text, calls and effect keys.`,
+      );
+    } else {
+      parts.push(`## 1b. Operator overhead, ${o.workload}`);
+      parts.push(
+        `${o.events.toLocaleString('en')} synthetic events: ${o.turns.toLocaleString('en')} turns × ${o.attemptsPerTurn} attempts × ${o.eventsPerTurn / o.attemptsPerTurn} events, each turn its own subscription. Every attempt opens with usage and streams text and a tool call in four fragments; all but the last are cut mid-way by a retry, the last one finishes. Same variants and checks as item 1; the for-loop parses the call of every attempt, as the pipeline does, and discards those of the cut ones.`,
+      );
+    }
     parts.push(
       table(
         ['Variant', 'Median', 'Range', 'Throughput', '÷ four-operator chain'],
@@ -198,6 +210,33 @@ export function resultsMarkdown(r: RunResults): string {
         ],
       ),
     );
+    parts.push(
+      `pipeline ÷ four-operator chain = **${times(o.ratioToFourOps)}** (target ≤ 3×); pipeline ÷ for-loop = **${times(o.ratioToLoop)}**.`,
+    );
+  }
+
+  if (r.stages) {
+    parts.push('## Per-stage cost');
+    parts.push(
+      'Each operator of the pipeline alone (`from(events) → operator → subscriber`, each turn its own subscription), fed exactly what it receives inside the pipeline (computed beforehand), on the workloads of items 1 and 1b. "Own" is the stage minus the bare source, paired round by round, per event of the workload; an RxJS `map` is the yardstick of one plain operator, and "÷ source → map" (the time of the stage over that of the yardstick, paired by round) is the figure least moved by the load of the machine.',
+    );
+    for (const st of r.stages) {
+      parts.push(`**${st.workload}** (${st.events.toLocaleString('en')} events)`);
+      parts.push(
+        table(
+          ['Stage', 'Events in', 'Events out', 'Median', 'Own', 'Own ns/event', '÷ source → map'],
+          st.rows.map((row, i) => [
+            i < 2 ? row.name : `\`${row.name}\``,
+            row.eventsIn.toLocaleString('en'),
+            row.eventsOut.toLocaleString('en'),
+            ms(row.measured.median),
+            i === 0 ? '' : ms(row.ownMs),
+            i === 0 ? '' : row.ownNsPerEvent.toFixed(1),
+            times(row.toYardstick),
+          ]),
+        ),
+      );
+    }
   }
 
   for (const f of [r.openai, r.anthropic]) {
@@ -356,7 +395,7 @@ export function resultsMarkdown(r: RunResults): string {
 
   parts.push('## Reproduce');
   parts.push(
-    "```sh\nnpm run bench                 # everything, writes bench/RESULTS.md\nnpm run bench -- --quick      # fewer runs\nnpm run bench -- --only=operators,e2e,scaling,keys,memory,profile\nnpm run bench -- --src=../other-checkout --no-write   # measure another checkout's src/ as a baseline\n```\n" +
+    "```sh\nnpm run bench                 # everything, writes bench/RESULTS.md\nnpm run bench -- --quick      # fewer runs\nnpm run bench -- --only=operators,stages,e2e,scaling,keys,memory,profile\nnpm run bench -- --src=../other-checkout --no-write   # measure another checkout's src/ as a baseline\n```\n" +
       "The benchmarks build the package with the project's tsup config into `node_modules/.cache/cleanturn-bench/` and measure that build. Close other work on the machine for stable numbers: the load average above tells how busy it was.",
   );
   return `${parts.join('\n\n')}\n`;

@@ -1,5 +1,5 @@
 // npm run bench: every comparison of the performance issue in one run, printed as ratios, written to
-// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,e2e,scaling,keys,memory,profile,
+// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,e2e,scaling,keys,memory,profile,
 // --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md).
 
 import { spawnSync } from 'node:child_process';
@@ -10,10 +10,11 @@ import { benchEffectKeys, printEffectKeys } from './effectKeys.js';
 import { benchAnthropic, benchOpenAI, printFormat } from './endToEnd.js';
 import { load, machine, mark, packageVersion } from './harness.js';
 import { printMemory, runMemory } from './memory.js';
-import { benchOperators, printOperators } from './operators.js';
+import { benchOperators, manyAttemptWorkload, printOperators } from './operators.js';
 import { printProfile, runProfile } from './profile.js';
 import { type RunResults, resultsMarkdown, verdicts } from './results.js';
 import { benchScaling, printScaling } from './scaling.js';
+import { benchAllStages, printStages } from './stages.js';
 
 // The harness collects garbage between variants: make sure this process can (npx tsx bench/run.ts works too).
 if ((globalThis as { gc?: unknown }).gc === undefined) {
@@ -64,6 +65,18 @@ if (wanted('operators')) {
   console.log('1. Operator overhead (1,000,000 events: 10,000 turns × 100, each retried mid-way)');
   results.operators = await benchOperators(pkg.core, { quick });
   printOperators(results.operators);
+  console.log(
+    '\n1b. Operator overhead, many attempts (1,000,000 events: 10,000 turns × 10 attempts × 10 events, 9 attempts of each turn cut by a retry)',
+  );
+  results.operatorsManyAttempts = await benchOperators(pkg.core, { quick, workload: manyAttemptWorkload() });
+  printOperators(results.operatorsManyAttempts);
+}
+if (wanted('stages')) {
+  console.log(
+    '\nPer-stage cost (source → one operator, each turn its own subscription, workloads of 1 and 1b)',
+  );
+  results.stages = await benchAllStages(pkg.core, { quick });
+  for (const r of results.stages) printStages(r);
 }
 if (wanted('e2e')) {
   console.log('\n2. End to end from bytes (100,000 SSE events in 16 KiB pieces, to the final clean turn)');
