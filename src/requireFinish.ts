@@ -2,7 +2,7 @@ import { Observable, type OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
 import { MissingFinishError } from './errors.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
-import type { WholeCalls } from './internal/types.js';
+import type { WholeCallEvents } from './internal/types.js';
 
 /**
  * Errors with a retryable {@link MissingFinishError} when the source completes without a `finish` for its
@@ -33,10 +33,7 @@ import type { WholeCalls } from './internal/types.js';
  * @see {@link retryAsEvents}, which retries the error this raises.
  * @returns An operator that passes events through and rejects a completion without `finish`.
  */
-export function requireFinish<E extends { type: string }>(): OperatorFunction<
-  WholeCalls<E, 'requireFinish()'>,
-  E
-> {
+export function requireFinish<E extends WholeCallEvents<E, 'requireFinish()'>>(): OperatorFunction<E, E> {
   return function requireFinishOperator(source) {
     // Written by hand: turning a completion into an error with RxJS primitives takes `concat` with a deferred
     // check, one more subscription per attempt that also reports a stray completion under TestScheduler.

@@ -88,3 +88,14 @@ describe('a policy written by hand from the pieces', () => {
     expectTypeOf<KeyedToolCall['repeat']>().toEqualTypeOf<true | undefined>();
   });
 });
+
+describe('the pieces in their order, without the halves', () => {
+  it('assembleToolCalls → requireFinish → cleanTurn compiles, with or without retries between', () => {
+    expectTypeOf(fragments$.pipe(assembleToolCalls(), requireFinish(), cleanTurn({ turnId }))).toEqualTypeOf<
+      Observable<TurnEvent>
+    >();
+    expectTypeOf(
+      fragments$.pipe(assembleToolCalls(), requireFinish(), retryAsEvents(2), cleanTurn({ turnId })),
+    ).toEqualTypeOf<Observable<TurnEvent>>();
+  });
+});

@@ -189,7 +189,7 @@ check<ProviderEvent>({
   ],
 });
 
-check<ProviderEvent>({
+check<AssembledEvent<ProviderEvent>>({
   name: 'requireFinish',
   make: () => requireFinish(),
   values: { a: text('Checking'), b: usage(120, 8), c: finish() },

@@ -15,3 +15,13 @@ export type NotInferred<T> = [T][T extends unknown ? 0 : never];
 export type WholeCalls<E, Reader extends string> = E extends { type: 'tool-call-delta' }
   ? { error: `assembleToolCalls() must come before ${Reader}` }
   : E;
+
+/**
+ * What an operator generic in `E` that reads whole calls only requires of `E`: events, and no fragments among
+ * them (an error that names the mistake otherwise).
+ */
+export type WholeCallEvents<E, Reader extends string> = { type: string } & ([
+  Extract<E, { type: 'tool-call-delta' }>,
+] extends [never]
+  ? unknown
+  : { error: `assembleToolCalls() must come before ${Reader}` });
