@@ -4,7 +4,7 @@
 // workload of many attempts (10 per turn, 9 of them cut by a retry), also 1,000,000 events.
 
 import type * as Core from 'cleanturn';
-import type { KeyedToolCall, ProviderEvent, TurnState } from 'cleanturn';
+import type { ProviderEvent, ReleasedCall, TurnState } from 'cleanturn';
 import { filter, from, map, scan } from 'rxjs';
 import { compare, type Measured, pick, rate, ratio, same, times, type Variant } from './harness.js';
 
@@ -138,7 +138,7 @@ export function runPipeline(core: typeof Core, w: OperatorWorkload): Summary {
   } = core;
   const summary = emptySummary();
   for (let t = 0; t < w.turns; t++) {
-    let last: TurnState<KeyedToolCall> | undefined;
+    let last: TurnState<ReleasedCall> | undefined;
     from(w.templates[t % w.templates.length] as ProviderEvent[])
       .pipe(
         assembleToolCalls(),

@@ -20,8 +20,8 @@ const columns = [
 ];
 
 /**
- * Replays the turn through a policy; every tool call that comes out "runs" (is recorded), except a repeat: its key
- * already ran, and it is answered with the recorded result.
+ * Replays the turn through a policy; every tool call that comes out "runs" (is recorded). A `tool-call-repeat`
+ * does not: its key already ran, and it is answered with the recorded result.
  */
 async function replay(policy) {
   const ran = [];
@@ -29,7 +29,7 @@ async function replay(policy) {
     from(helpDeskTurn).pipe(
       policy,
       tap((event) => {
-        if (event.type === 'tool-call' && event.repeat !== true) ran.push(event);
+        if (event.type === 'tool-call') ran.push(event);
       }),
       accumulateTurn(),
       toArray(),

@@ -1,6 +1,6 @@
 import { defer, map, type OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
-import type { Attempted, FinishEvent, FinishReason, ToolCallEvent } from './types.js';
+import type { Attempted, FinishEvent, FinishReason, RepeatedToolCall, ToolCallEvent } from './types.js';
 
 /** Token usage as the provider reported it. */
 export interface Usage {
@@ -35,12 +35,15 @@ export interface AttemptRecord {
 }
 
 /** A snapshot of the turn, as {@link accumulateTurn} emits it after every event. Never mutated. */
-export interface TurnState<C = Attempted<ToolCallEvent>> {
+export interface TurnState<C = Attempted<ToolCallEvent> | RepeatedToolCall> {
   /** The live attempt. */
   readonly attempt: number;
   /** The live attempt's text only; an abandoned attempt's text is never part of it. */
   readonly text: string;
-  /** The live attempt's tool calls that were released, in order. */
+  /**
+   * The live attempt's tool calls that were released, in order, repeats (`tool-call-repeat`) included: the call
+   * ids the next request must answer.
+   */
   readonly toolCalls: readonly C[];
   /** The live attempt's finish, once it arrived. */
   readonly finish: Attempted<FinishEvent> | undefined;
@@ -51,7 +54,7 @@ export interface TurnState<C = Attempted<ToolCallEvent>> {
 }
 
 /** The tool-call events of an event type. */
-type CallOf<E> = Extract<E, { type: 'tool-call' }>;
+type CallOf<E> = Extract<E, { type: 'tool-call' | 'tool-call-repeat' }>;
 
 /**
  * Reduces the turn stream to the current turn state, emitting an immutable snapshot after every event.
@@ -141,6 +144,7 @@ class TurnAccumulator<C> {
         this.text += (event as unknown as { text: string }).text;
         break;
       case 'tool-call':
+      case 'tool-call-repeat':
         this.toolCalls = [...this.toolCalls, event as C];
         break;
       case 'usage': {

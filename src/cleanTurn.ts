@@ -18,7 +18,7 @@ export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
  *
  * What a consumer receives is a clean turn: every event carries its attempt; each retry arrives as a typed
  * `reset`; state-changing tool calls arrive only when their attempt has finished, keyed by meaning; every call
- * of the final attempt arrives exactly once, a call whose key already ran marked `repeat: true` (answer it
+ * of the final attempt arrives exactly once, a call whose key already ran as a `tool-call-repeat` (answer it
  * with the recorded result, never run it again). It reads whole calls: put {@link assembleToolCalls} before
  * it when the source streams call fragments (a source of fragments does not compile), or use
  * {@link attemptPipeline} and {@link turnPipeline}, which put every operator in its place.
@@ -38,7 +38,8 @@ export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
  *   .subscribe((event) => {
  *     if (event.type === 'reset') view.clear();
  *     if (event.type === 'text') view.append(event.text);
- *     if (event.type === 'tool-call') tools.answer(event); // event.repeat: reply with the recorded result
+ *     if (event.type === 'tool-call') tools.run(event.name, event.args, event.effectKey);
+ *     if (event.type === 'tool-call-repeat') tools.replay(event.id, event.effectKey); // the recorded result
  *   });
  * ```
  *

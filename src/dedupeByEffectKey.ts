@@ -15,7 +15,7 @@ export interface DedupeByEffectKeyOptions {
   turnId: string;
   /**
    * Keys whose effects already ran (in an earlier run of this turn, another process, a ledger). Calls with
-   * these keys are delivered marked as repeats. It is only read, never written: recording an effect as done is
+   * these keys are delivered as repeats (`tool-call-repeat`). It is only read, never written: recording an effect as done is
    * the job of whoever executes it.
    */
   seen?: EffectKeyLookup;
@@ -24,29 +24,29 @@ export interface DedupeByEffectKeyOptions {
 }
 
 /**
- * The events {@link dedupeByEffectKey} emits for an input of `E`: tool calls gain `effectKey`, and `repeat`
- * when their key already ran.
+ * The events {@link dedupeByEffectKey} emits for an input of `E`: tool calls gain `effectKey`, and a call whose
+ * key already ran becomes a `tool-call-repeat`.
  */
 export type WithEffectKeys<E> = E extends { type: 'tool-call' }
-  ? E & { effectKey: string; repeat?: true }
+  ? (E & { effectKey: string }) | (Omit<E, 'type'> & { type: 'tool-call-repeat'; effectKey: string })
   : E;
 
 /**
- * Stamps `effectKey` on each `tool-call` and marks a call whose key was already released in this subscription
- * or is in `seen` as a repeat (`repeat: true`).
+ * Stamps `effectKey` on each `tool-call`, and turns a call whose key was already released in this subscription
+ * or is in `seen` into a repeat: a `tool-call-repeat` event ({@link RepeatedToolCall}) with the same fields.
  *
  * Keys come from meaning (turn id, tool name, canonical arguments), not from provider call ids, so the same
- * refund proposed by two attempts (`c1`, then `c7`) has one key. A repeat is never dropped: the provider
- * expects an answer for every call id of the final attempt, so the call still reaches the consumer, who
- * answers it with the recorded result of its key and never runs its effect again (`executeTools` of
- * `cleanturn/effects` does so). Repeats happen when a pure read ran early in an abandoned attempt and the
+ * refund proposed by two attempts (`c1`, then `c7`) has one key, and only one of them is a `tool-call`: code
+ * that runs `tool-call`s runs the refund once. A repeat is never dropped: the provider expects an answer for
+ * every call id of the final attempt, so the repeat still reaches the consumer, who answers it with the
+ * recorded result of its key and never runs its effect again (`executeTools` of `cleanturn/effects` does so). Repeats happen when a pure read ran early in an abandoned attempt and the
  * final attempt asks again, when a ledger already holds the key, and when one attempt makes the same call
  * twice.
  *
  * ```text
  * source:       -A-C-D-R-B-K-E-F-|          C and K: the same call with ids c1 and c7
  *          dedupeByEffectKey({ turnId: 'turn-42' })
- * result:       -A-Q-D-R-B-P-E-F-|          Q = C with its effectKey; P = K with the same key and repeat: true
+ * result:       -A-Q-D-R-B-P-E-F-|          Q = C with its effectKey; P = K as a tool-call-repeat of that key
  * ```
  *
  * State: the keys released in this subscription.
@@ -59,9 +59,8 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
  * providerEvents$
  *   .pipe(tagAttempts(), dedupeByEffectKey({ turnId: 'turn-42', seen: ledger.seen('turn-42') }))
  *   .subscribe((e) => {
- *     if (e.type !== 'tool-call') return;
- *     if (e.repeat) answer(e.id, recordedResult(e.effectKey)); // already done: answer, never run again
- *     else answer(e.id, runTool(e.name, e.args, e.effectKey));
+ *     if (e.type === 'tool-call') answer(e.id, runTool(e.name, e.args, e.effectKey));
+ *     if (e.type === 'tool-call-repeat') answer(e.id, recordedResult(e.effectKey)); // already done: never run again
  *   });
  * ```
  *
@@ -94,7 +93,7 @@ export function dedupeByEffectKey<E extends { type: string }>(
           released.add(k);
           // A copy with the key (Object.assign: a spread followed by a new key is slow in V8, see tagAttempts).
           const keyed = Object.assign({}, event, { effectKey: k });
-          if (repeat) (keyed as { repeat?: true }).repeat = true;
+          if (repeat) (keyed as { type: string }).type = 'tool-call-repeat';
           subscriber.next(keyed as WithEffectKeys<E>);
         },
         error(error) {

@@ -47,6 +47,8 @@ export type {
   KeyedToolCall,
   PolicyEvent,
   ProviderEvent,
+  ReleasedCall,
+  RepeatedToolCall,
   ResetEvent,
   RetryEvent,
   TextEvent,

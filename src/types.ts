@@ -97,13 +97,19 @@ export interface ResetEvent {
 export type KeyedToolCall = Attempted<ToolCallEvent> & {
   /** The call's effect key: the same for every call with the same meaning in this turn. */
   effectKey: string;
-  /**
-   * `true` when the key already ran: an earlier call of the turn was released with it (an early read of an
-   * abandoned attempt, or the same call twice in one attempt), or the `seen` lookup holds it. Answer such a call
-   * with the recorded result of its key; never run its effect again. Absent on a key's first call.
-   */
-  repeat?: true;
 };
+
+/**
+ * A call of the turn whose effect key already ran: an earlier call was released with it (an early read of an
+ * abandoned attempt, or the same call twice in one attempt), or the `seen` lookup holds it. It has the fields of
+ * a {@link KeyedToolCall} under its own type, so that code that runs `tool-call`s never runs it again; its call
+ * id still needs an answer (the provider rejects a next request that leaves one unanswered): the recorded
+ * result of its key.
+ */
+export type RepeatedToolCall = Omit<KeyedToolCall, 'type'> & { type: 'tool-call-repeat' };
+
+/** A released call of the clean turn: a call to run, or a repeat to answer with its key's recorded result. */
+export type ReleasedCall = KeyedToolCall | RepeatedToolCall;
 
 /** What a policy emits: attempted events, with retries turned into resets. */
 export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetEvent;
@@ -112,6 +118,7 @@ export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetE
 export type TurnEvent =
   | Attempted<TextEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent>
   | KeyedToolCall
+  | RepeatedToolCall
   | ResetEvent;
 
 /** The part of a tool call that its effect key depends on. */
@@ -126,8 +133,8 @@ export interface ToolResultLike {
   type: 'tool-result';
   /** The call's effect key. */
   effectKey: string;
-  /** The call the result belongs to. */
-  call: KeyedToolCall;
+  /** The call the result belongs to: a call that ran, or a repeat answered with its key's recorded result. */
+  call: ReleasedCall;
   /**
    * `executed` or `replayed`: the effect happened; `in-progress`: another process runs it; anything else
    * (`failed`, `unknown-tool`): it did not happen.

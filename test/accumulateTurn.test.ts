@@ -20,8 +20,9 @@ const newScheduler = () => new TestScheduler((actual, expected) => expect(actual
 type Tagged = { type: string; attempt: number };
 
 /** Every snapshot accumulateTurn emits for these events, in order. */
-function snapshots<E extends Tagged>(events: readonly E[]): TurnState<Extract<E, { type: 'tool-call' }>>[] {
-  const out: TurnState<Extract<E, { type: 'tool-call' }>>[] = [];
+type CallOf<E> = Extract<E, { type: 'tool-call' | 'tool-call-repeat' }>;
+function snapshots<E extends Tagged>(events: readonly E[]): TurnState<CallOf<E>>[] {
+  const out: TurnState<CallOf<E>>[] = [];
   from(events)
     .pipe(accumulateTurn<E>())
     .subscribe((state) => out.push(state));
@@ -29,7 +30,7 @@ function snapshots<E extends Tagged>(events: readonly E[]): TurnState<Extract<E,
 }
 
 /** The last snapshot for these events. */
-function final<E extends Tagged>(events: readonly E[]): TurnState<Extract<E, { type: 'tool-call' }>> {
+function final<E extends Tagged>(events: readonly E[]): TurnState<CallOf<E>> {
   const all = snapshots(events);
   const last = all[all.length - 1];
   if (last === undefined) throw new Error('no snapshot');

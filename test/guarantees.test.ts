@@ -2,7 +2,7 @@
 // marked, and answered), a consumer that retries from its handler sees nothing of the abandoned attempt after the
 // reset, nothing follows a finish, and every part of the package agrees on the attempt rules and on an error's
 // text.
-import type { AssembledEvent, KeyedToolCall, ProviderEvent, ToolResultLike, TurnEvent } from 'cleanturn';
+import type { AssembledEvent, ProviderEvent, ReleasedCall, ToolResultLike, TurnEvent } from 'cleanturn';
 import * as core from 'cleanturn';
 import { accumulateTurn, cleanTurn, effectKey } from 'cleanturn';
 import { toAcpUpdates } from 'cleanturn/acp';
@@ -25,7 +25,9 @@ const refund2 = call('w2', 'issue_refund', { order_id: 'ORD-7781', amount: 'full
 const callIds = (events: readonly TurnEvent[], attempt?: number) =>
   events
     .filter(
-      (e): e is KeyedToolCall => e.type === 'tool-call' && (attempt === undefined || e.attempt === attempt),
+      (e): e is ReleasedCall =>
+        (e.type === 'tool-call' || e.type === 'tool-call-repeat') &&
+        (attempt === undefined || e.attempt === attempt),
     )
     .map((e) => e.id);
 
@@ -36,7 +38,7 @@ describe('the final attempt is whole', () => {
       from(events).pipe(cleanTurn({ turnId, early: isRead }), accumulateTurn(), last()),
     );
     expect(turn.toolCalls.map((c) => c.id)).toEqual(['r2', 'w2']);
-    expect(turn.toolCalls.map((c) => c.repeat === true)).toEqual([true, false]);
+    expect(turn.toolCalls.map((c) => c.type)).toEqual(['tool-call-repeat', 'tool-call']);
     expect(turn.toolCalls[0]?.effectKey).toBe(effectKey(turnId, read1));
   });
 
@@ -46,14 +48,16 @@ describe('the final attempt is whole', () => {
       from<Whole[]>([text('Done.'), refund2, finish('tool-calls')]).pipe(cleanTurn({ turnId, seen })),
     );
     expect(callIds(out.values)).toEqual(['w2']);
-    expect(out.values.find((e) => e.type === 'tool-call')).toMatchObject({ id: 'w2', repeat: true });
+    expect(out.values.find((e) => 'id' in e && e.id === 'w2')).toMatchObject({ type: 'tool-call-repeat' });
   });
 
   it('two calls with one key in one attempt both reach the consumer, the second as a repeat', () => {
     const out = collect(from<Whole[]>([refund1, refund2, finish('tool-calls')]).pipe(cleanTurn({ turnId })));
     expect(callIds(out.values)).toEqual(['w1', 'w2']);
-    const calls = out.values.filter((e): e is KeyedToolCall => e.type === 'tool-call');
-    expect(calls.map((c) => c.repeat)).toEqual([undefined, true]);
+    expect(out.values.filter((e) => e.type.startsWith('tool-call')).map((e) => e.type)).toEqual([
+      'tool-call',
+      'tool-call-repeat',
+    ]);
   });
 
   it('executeTools answers every call id of the final attempt, and runs each effect once', async () => {
@@ -113,7 +117,7 @@ describe('a consumer that starts a new attempt while calls are released', () => 
     // The new attempt works as usual.
     source.next(refund2);
     source.next(finish('tool-calls'));
-    expect(received).toEqual(['tool-call@1', 'reset@2', 'tool-call@2', 'finish@2']);
+    expect(received).toEqual(['tool-call@1', 'reset@2', 'tool-call-repeat@2', 'finish@2']);
   });
 });
 

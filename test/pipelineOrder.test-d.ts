@@ -1,6 +1,6 @@
 // Type tests: the pipeline's order is in the types. Fragments never reach what reads whole calls, the two halves
 // compose, and a policy written by hand from the pieces needs no type arguments.
-import type { AssembledEvent, KeyedToolCall, ProviderEvent, TurnEvent } from 'cleanturn';
+import type { AssembledEvent, KeyedToolCall, ProviderEvent, RepeatedToolCall, TurnEvent } from 'cleanturn';
 import {
   assembleToolCalls,
   attemptPipeline,
@@ -84,8 +84,10 @@ describe('a policy written by hand from the pieces', () => {
     expectTypeOf(fragments$.pipe(inline)).toEqualTypeOf<Observable<TurnEvent>>();
   });
 
-  it('a released call says whether it repeats a key', () => {
-    expectTypeOf<KeyedToolCall['repeat']>().toEqualTypeOf<true | undefined>();
+  it('a call whose key already ran is a type of its own, with the fields of a keyed call', () => {
+    expectTypeOf<Extract<TurnEvent, { type: 'tool-call-repeat' }>>().toEqualTypeOf<RepeatedToolCall>();
+    expectTypeOf<Omit<RepeatedToolCall, 'type'>>().toEqualTypeOf<Omit<KeyedToolCall, 'type'>>();
+    expectTypeOf<Extract<TurnEvent, { type: 'tool-call' }>>().toEqualTypeOf<KeyedToolCall>();
   });
 });
 

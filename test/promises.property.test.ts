@@ -4,6 +4,7 @@ import type {
   FinishReason,
   KeyedToolCall,
   ProviderEvent,
+  ReleasedCall,
   RetryEvent,
   ToolCallEvent,
   TurnEvent,
@@ -274,18 +275,20 @@ const recommended: Pipeline = ({ turnId, early, seen }) =>
 /** How the executor is wired: `shared`, the ledger that `seen` agrees with; `fresh`, a new empty one (wrong). */
 type LedgerWiring = 'shared' | 'fresh';
 
-/** Whatever the consumer's `tool-call` carries besides a keyed call (`repeat`, from rule 6). */
-const isRepeat = (c: KeyedToolCall): boolean => (c as { repeat?: unknown }).repeat === true;
+/** A released call whose key already ran (rule 6): a `tool-call-repeat`. */
+const isRepeat = (c: ReleasedCall): boolean => c.type === 'tool-call-repeat';
+/** A call the consumer received: one to run, or a repeat to answer. */
+const isCall = (e: TurnEvent): e is ReleasedCall => e.type === 'tool-call' || e.type === 'tool-call-repeat';
 
 /** An event the consumer received, as a counterexample prints it: `reset@2`, `tool-call@1 a1-c0 (repeat)`. */
 const show = (e: TurnEvent): string =>
-  `${e.type}@${e.attempt}${e.type === 'tool-call' ? ` ${e.id}${isRepeat(e) ? ' (repeat)' : ''}` : ''}`;
+  `${e.type}@${e.attempt}${isCall(e) ? ` ${e.id}${isRepeat(e) ? ' (repeat)' : ''}` : ''}`;
 
 interface TurnRun {
   /** What the consumer received, in order. */
   received: TurnEvent[];
   /** The consumer's final `accumulateTurn()` state. */
-  state: TurnState<KeyedToolCall> | undefined;
+  state: TurnState<ReleasedCall> | undefined;
   /** What `executeTools` emitted. */
   results: ToolResultEvent[];
   /** How many times each key's handler really ran, over the whole turn (a key `seen` holds ran once before). */
@@ -344,7 +347,7 @@ function runTurn(
     )
     .subscribe({
       next: (state) => {
-        run.state = state as TurnState<KeyedToolCall>;
+        run.state = state as TurnState<ReleasedCall>;
       },
       error: (error: unknown) => run.errors.push(error),
     });
@@ -394,7 +397,7 @@ function finalAttemptIsWhole(pipeline: Pipeline = recommended): fc.IProperty<[Ge
     same(run.errors, []);
     const last = turn.last.attempt;
     const finalCalls = turn.last.calls.map((c) => c.event);
-    const calls = run.received.filter((e): e is KeyedToolCall => e.type === 'tool-call');
+    const calls = run.received.filter(isCall);
     const delivered = calls.filter((c) => c.attempt === last);
 
     // Every call id of the final attempt, exactly once; in arrival order among the early ones and among the late.
@@ -449,12 +452,12 @@ function noEffectTwice(
     // State-changing calls: only the final attempt's, released with its finish.
     const finalIds = new Set(turn.last.calls.map((c) => c.event.id));
     run.received.forEach((e, i) => {
-      if (e.type !== 'tool-call' || !changesState(e)) return;
+      if (!isCall(e) || !changesState(e)) return;
       ensure(
         e.attempt === last && finalIds.has(e.id),
         () => `${show(e)} released: not one of the final attempt’s calls before its finish`,
       );
-      const next = run.received.slice(i + 1).find((later) => later.type !== 'tool-call');
+      const next = run.received.slice(i + 1).find((later) => !isCall(later));
       ensure(
         next !== undefined && show(next) === `finish@${last}`,
         () => `${show(e)} released before the finish`,
@@ -491,7 +494,7 @@ function nothingLostNothingAfter(pipeline: Pipeline = recommended): fc.IProperty
     const end = run.received.findIndex((e) => e.type === 'finish');
     ensure(end >= 0, () => 'no finish reached the consumer');
     // Up to the finish: every text, usage and reset, in order, each with its attempt.
-    const before = run.received.slice(0, end + 1).filter((e) => e.type !== 'tool-call');
+    const before = run.received.slice(0, end + 1).filter((e) => !isCall(e));
     same(before, expectedStream(turn), 'up to the finish');
     // After it: usage of the final attempt at most.
     const after = run.received.slice(end + 1);
@@ -531,8 +534,8 @@ function reentrantConsumerStaysCurrent(pipeline: Pipeline = recommended): fc.IPr
     let pushes = 0;
     const triggered = new Set<number>();
     const react = (event: TurnEvent, index: number, push: (e: WholeEvent) => void) => {
-      const firstCall = reentry.onFirstCall && event.type === 'tool-call' && !triggered.has(event.attempt);
-      if (event.type === 'tool-call') triggered.add(event.attempt);
+      const firstCall = reentry.onFirstCall && isCall(event) && !triggered.has(event.attempt);
+      if (isCall(event)) triggered.add(event.attempt);
       if (!(firstCall || reentry.atEvents.includes(index)) || pushes >= reentry.times) return;
       const body = reentry.bodies[pushes] ?? [];
       pushes++;
@@ -649,7 +652,7 @@ const glued: Pipeline = (options) => (source) =>
 const dropsRepeats: Pipeline = (options) => (source) =>
   source.pipe(
     recommended(options),
-    filter((e) => e.type !== 'tool-call' || !isRepeat(e)),
+    filter((e) => !isCall(e) || !isRepeat(e)),
   );
 
 /** The recommended policy without the ledger's keys (`seen`), with an executor on a fresh ledger. */

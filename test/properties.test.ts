@@ -5,6 +5,7 @@ import type {
   FinishReason,
   PolicyEvent,
   ProviderEvent,
+  RepeatedToolCall,
   ResetEvent,
   RetryEvent,
   ToolCallEvent,
@@ -267,7 +268,7 @@ function turnViolations(
   early: (c: { name: string }) => boolean = () => false,
 ): Violations {
   const v: Violations = { text: [], calls: [] };
-  const events: readonly PolicyEvent[] = output;
+  const events: readonly (PolicyEvent | TurnEvent)[] = output;
   const last = turn.last.attempt;
 
   // What the user reads: the last attempt's text, never part of an abandoned attempt.
@@ -282,9 +283,9 @@ function turnViolations(
   }
 
   // Released calls: the tool-call events of the output.
-  const released: { index: number; event: Attempted<ToolCallEvent> }[] = [];
+  const released: { index: number; event: Attempted<ToolCallEvent> | RepeatedToolCall }[] = [];
   events.forEach((e, index) => {
-    if (e.type === 'tool-call') released.push({ index, event: e });
+    if (isReleased(e)) released.push({ index, event: e });
   });
   const meanings = new Set<string>();
   for (const { event } of released) {
@@ -299,7 +300,7 @@ function turnViolations(
       v.calls.push(`${event.id}: stamped attempt ${event.attempt}, is ${gen.attempt}`);
     // Rule 6: a meaning already released comes again only marked as a repeat, and only then.
     const m = meaning(event);
-    const repeat = (event as { repeat?: unknown }).repeat === true;
+    const repeat = event.type === 'tool-call-repeat';
     if (meanings.has(m) && !repeat) v.calls.push(`${event.id}: effect ${m} released twice`);
     if (!meanings.has(m) && repeat) v.calls.push(`${event.id}: first release of ${m} marked as a repeat`);
     meanings.add(m);
@@ -323,6 +324,13 @@ function turnViolations(
     if (r.index !== wanted) v.calls.push(`${r.event.id} at ${r.index}, not immediately before the finish`);
   });
   return v;
+}
+
+/** A released call of a policy's output: a call to run, or (with effect keys) a repeat to answer. */
+function isReleased<E extends { type: string }>(
+  e: E,
+): e is Extract<E, { type: 'tool-call' }> | Extract<E, { type: 'tool-call-repeat' }> {
+  return e.type === 'tool-call' || e.type === 'tool-call-repeat';
 }
 
 const clean = (v: Violations): boolean => v.text.length === 0 && v.calls.length === 0;
@@ -353,14 +361,14 @@ describe('cleanTurn on random retried turns', () => {
         expect(v).toEqual({ text: [], calls: [] });
 
         // No call of an abandoned attempt, by attempt number and by id.
-        const releasedCalls = out.filter((e) => e.type === 'tool-call');
+        const releasedCalls = out.filter(isReleased);
         for (const c of releasedCalls) {
           expect(c.attempt).toBe(turn.last.attempt);
           expect(turn.last.calls.map((g) => g.event.id)).toContain(c.id);
           expect(c.effectKey).toBe(effectKey(TURN_ID, c));
         }
         // Each effect key at most once unmarked: every later call with it is a repeat.
-        const keys = releasedCalls.filter((c) => c.repeat !== true).map((c) => c.effectKey);
+        const keys = releasedCalls.filter((c) => c.type === 'tool-call').map((c) => c.effectKey);
         expect(new Set(keys).size).toBe(keys.length);
         // No finish: no state-changing call at all.
         if (turn.finish === undefined) expect(releasedCalls).toEqual([]);
@@ -401,7 +409,7 @@ describe('cleanTurn on random retried turns', () => {
         // Rule 6: every call of the finished last attempt, repeats of a meaning included (marked).
         const expectedCalls = turn.finish === undefined ? [] : turn.last.calls.map((c) => c.event.id);
         const firsts = new Set(firstOfEachMeaning(turn.last.calls).map((c) => c.event.id));
-        for (const c of state.toolCalls) expect(c.repeat === true).toBe(!firsts.has(c.id));
+        for (const c of state.toolCalls) expect(c.type === 'tool-call-repeat').toBe(!firsts.has(c.id));
         expect(state.toolCalls.map((c) => c.id)).toEqual(expectedCalls);
         for (const c of state.toolCalls) expect(c.args).toBe(turn.callsById.get(c.id)?.event.args);
 
@@ -447,8 +455,8 @@ describe('cleanTurn on random retried turns', () => {
             const m = meaning(event);
             // Released during its own arrival: never held; a read whose key was already released is marked.
             const released = out.slice(before);
-            expect(released.map((e) => (e.type === 'tool-call' ? e.id : e.type))).toEqual([event.id]);
-            expect(released[0]?.type === 'tool-call' && released[0].repeat === true).toBe(seenEarly.has(m));
+            expect(released.map((e) => (isReleased(e) ? e.id : e.type))).toEqual([event.id]);
+            expect(released[0]?.type === 'tool-call-repeat').toBe(seenEarly.has(m));
             seenEarly.add(m);
           }
         }
@@ -609,7 +617,13 @@ describe('dedupeByEffectKey', () => {
           const m = meaning(e);
           const repeat = kept.has(m);
           kept.add(m);
-          return [{ ...e, effectKey: effectKey(TURN_ID, e), ...(repeat ? { repeat: true as const } : {}) }];
+          return [
+            {
+              ...e,
+              effectKey: effectKey(TURN_ID, e),
+              ...(repeat ? { type: 'tool-call-repeat' as const } : {}),
+            },
+          ];
         });
         expect(out).toEqual(expected);
         // `seen` is only read.
@@ -720,7 +734,7 @@ describe('the seed comparison', () => {
       fc.asyncProperty(withCalls, fc.nat(), async (turn, pick) => {
         const out = await run(turn.events, cleanTurn({ turnId: TURN_ID }));
         expect(clean(turnViolations(turn, out))).toBe(true);
-        const calls = out.filter((e) => e.type === 'tool-call');
+        const calls = out.filter(isReleased);
         const others = out.filter((e) => e.type !== 'tool-call');
         const finishEvent = others.at(-1) as TurnEvent;
         // A released call moved before some other event: it ran before its attempt finished.
@@ -942,9 +956,9 @@ describe('assembleToolCalls', () => {
           );
           const seen = new Set<string>();
           const repeats = liveCalls.map((c) => seen.has(meaning(c)) || (seen.add(meaning(c)) && false));
-          const cleanedCalls = cleaned.filter((e) => e.type === 'tool-call');
+          const cleanedCalls = cleaned.filter(isReleased);
           expect(cleanedCalls.map((c) => c.id)).toEqual(liveCalls.map((c) => c.id));
-          expect(cleanedCalls.map((c) => c.repeat === true)).toEqual(repeats);
+          expect(cleanedCalls.map((c) => c.type === 'tool-call-repeat')).toEqual(repeats);
           expect(cleaned.at(-1)?.type).toBe('finish');
           expect(cleaned.slice(cleaned.length - 1 - cleanedCalls.length, -1)).toEqual(cleanedCalls);
         },

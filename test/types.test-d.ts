@@ -8,6 +8,7 @@ import type {
   PolicyEvent,
   PolicyName,
   ProviderEvent,
+  RepeatedToolCall,
   ResetEvent,
   RetryEvent,
   TextEvent,
@@ -169,7 +170,7 @@ describe('dedupeByEffectKey', () => {
       WithEffectKeys<ProviderEvent>
     >();
     expectTypeOf<Extract<WithEffectKeys<ProviderEvent>, { type: 'tool-call' }>>().toEqualTypeOf<
-      ToolCallEvent & { effectKey: string; repeat?: true }
+      ToolCallEvent & { effectKey: string }
     >();
   });
 
@@ -256,11 +257,13 @@ describe('assembleToolCalls', () => {
 });
 
 describe('accumulateTurn', () => {
-  test('yields TurnState whose toolCalls are the input’s tool-call members', () => {
-    expectTypeOf(turn$.pipe(accumulateTurn())).toEqualTypeOf<Observable<TurnState<KeyedToolCall>>>();
+  test('yields TurnState whose toolCalls are the input’s tool-call and tool-call-repeat members', () => {
+    expectTypeOf(turn$.pipe(accumulateTurn())).toEqualTypeOf<
+      Observable<TurnState<KeyedToolCall | RepeatedToolCall>>
+    >();
     const state$ = whole$.pipe(cleanTurn({ turnId: 't' }), accumulateTurn());
     type State = ValueOf<typeof state$>;
-    expectTypeOf<State['toolCalls']>().toEqualTypeOf<readonly KeyedToolCall[]>();
+    expectTypeOf<State['toolCalls']>().toEqualTypeOf<readonly (KeyedToolCall | RepeatedToolCall)[]>();
     expectTypeOf<State['text']>().toBeString();
     expectTypeOf<State['attempt']>().toBeNumber();
     expectTypeOf<State['finish']>().toEqualTypeOf<Attempted<FinishEvent> | undefined>();

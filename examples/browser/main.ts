@@ -13,6 +13,7 @@ import {
   RetriesExhaustedError,
   retryAsEvents,
   type ToolCallEvent,
+  type TurnEvent,
   type TurnState,
 } from 'cleanturn';
 import { fromSSE, sseJson } from 'cleanturn/transport';
@@ -27,7 +28,7 @@ interface Column {
   id: string;
   title: string;
   note: string;
-  policy: () => OperatorFunction<AssembledEvent<ProviderEvent>, PolicyEvent>;
+  policy: () => OperatorFunction<AssembledEvent<ProviderEvent>, PolicyEvent | TurnEvent>;
   /** The policy holds calls until their attempt finishes. */
   holds: boolean;
 }
@@ -106,11 +107,6 @@ function execute(call: ToolCallEvent & { attempt: number }, before: readonly Exe
     keyedByPolicy: stamped !== undefined,
     duplicate: before.some((done) => done.key === key),
   };
-}
-
-/** A call that cleanTurn marked as a repeat of a key that already ran. */
-function isRepeat(call: ToolCallEvent): boolean {
-  return 'repeat' in call && call.repeat === true;
 }
 
 // ---- DOM ------------------------------------------------------------------------------------------------------
@@ -276,12 +272,12 @@ function start() {
   );
   const policyViews = views.map((view) => {
     // Every tool call that comes out of the policy "runs": in an app, this is where the refund is issued. A
-    // repeat (cleanTurn: its key already ran) does not run; it is answered with the recorded result.
+    // tool-call-repeat (cleanTurn: its key already ran) does not run; it is answered with the recorded result.
     const executed: Executed[] = [];
     return events$.pipe(
       view.column.policy(),
       tap((event) => {
-        if (event.type === 'tool-call' && !isRepeat(event)) executed.push(execute(event, executed));
+        if (event.type === 'tool-call') executed.push(execute(event, executed));
       }),
       accumulateTurn(),
       tap((turn) => renderColumn(view, turn, executed)),

@@ -8,14 +8,12 @@ import type { TurnEvent, TurnState } from 'cleanturn';
 export function printTurnEvent(event: TurnEvent): void {
   if (event.type === 'reset') console.log(`\n[reset: attempt ${event.attempt} starts; ${event.reason}]`);
   if (event.type === 'text') process.stdout.write(event.text);
-  if (event.type === 'tool-call') {
-    const call = `${event.name}(${JSON.stringify(event.args)})`;
+  if (event.type === 'tool-call')
+    console.log(`\n[run ${event.name}(${JSON.stringify(event.args)}) once, key ${event.effectKey}]`);
+  if (event.type === 'tool-call-repeat')
     console.log(
-      event.repeat
-        ? `\n[${call} already ran under key ${event.effectKey}: answer it with the recorded result]`
-        : `\n[run ${call} once, key ${event.effectKey}]`,
+      `\n[${event.name}(${JSON.stringify(event.args)}) already ran under key ${event.effectKey}: answer it with the recorded result]`,
     );
-  }
 }
 
 /** Prints the final text and one line per attempt: how it ended and its usage (every attempt is billed). */

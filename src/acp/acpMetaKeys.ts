@@ -11,9 +11,11 @@
  * - `effectKey` (on a tool call): the call's effect key, the same for the same call in every attempt; the
  *   key to deduplicate or correlate tool calls by, never the provider's call id.
  * - `attempt` (on a tool call): the attempt that released it.
- * - `repeat` (on a tool call): `true` when the call's effect key already ran (an early read of an abandoned
- *   attempt asked again, a key the ledger holds, the same call twice): the call is shown as completed at once
- *   and answered with the recorded result; its effect does not run again.
+ * - `repeat` (on a tool call): `true` for a `tool-call-repeat`, whose effect key already ran (an early read of an
+ *   abandoned attempt asked again, a key the ledger holds, the same call twice): it is answered with the
+ *   recorded result and its effect does not run again. With an entry of its own it is shown completed at once;
+ *   sharing the entry of the call that runs the effect (the default id is the effect key), it leaves that
+ *   entry's status to that call's result.
  * - `outcome` (on a tool call's update from its result): the executor's outcome, e.g. `executed` or
  *   `replayed` (the effect had already happened and its stored result was returned).
  */

@@ -1,6 +1,6 @@
 import type { SessionNotification, ToolKind } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
-import { AttemptTracker, type KeyedToolCall, type ToolResultLike, type TurnEvent } from 'cleanturn';
+import { AttemptTracker, type ReleasedCall, type ToolResultLike, type TurnEvent } from 'cleanturn';
 import { defer, mergeMap, type OperatorFunction } from 'rxjs';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
 
@@ -30,11 +30,11 @@ export interface ToAcpUpdatesOptions {
    * The ACP tool call id of a call; default its effect key, unique within a session (turn ids scope it), where
    * provider ids need not be: Gemini's generated ids (`gemini-call-0`…) repeat in every turn.
    */
-  toolCallId?: (call: KeyedToolCall) => string;
+  toolCallId?: (call: ReleasedCall) => string;
   /** The human-readable title of a call; default its tool name. */
-  title?: (call: KeyedToolCall) => string;
+  title?: (call: ReleasedCall) => string;
   /** The ACP tool kind of a call, which editors use for icons; default `other`. */
-  kind?: (call: KeyedToolCall) => ToolKind;
+  kind?: (call: ReleasedCall) => ToolKind;
 }
 
 /** The ACP v1 notifications {@link toAcpUpdates} emits. */
@@ -119,6 +119,8 @@ abstract class Translator<N> {
   protected message: string | undefined = undefined;
   /** Whether the editor has been sent `message`. */
   protected shown = false;
+  /** The tool call ids announced so far: a repeat of one updates it instead of announcing it again. */
+  protected readonly announced = new Set<string>();
 
   constructor(protected readonly options: ToAcpUpdatesOptions) {}
 
@@ -137,7 +139,7 @@ abstract class Translator<N> {
       const message = this.messageId();
       this.shown = true;
       updates.push(this.chunk(message, event.text));
-    } else if (event.type === 'tool-call') {
+    } else if (event.type === 'tool-call' || event.type === 'tool-call-repeat') {
       updates.push(this.toolCall(event));
     }
     return updates;
@@ -153,24 +155,28 @@ abstract class Translator<N> {
     return this.message;
   }
 
-  protected toolCallId(call: KeyedToolCall): string {
+  protected toolCallId(call: ReleasedCall): string {
     return this.options.toolCallId?.(call) ?? call.effectKey;
   }
 
   /** The fields a call is announced with, in either protocol. */
-  protected callFields(call: KeyedToolCall) {
+  protected callFields(call: ReleasedCall, toolCallId: string) {
+    const repeat = call.type === 'tool-call-repeat';
+    // A repeat is already done: its key's effect ran, and its answer is the recorded result. Sharing the entry of
+    // the call that runs that effect (same id), it leaves that entry's status to that call's result.
+    const status = !repeat ? 'pending' : this.announced.has(toolCallId) ? undefined : 'completed';
+    this.announced.add(toolCallId);
     return {
-      toolCallId: this.toolCallId(call),
+      toolCallId,
       title: this.options.title?.(call) ?? call.name,
       name: call.name,
       kind: this.options.kind?.(call) ?? 'other',
-      // A repeat is already done: its key's effect ran, and its answer is the recorded result.
-      status: call.repeat === true ? ('completed' as const) : ('pending' as const),
+      ...(status === undefined ? {} : { status: status as 'pending' | 'completed' }),
       rawInput: call.args,
       _meta: {
         [acpMetaKeys.effectKey]: call.effectKey,
         [acpMetaKeys.attempt]: call.attempt,
-        ...(call.repeat === true ? { [acpMetaKeys.repeat]: true } : {}),
+        ...(repeat ? { [acpMetaKeys.repeat]: true } : {}),
       },
     };
   }
@@ -198,7 +204,7 @@ abstract class Translator<N> {
 
   protected abstract startAttempt(attempt: number, reason: string): N;
   protected abstract chunk(messageId: string, text: string): N;
-  protected abstract toolCall(call: KeyedToolCall): N;
+  protected abstract toolCall(call: ReleasedCall): N;
   protected abstract toolResult(result: ToolResultLike): N;
 }
 
@@ -221,15 +227,13 @@ class V1Translator extends Translator<AcpNotification> {
     return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
   }
 
-  /** The tool call ids announced so far: a repeat of one updates it instead of announcing it twice. */
-  private readonly announced = new Set<string>();
-
-  protected toolCall(call: KeyedToolCall): AcpNotification {
-    const fields = this.callFields(call);
-    if (this.announced.has(fields.toolCallId))
-      return this.notify({ sessionUpdate: 'tool_call_update', ...fields });
-    this.announced.add(fields.toolCallId);
-    return this.notify({ sessionUpdate: 'tool_call', ...fields });
+  protected toolCall(call: ReleasedCall): AcpNotification {
+    const toolCallId = this.toolCallId(call);
+    const known = this.announced.has(toolCallId);
+    const fields = this.callFields(call, toolCallId);
+    return known
+      ? this.notify({ sessionUpdate: 'tool_call_update', ...fields })
+      : this.notify({ sessionUpdate: 'tool_call', ...fields });
   }
 
   protected toolResult(result: ToolResultLike): AcpNotification {
@@ -259,8 +263,11 @@ class V2Translator extends Translator<AcpV2Notification> {
     return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
   }
 
-  protected toolCall(call: KeyedToolCall): AcpV2Notification {
-    return this.notify({ sessionUpdate: 'tool_call_update', ...this.callFields(call) });
+  protected toolCall(call: ReleasedCall): AcpV2Notification {
+    return this.notify({
+      sessionUpdate: 'tool_call_update',
+      ...this.callFields(call, this.toolCallId(call)),
+    });
   }
 
   protected toolResult(result: ToolResultLike): AcpV2Notification {

@@ -1,4 +1,4 @@
-import type { KeyedToolCall, TurnEvent } from 'cleanturn';
+import type { KeyedToolCall, ReleasedCall, TurnEvent } from 'cleanturn';
 import { isRetryable } from 'cleanturn';
 import {
   catchError,
@@ -98,7 +98,7 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
  * results that wait for an earlier one. Unsubscribing aborts the handlers' `signal` and writes nothing more:
  * a claim whose handler was cut off expires after `leaseMs`, as if its process had crashed.
  *
- * Every call gets exactly one result under its own call id, repeats too: a call marked `repeat: true` by
+ * Every call gets exactly one result under its own call id, repeats too: a `tool-call-repeat` of
  * `dedupeByEffectKey` (or a second call with a key this subscription already ran) never runs its handler; it
  * is answered with its key's outcome, from this subscription or from the ledger.
  *
@@ -166,7 +166,7 @@ export function executeTools(
    * subscription's calls by key, or from the ledger's record.
    */
   function runCall(
-    call: KeyedToolCall,
+    call: ReleasedCall,
     repeat: boolean,
     answers: ReadonlyMap<string, ToolResultEvent>,
   ): Observable<ToolResultEvent> {
@@ -198,7 +198,8 @@ export function executeTools(
                 return of({ ...base, outcome: 'in-progress', until: claim.until });
               return timer(Math.max(1, Math.min(pollMs, claim.until - Date.now()))).pipe(mergeMap(attempt));
             case 'claimed':
-              if (!repeat) return execute(call, handler, claim.token, claim.reclaimed);
+              // Not a repeat: a `tool-call` whose key this subscription meets for the first time.
+              if (!repeat) return execute(call as KeyedToolCall, handler, claim.token, claim.reclaimed);
               // A repeat whose key has no record: give the claim back and answer from this subscription's
               // outcome of the key (a failure that was not recorded), or say that there is none.
               return awaited(() => ledger.release(turnId, call.effectKey, claim.token)).pipe(
@@ -298,15 +299,17 @@ export function executeTools(
       // The outcome of each key's call, once it is out: what a repeat of the key is answered with.
       const answers = new Map<string, ToolResultEvent>();
       const calls = source.pipe(
-        filter((event): event is KeyedToolCall => event.type === 'tool-call'),
+        filter(
+          (event): event is ReleasedCall => event.type === 'tool-call' || event.type === 'tool-call-repeat',
+        ),
         map((call) => {
           if (typeof call.effectKey !== 'string') throw new MissingEffectKeyError(call.name);
-          const repeat = call.repeat === true || started.has(call.effectKey);
+          const repeat = call.type === 'tool-call-repeat' || started.has(call.effectKey);
           started.add(call.effectKey);
           return { call, repeat };
         }),
       );
-      const run = ({ call, repeat }: { call: KeyedToolCall; repeat: boolean }) =>
+      const run = ({ call, repeat }: { call: ReleasedCall; repeat: boolean }) =>
         runCall(call, repeat, answers).pipe(
           tap((result) => {
             if (
@@ -340,7 +343,7 @@ export function executeTools(
 }
 
 /** The answer of a repeat: the outcome of its key's earlier call, under the repeat's own call. */
-function replay(call: KeyedToolCall, answered: ToolResultEvent): ToolResultEvent {
+function replay(call: ReleasedCall, answered: ToolResultEvent): ToolResultEvent {
   const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
   switch (answered.outcome) {
     case 'executed':

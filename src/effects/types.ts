@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { EffectKeyLookup, KeyedToolCall } from 'cleanturn';
+import type { EffectKeyLookup, KeyedToolCall, ReleasedCall } from 'cleanturn';
 
 /** A value or a promise of it: in-memory and SQLite ledgers answer synchronously, Redis asynchronously. */
 export type Awaitable<T> = T | Promise<T>;
@@ -195,8 +195,8 @@ interface ToolResultBase {
   type: 'tool-result';
   /** The call's effect key. */
   effectKey: string;
-  /** The call the result belongs to. */
-  call: KeyedToolCall;
+  /** The call the result belongs to: a call that ran, or a repeat answered with its key's recorded result. */
+  call: ReleasedCall;
 }
 
 /** The handler ran now and returned `result`. */

@@ -3,13 +3,14 @@ import {
   type FinishReason,
   type KeyedToolCall,
   type PolicyEvent,
+  type RepeatedToolCall,
   type ResetEvent,
   type ToolResultLike,
 } from 'cleanturn';
 import { resultStatus } from './internal/results.js';
 
 /** What a view reads: the output of any policy ({@link PolicyEvent}, so `cleanTurn` too) and tool results. */
-export type ViewEvent = PolicyEvent | ToolResultLike;
+export type ViewEvent = PolicyEvent | RepeatedToolCall | ToolResultLike;
 
 /**
  * Where a shown tool call is:
@@ -93,7 +94,7 @@ export const initialView: TurnView = Object.freeze({
  *
  * State changes, event by event:
  * - `text` of the live attempt: `text` grows; the notice clears;
- * - `tool-call` of the live attempt: a `released` call (`repeat` when its key already ran) is appended; the
+ * - `tool-call` of the live attempt: a `released` call is appended (a `tool-call-repeat`: a `repeat`); the
  *   notice clears;
  * - `finish`: `finished` and `finishReason`; the notice clears;
  * - `reset` to a newer attempt (or any event of a newer attempt): text and calls start over, the reset is
@@ -134,14 +135,15 @@ export function reduceView(view: TurnView, event: ViewEvent): TurnView {
   switch (event.type) {
     case 'text':
       return event.text === '' ? live : { ...live, text: live.text + event.text, notice: undefined };
-    case 'tool-call': {
-      const keyed = event as Partial<Pick<KeyedToolCall, 'effectKey' | 'repeat'>>;
+    case 'tool-call':
+    case 'tool-call-repeat': {
+      const keyed = event as Partial<Pick<KeyedToolCall, 'effectKey'>>;
       const call: ToolCallView = {
         id: event.id,
         name: event.name,
         args: event.args,
         effectKey: typeof keyed.effectKey === 'string' ? keyed.effectKey : undefined,
-        status: keyed.repeat === true ? 'repeat' : 'released',
+        status: event.type === 'tool-call-repeat' ? 'repeat' : 'released',
       };
       return { ...live, toolCalls: [...live.toolCalls, call], notice: undefined };
     }

@@ -2,6 +2,7 @@ import {
   AttemptTracker,
   describeError,
   type KeyedToolCall,
+  type RepeatedToolCall,
   type ToolCallEvent,
   type ToolResultLike,
 } from 'cleanturn';
@@ -118,6 +119,7 @@ class TerminalScreen {
       case 'text':
         return start + this.print(event.text);
       case 'tool-call':
+      case 'tool-call-repeat':
         return start + this.line(callLine(event));
       case 'finish':
         return start + this.endLine();
@@ -192,7 +194,9 @@ class TerminalScreen {
 }
 
 /** A released call's line: name, arguments (shortened) and effect key. */
-function callLine(call: ToolCallEvent & Partial<Pick<KeyedToolCall, 'effectKey' | 'repeat'>>): string {
+function callLine(
+  call: (ToolCallEvent | RepeatedToolCall) & Partial<Pick<KeyedToolCall, 'effectKey'>>,
+): string {
   let args: string;
   try {
     args = JSON.stringify(call.args) ?? String(call.args);
@@ -202,7 +206,9 @@ function callLine(call: ToolCallEvent & Partial<Pick<KeyedToolCall, 'effectKey' 
   if (args.length > ARGS_SHOWN) args = `${args.slice(0, ARGS_SHOWN - 1)}…`;
   const key = call.effectKey === undefined ? '' : ` [${call.effectKey}]`;
   // A repeat's effect already ran under the same key: it is answered with the recorded result.
-  return call.repeat === true ? `↻ ${call.name} ${args}${key} already done` : `⚙ ${call.name} ${args}${key}`;
+  return call.type === 'tool-call-repeat'
+    ? `↻ ${call.name} ${args}${key} already done`
+    : `⚙ ${call.name} ${args}${key}`;
 }
 
 /** A tool result's line. */

@@ -3,6 +3,7 @@ import type {
   FinishEvent,
   FinishReason,
   KeyedToolCall,
+  RepeatedToolCall,
   ResetEvent,
   RetryEvent,
   TextEvent,
@@ -67,9 +68,9 @@ export function keyed(turnId: string, attempt: number, event: ToolCallEvent): Ke
   return { ...event, attempt, effectKey: effectKey(turnId, event) };
 }
 
-/** Like {@link keyed}, marked as a repeat: a call whose effect key already ran, as `cleanTurn` releases it. */
-export function repeated(turnId: string, attempt: number, event: ToolCallEvent): KeyedToolCall {
-  return { ...keyed(turnId, attempt, event), repeat: true };
+/** Like {@link keyed}, as a repeat: a call whose effect key already ran, as `cleanTurn` releases it. */
+export function repeated(turnId: string, attempt: number, event: ToolCallEvent): RepeatedToolCall {
+  return { ...keyed(turnId, attempt, event), type: 'tool-call-repeat' };
 }
 
 /** The arguments of the help-desk refund. */

@@ -35,7 +35,7 @@ export interface StreamTurnOptions<I = unknown> {
   maxRetryAfter?: number;
   /** Pure reads that may run before their attempt finishes. */
   early?: (call: ToolCallEvent & { attempt: number }) => boolean;
-  /** Effect keys that already ran (a ledger): their calls are released marked `repeat: true`. */
+  /** Effect keys that already ran (a ledger): their calls are released as `tool-call-repeat`s. */
   seen?: EffectKeyLookup;
   /**
    * Called once when the turn ends (completed, failed, or unsubscribed) with what it cost. What it throws does not

@@ -152,7 +152,7 @@ describe('executeTools', () => {
             return { refund_id: 're_1' };
           },
         };
-        // The same refund twice in one attempt (c7, then c9): cleanTurn releases both, c9 marked as a repeat.
+        // The same refund twice in one attempt (c7, then c9): cleanTurn releases both, c9 as a repeat.
         const c9 = call('c9', 'issue_refund', refundArgs);
         const events = [
           text('Refunding twice.'),
@@ -187,7 +187,10 @@ describe('executeTools', () => {
           ),
         );
         expect(restarted).toEqual([
-          expect.objectContaining({ call: { ...refund, attempt: 1, repeat: true }, outcome: 'replayed' }),
+          expect.objectContaining({
+            call: { ...refund, attempt: 1, type: 'tool-call-repeat' },
+            outcome: 'replayed',
+          }),
         ]);
         expect(restarted[0]).toMatchObject({ result: { refund_id: 're_1' } });
         expect(calls).toBe(1);
@@ -202,7 +205,7 @@ describe('executeTools', () => {
             return { refund_id: 're_1' };
           },
         };
-        const [result] = await run([{ ...refund, repeat: true }], handlers, { turnId, ledger });
+        const [result] = await run([{ ...refund, type: 'tool-call-repeat' }], handlers, { turnId, ledger });
         expect(result).toMatchObject({
           outcome: 'failed',
           replayed: true,

@@ -121,7 +121,7 @@ describe('a synchronous ledger as seen of dedupeByEffectKey', () => {
         from([refund, lookup]).pipe(dedupeByEffectKey({ turnId, seen: ledger.seen(turnId) }), toArray()),
       );
       // Every call is delivered (each call id needs an answer); the settled refund only as a repeat.
-      expect(out.map((e) => [e.id, e.repeat === true])).toEqual([
+      expect(out.map((e) => [e.id, e.type === 'tool-call-repeat'])).toEqual([
         ['c7', true],
         ['c8', false],
       ]);

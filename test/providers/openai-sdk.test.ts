@@ -7,8 +7,8 @@ import {
   assembleToolCalls,
   cleanTurn,
   effectKey,
-  type KeyedToolCall,
   type ProviderEvent,
+  type ReleasedCall,
   requireFinish,
   retryAsEvents,
   type TurnEvent,
@@ -44,7 +44,7 @@ async function clientFor(script: ScriptedResponse[]): Promise<{ client: OpenAI; 
 
 /** What the pipeline produced: the final turn state, every clean event, and the errors the retries were for. */
 interface Turn {
-  state: TurnState<KeyedToolCall> | undefined;
+  state: TurnState<ReleasedCall> | undefined;
   events: TurnEvent[];
   retriedFor: unknown[];
 }

@@ -1,10 +1,10 @@
 // The executor's results as the renderers and ACP read them (the `tool-result` events of cleanturn/effects).
-import type { KeyedToolCall } from 'cleanturn';
+import type { ReleasedCall } from 'cleanturn';
 import type { ToolResultLike } from 'cleanturn/renderers';
 
 /** The result of running `call`: its outcome, and what the tool returned or why it failed (`more`). */
 export function toolResult(
-  call: KeyedToolCall,
+  call: ReleasedCall,
   outcome: string,
   more: Partial<ToolResultLike> = {},
 ): ToolResultLike {

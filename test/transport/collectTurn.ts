@@ -1,6 +1,6 @@
 // Runs one turn through streamTurn and records what every party saw: the user (text, resets), the tools
 // (executed calls and keys) and billing (the turn report).
-import { effectKey, type KeyedToolCall, type ResetEvent } from 'cleanturn';
+import { effectKey, type KeyedToolCall, type ReleasedCall, type ResetEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
 
@@ -11,7 +11,7 @@ export interface TurnOutcome {
   /** Calls that reached the tools and ran, in order: repeats of a key that already ran are answered, not run. */
   executed: KeyedToolCall[];
   /** Every released call, repeats included, in order. */
-  released: KeyedToolCall[];
+  released: ReleasedCall[];
   report: TurnReport | undefined;
   error: unknown;
 }
@@ -55,11 +55,11 @@ export function collectTurn(
           outcome.text = '';
         } else if (event.type === 'text') {
           outcome.text += event.text;
-        } else if (event.type === 'tool-call') {
+        } else if (event.type === 'tool-call' || event.type === 'tool-call-repeat') {
           if (event.effectKey !== effectKey('turn-42', event))
             throw new Error('a released call has a wrong key');
           outcome.released.push(event);
-          if (event.repeat !== true) outcome.executed.push(event);
+          if (event.type === 'tool-call') outcome.executed.push(event);
         }
       },
       error(error) {
