@@ -1,5 +1,4 @@
 import { defer, map, type OperatorFunction } from 'rxjs';
-import { AttemptTracker } from './AttemptTracker.js';
 import type { Attempted } from './types.js';
 
 /**
@@ -38,16 +37,19 @@ import type { Attempted } from './types.js';
 export function tagAttempts<E extends { type: string }>(): OperatorFunction<E, Attempted<E>> {
   return function tagAttemptsOperator(source) {
     return defer(() => {
-      // The attempt the next event belongs to: the rule of untagged retries lives in the tracker.
-      const attempts = new AttemptTracker();
+      // The attempt the next event belongs to.
+      let attempt = 1;
       return source.pipe(
         map((event) => {
-          attempts.step(event);
+          // Rule 4 of `AttemptTracker` (an untagged retry starts the next attempt), without reading `attempt`: a
+          // property that untagged events lack costs a slow lookup on the path of every token (tagAttempts
+          // 1.95× an RxJS map per event through the tracker in `npm run bench` (stages), 1.6× this way).
+          if (event.type === 'retry') attempt++;
           // A copy, never the caller's object. `Object.assign` copies the same own enumerable properties as a
           // spread; V8's object spread followed by a new key (`{ ...event, attempt }`) takes a slow path when
           // events come in several shapes (text, fragments, usage…): about 3× the cost per event.
           const tagged = Object.assign({}, event) as Attempted<E>;
-          tagged.attempt = attempts.attempt;
+          tagged.attempt = attempt;
           return tagged;
         }),
       );
