@@ -40,6 +40,9 @@ export { retryAsEvents } from './retryAsEvents.js';
 export { tagAttempts } from './tagAttempts.js';
 export type { TurnPipelineOptions } from './turnPipeline.js';
 export { turnPipeline } from './turnPipeline.js';
+export type { UpstreamErrorFacts } from './upstreamErrors.js';
+// Upstream errors: one classification table
+export { isRetryableStatus, isRetryableUpstream, upstreamErrorCodes } from './upstreamErrors.js';
 export type {
   Attempted,
   FinishEvent,

@@ -4,9 +4,9 @@ import { CleanturnError } from 'cleanturn';
 export type ProviderName = 'openai-chat' | 'openai-responses' | 'anthropic-messages' | 'gemini' | 'ai-sdk';
 
 /**
- * An error the provider reported inside a stream (an `error` event or payload), as an error notification.
- * `retryable` says whether a new attempt makes sense: overloaded, rate-limited and server-side errors yes;
- * invalid requests, authentication and permission errors no.
+ * An error the provider reported inside a stream (an `error` event or payload, or an SDK's error for one), as an
+ * error notification. `retryable` is the answer of the one classification table, `isRetryableUpstream` from
+ * `cleanturn`, unless the adapter's `retryable` option decided otherwise.
  */
 export class ProviderError extends CleanturnError {
   /** The wire format that carried the error. */
@@ -36,4 +36,55 @@ export class ProviderError extends CleanturnError {
     this.status = details.status;
     this.payload = details.payload;
   }
+}
+
+/**
+ * What an adapter could not read:
+ * - `not-a-payload`: the input is not a parsed payload (a string, an array, a number): `JSON.parse` it first.
+ * - `invalid-field`: a field has a type the format does not allow (arguments as a number, a numeric tool name).
+ * - `unsafe-path`: a path-addressed argument walks `__proto__`, `constructor` or `prototype`.
+ * - `unknown-reference`: a payload refers to a block, item or call the stream never opened.
+ */
+export type PayloadProblem = 'not-a-payload' | 'invalid-field' | 'unsafe-path' | 'unknown-reference';
+
+/**
+ * A payload the adapter cannot read correctly. Raised instead of dropping the payload or releasing a call with a
+ * wrong name or empty arguments. Only `unknown-reference` is retryable: a stream that refers to what it never
+ * opened lost a piece on the way, and a new attempt usually arrives whole; the other problems repeat.
+ */
+export class ProviderPayloadError extends CleanturnError {
+  /** Which check failed. */
+  readonly code: PayloadProblem;
+  /** The operator that read it (`openaiChat`, `geminiContent`…). */
+  readonly operator: string;
+  /** The field that could not be read (`choices[0].delta.tool_calls[0].function.arguments`), if one. */
+  readonly field: string | undefined;
+  /** The payload as received. */
+  readonly payload: unknown;
+
+  constructor(
+    operator: string,
+    code: PayloadProblem,
+    message: string,
+    details: { field?: string | undefined; payload: unknown },
+  ) {
+    const where = details.field === undefined ? '' : ` (${details.field})`;
+    super(`${operator}: ${message}${where}: ${preview(details.payload)}`, {
+      retryable: code === 'unknown-reference',
+    });
+    this.code = code;
+    this.operator = operator;
+    this.field = details.field;
+    this.payload = details.payload;
+  }
+}
+
+function preview(payload: unknown): string {
+  let text: string;
+  try {
+    text = typeof payload === 'string' ? JSON.stringify(payload) : (JSON.stringify(payload) ?? String(payload));
+  } catch {
+    text = String(payload);
+  }
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }

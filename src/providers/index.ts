@@ -32,8 +32,10 @@ export type {
   AnthropicUsage,
 } from './anthropicMessages.js';
 export { anthropicMessages } from './anthropicMessages.js';
-export type { ProviderName } from './errors.js';
-export { ProviderError } from './errors.js';
+export type { DecodeOptions, Decoder, DecoderFactory, DecoderSink, DecodeResult } from './decodeWith.js';
+export { decodeAll, decodeWith } from './decodeWith.js';
+export type { PayloadProblem, ProviderName } from './errors.js';
+export { ProviderError, ProviderPayloadError } from './errors.js';
 export type {
   GeminiCandidate,
   GeminiChunk,

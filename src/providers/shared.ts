@@ -1,11 +1,62 @@
-// Small helpers every adapter uses.
+// Field readers every decoder uses: each reads one field of a payload and either returns its value or throws a
+// ProviderPayloadError naming the payload and the field.
+import { ProviderPayloadError } from './errors.js';
 
 /** Whether a value is an object (a parsed JSON payload or event) rather than a primitive. */
 export function isRecord<T>(value: T): value is T & Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
-/** Whether an HTTP-like status says that a new attempt could succeed: 408, 409, 429 and 5xx. */
-export function isTransientStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
+/** Where a field was read: the operator, the payload and the field's path, for the error if it is wrong. */
+export interface FieldSite {
+  operator: string;
+  payload: unknown;
+  field: string;
+}
+
+function invalid(site: FieldSite, expected: string, value: unknown): ProviderPayloadError {
+  const got = Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value;
+  return new ProviderPayloadError(site.operator, 'invalid-field', `expected ${expected}, got ${got}`, {
+    field: site.field,
+    payload: site.payload,
+  });
+}
+
+/** A position (`index`, `output_index`): a non-negative integer or its decimal string; absent is undefined. */
+export function indexField(value: unknown, site: FieldSite): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === 'string' && /^(0|[1-9]\d{0,8})$/.test(value)) return Number(value);
+  throw invalid(site, 'a non-negative integer', value);
+}
+
+/** A string field: absent (or null) is undefined, a string is itself, anything else is an error. */
+export function stringField(value: unknown, site: FieldSite): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  throw invalid(site, 'a string', value);
+}
+
+/** A tool name: a non-empty string, or an error naming the field. */
+export function nameField(value: unknown, site: FieldSite): string {
+  if (typeof value === 'string' && value !== '') return value;
+  throw invalid(site, 'a tool name (a non-empty string)', value);
+}
+
+/**
+ * Argument text: a string as it is; an object or array as its JSON (some compatible servers send arguments
+ * parsed); absent is undefined; a number or boolean is an error, never `{}`.
+ */
+export function argumentsField(value: unknown, site: FieldSite): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object') return JSON.stringify(value);
+  throw invalid(site, 'argument JSON text (a string) or an object', value);
+}
+
+/** Arguments given whole: an object (absent means `{}`), or an error naming the field. */
+export function argsObjectField(value: unknown, site: FieldSite): unknown {
+  if (value === undefined || value === null) return {};
+  if (typeof value === 'object' && !Array.isArray(value)) return value;
+  throw invalid(site, 'an arguments object', value);
 }

@@ -1,4 +1,6 @@
-import { CleanturnError } from 'cleanturn';
+import { CleanturnError, isRetryableStatus } from 'cleanturn';
+
+export { isRetryableStatus };
 
 /**
  * The server answered with a status other than 2xx. Retryable for 408, 409, 429 and 5xx; not for other 4xx
@@ -49,11 +51,6 @@ export class SseDataError extends CleanturnError {
     super(`SSE data is not JSON: ${JSON.stringify(data.slice(0, 80))}`, { retryable: true, cause });
     this.data = data;
   }
-}
-
-/** Whether a new attempt could succeed after this HTTP status. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
 /**

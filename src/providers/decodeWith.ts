@@ -1,0 +1,248 @@
+import { CleanturnError, type FinishEvent, type ProviderEvent } from 'cleanturn';
+import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
+import { ProviderPayloadError } from './errors.js';
+
+/** Where a {@link Decoder} puts what it read. */
+export interface DecoderSink {
+  /** An event of the attempt other than its finish, emitted at once. */
+  event(event: ProviderEvent): void;
+  /**
+   * A finish the stream reported. It is provisional: it goes out when the source completes or {@link end} is
+   * called, and a later finish replaces it (the last reason wins). An error after it still fails the attempt.
+   */
+  finish(event: FinishEvent): void;
+  /** The format's own end marker arrived: the finish goes out and the rest of the source is ignored. */
+  end(): void;
+}
+
+/**
+ * A provider format's reader: a small state machine, one per attempt, that knows the format's mapping and
+ * nothing of RxJS. It throws a typed error (a `ProviderError` for an error the provider reported, a
+ * `ProviderPayloadError` for a payload it cannot read) rather than dropping anything.
+ */
+export interface Decoder<In> {
+  /** Reads one payload (never the end marker, never a non-object: those are handled before). */
+  next(payload: In): void;
+  /** The source completed: emit what is still open, or throw if it cannot be complete. */
+  end?(): void;
+  /** Reads an error the source raised (an SDK's error for an in-stream error payload); `undefined` keeps it. */
+  error?(error: unknown): unknown;
+}
+
+/** Makes a fresh {@link Decoder} writing to `sink`; called once per subscription. */
+export type DecoderFactory<In> = (sink: DecoderSink) => Decoder<In>;
+
+/** How {@link decodeWith} names and frames a format. */
+export interface DecodeOptions {
+  /** The operator's name, for error messages (`openaiChat`). */
+  name: string;
+  /** A string payload that is the format's end marker (`'[DONE]'`), if it has one. */
+  endMarker?: string;
+}
+
+/**
+ * What a decoder made of a whole sequence of payloads, under the same rules as {@link decodeWith}: for unit
+ * tests of a decoder without RxJS.
+ */
+export interface DecodeResult {
+  /** The events, in order, with the finish where the operator would emit it. */
+  events: ProviderEvent[];
+  /** The error the stream would end with, if any. */
+  error?: unknown;
+}
+
+/**
+ * The one run of a decoder: the rules every adapter shares. Nothing after the end; a finish is held until the
+ * source completes or the end marker arrives, the last one winning; an input that is not a payload is a
+ * `ProviderPayloadError`; a source error after the end completes (a finished attempt never fails), before it
+ * goes to the decoder to be read.
+ */
+class Decoding<In> implements DecoderSink {
+  private held: FinishEvent | undefined;
+  /** `open` until the end marker or the source's completion (`ended`), or an error (`failed`). */
+  private state: 'open' | 'ended' | 'failed' = 'open';
+  private readonly decoder: Decoder<In>;
+
+  constructor(
+    create: DecoderFactory<In>,
+    private readonly options: DecodeOptions,
+    private readonly emit: (event: ProviderEvent) => void,
+  ) {
+    this.decoder = create(this);
+  }
+
+  event(event: ProviderEvent): void {
+    if (this.state === 'open') this.emit(event);
+  }
+
+  finish(event: FinishEvent): void {
+    if (this.state === 'open') this.held = event;
+  }
+
+  end(): void {
+    if (this.state !== 'open') return;
+    this.state = 'ended';
+    const held = this.held;
+    this.held = undefined;
+    if (held !== undefined) this.emit(held);
+  }
+
+  /** Reads one input; throws what the stream must error with. */
+  next(input: unknown): void {
+    if (this.state !== 'open') return;
+    if (typeof input === 'string' && input === this.options.endMarker) {
+      this.end();
+      return;
+    }
+    try {
+      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+        const marker = this.options.endMarker === undefined ? '' : ` or '${this.options.endMarker}'`;
+        const got = Array.isArray(input) ? 'an array' : typeof input;
+        throw new ProviderPayloadError(
+          this.options.name,
+          'not-a-payload',
+          `expected a parsed payload (an object)${marker}, got ${got}; JSON.parse the SSE data first`,
+          { payload: input },
+        );
+      }
+      this.decoder.next(input as In);
+    } catch (error) {
+      this.fail();
+      throw error;
+    }
+  }
+
+  /** The source completed; throws what the stream must error with. */
+  complete(): void {
+    if (this.state !== 'open') return;
+    try {
+      this.decoder.end?.();
+    } catch (error) {
+      this.fail();
+      throw error;
+    }
+    this.end();
+  }
+
+  /** The source errored: what the stream ends with, or `undefined` to complete it (the end came first). */
+  error(error: unknown): { error: unknown } | undefined {
+    if (this.state === 'ended') return undefined;
+    this.fail();
+    if (error instanceof CleanturnError || this.decoder.error === undefined) return { error };
+    try {
+      return { error: this.decoder.error(error) ?? error };
+    } catch (thrown) {
+      return { error: thrown };
+    }
+  }
+
+  private fail(): void {
+    this.state = 'failed';
+    this.held = undefined;
+  }
+}
+
+/**
+ * Turns a {@link Decoder} into an operator from a format's payloads to `ProviderEvent`s. The adapters of
+ * `cleanturn/providers` are this operator around their decoder; use it for a format of your own.
+ *
+ * It owns, once for every format:
+ * - subscription and teardown: unsubscribing, or an error sent downstream, stops the source at once;
+ * - provisional finishes: a finish goes out when the source completes or the format's end marker arrives, and a
+ *   later finish replaces it, so a stream that reports a finish reason on every chunk reads to its end;
+ * - nothing after the end: payloads after the end marker are ignored, and a source error after it completes the
+ *   stream (a finished attempt never turns into a failed one); an error before it fails the attempt, even after
+ *   a provisional finish;
+ * - inputs that are not payloads (a string other than the end marker, an array, a number): a non-retryable
+ *   {@link ProviderPayloadError} with code `not-a-payload`;
+ * - errors the source raises: a `CleanturnError` passes as it is; others go to the decoder's `error` to be read
+ *   (an SDK's error for an in-stream error payload becomes the same `ProviderError` as the payload).
+ *
+ * ```text
+ * source:   -a-b-c-|      a, b, c: chunks that each report finishReason STOP; b and c carry more text
+ *      decodeWith(…)
+ * result:   -A-B-C-(F|)   F: the finish, once, when the source completes
+ * ```
+ *
+ * ## Example
+ * ```ts
+ * import { decodeWith } from 'cleanturn/providers';
+ *
+ * type Line = { text?: string; done?: boolean };
+ * const lines = () =>
+ *   decodeWith<Line>({ name: 'lines' }, (sink) => ({
+ *     next(line) {
+ *       if (typeof line.text === 'string') sink.event({ type: 'text', text: line.text });
+ *       if (line.done === true) sink.finish({ type: 'finish', reason: 'stop' });
+ *     },
+ *   }));
+ * ```
+ *
+ * @param options The operator's name for messages, and the format's end marker.
+ * @param create Makes the decoder of one subscription.
+ * @returns An operator from payloads to provider events.
+ */
+export function decodeWith<In>(
+  options: DecodeOptions,
+  create: DecoderFactory<In>,
+): OperatorFunction<In | string, ProviderEvent> {
+  return (source) =>
+    new Observable<ProviderEvent>((subscriber) => {
+      let decoding: Decoding<In> | undefined = new Decoding(create, options, (event) => subscriber.next(event));
+      const subscription = subscribeLinked(source, subscriber, {
+        next(input) {
+          decoding?.next(input);
+        },
+        error(error) {
+          const outcome = decoding?.error(error);
+          if (outcome === undefined) subscriber.complete();
+          else subscriber.error(outcome.error);
+        },
+        complete() {
+          try {
+            decoding?.complete();
+          } catch (error) {
+            subscriber.error(error);
+            return;
+          }
+          subscriber.complete();
+        },
+      });
+      return () => {
+        decoding = undefined;
+        subscription.unsubscribe();
+      };
+    });
+}
+
+/**
+ * Runs a decoder over a whole sequence of payloads, synchronously, under the rules of {@link decodeWith}: what
+ * the operator would emit, and the error it would end with. For testing a decoder without RxJS.
+ *
+ * @param options As for {@link decodeWith}.
+ * @param create The decoder factory.
+ * @param payloads The payloads, in order.
+ * @param ending How the source ends: `complete` (default), or an error it raises.
+ * @returns The events and the error, if any.
+ */
+export function decodeAll<In>(
+  options: DecodeOptions,
+  create: DecoderFactory<In>,
+  payloads: Iterable<In | string>,
+  ending: { error: unknown } | 'complete' = 'complete',
+): DecodeResult {
+  const events: ProviderEvent[] = [];
+  const decoding = new Decoding(create, options, (event) => events.push(event));
+  try {
+    for (const payload of payloads) decoding.next(payload);
+    if (ending === 'complete') decoding.complete();
+    else {
+      const outcome = decoding.error(ending.error);
+      if (outcome !== undefined) return { events, error: outcome.error };
+    }
+  } catch (error) {
+    return { events, error };
+  }
+  return { events };
+}
