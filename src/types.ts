@@ -58,6 +58,11 @@ export interface FinishEvent {
   reason: FinishReason;
   /** The provider's own finish reason, when it differs from `reason`. */
   raw?: string;
+  /**
+   * The model's refusal message, when it refused (OpenAI's `refusal` deltas); the reason is then
+   * `content-filter`. A refusal is not answer text, so adapters never emit it as `text`.
+   */
+  refusal?: string;
 }
 
 /** A new attempt starts after this event; everything the previous attempt streamed is void. */
