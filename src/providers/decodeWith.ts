@@ -189,7 +189,9 @@ export function decodeWith<In>(
 ): OperatorFunction<In | string, ProviderEvent> {
   return (source) =>
     new Observable<ProviderEvent>((subscriber) => {
-      let decoding: Decoding<In> | undefined = new Decoding(create, options, (event) => subscriber.next(event));
+      let decoding: Decoding<In> | undefined = new Decoding(create, options, (event) =>
+        subscriber.next(event),
+      );
       const subscription = subscribeLinked(source, subscriber, {
         next(input) {
           decoding?.next(input);

@@ -82,7 +82,8 @@ export class ProviderPayloadError extends CleanturnError {
 function preview(payload: unknown): string {
   let text: string;
   try {
-    text = typeof payload === 'string' ? JSON.stringify(payload) : (JSON.stringify(payload) ?? String(payload));
+    text =
+      typeof payload === 'string' ? JSON.stringify(payload) : (JSON.stringify(payload) ?? String(payload));
   } catch {
     text = String(payload);
   }

@@ -1,15 +1,8 @@
 import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } from 'cleanturn';
-import { Observable, type OperatorFunction } from 'rxjs';
-import { subscribeLinked } from '../internal/subscribeLinked.js';
-import {
-  notAPayload,
-  type OpenAIErrorBody,
-  type OpenAIErrorOptions,
-  openaiError,
-  sdkStreamErrorBody,
-  stringOf,
-} from './openaiErrors.js';
-import { isRecord } from './shared.js';
+import type { OperatorFunction } from 'rxjs';
+import { type DecoderSink, decodeWith } from './decodeWith.js';
+import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
+import { argumentsField, indexField, isRecord, stringField } from './shared.js';
 
 /** A function name and argument fragment, as a tool-call delta (or the deprecated `function_call`) carries them. */
 export interface OpenAIChatFunctionDelta {
@@ -53,13 +46,14 @@ export interface OpenAIChatUsage {
 
 /**
  * A parsed Chat Completions stream payload: a `chat.completion.chunk` (the official SDK's `ChatCompletionChunk`
- * fits this type) or an in-stream error `{"error": {…}}`. Only the fields the adapter reads are listed; others
- * are ignored.
+ * fits this type) or an in-stream error: `{"error": {…}}`, `{"error": "…"}`, or a compatible server's
+ * `{"object": "error", "message": …, "type": …, "code": …}`. Only the fields the adapter reads are listed.
  */
 export interface OpenAIChatChunk {
   choices?: readonly OpenAIChatChoice[] | null;
   usage?: OpenAIChatUsage | null;
-  error?: OpenAIErrorBody | null;
+  error?: OpenAIErrorBody | string | null;
+  object?: string;
 }
 
 /** What {@link openaiChat} reads: parsed `data:` payloads, and the `[DONE]` sentinel if you pass it on. */
@@ -86,35 +80,29 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * ```
  *
  * How it decides:
- * - **Finish, and the usage after it.** With `include_usage` the `finish_reason` chunk is followed by a chunk
- *   with `choices: []` and the `usage`. The `finish` is held back and emitted after the usage, or at
- *   `[DONE]`, or when the source completes, whichever comes first, so that the attempt's usage always comes
- *   before its finish and nothing of the attempt follows its finish. If the source errors before that (the
- *   connection dropped after `finish_reason`), the held finish is dropped: the stream never ended, so the
- *   attempt counts as failed and its calls are never released. Everything after the finish, or after
- *   `[DONE]`, is ignored; a source error after the finish (the connection dropped after the stream had said
- *   everything) completes the result instead: a finished attempt never turns into a failed one.
+ * - **Finish, and the usage after it.** The `finish_reason` is held (see `decodeWith`): it goes out after the
+ *   usage chunk that `include_usage` sends last, or at `[DONE]`, or when the source completes. A source error
+ *   before that fails the attempt; after it, the stream completes: a finished attempt never turns into a
+ *   failed one.
  * - **Finish reason.** `stop` → `stop`, `length` → `length`, `content_filter` → `content-filter`,
- *   `tool_calls` and `function_call` → `tool-calls`, anything else → `other`. A tool call that appeared in
- *   the stream makes a `stop` into `tool-calls` (OpenAI reports `stop` with a forced `tool_choice`); a
- *   refusal makes it `content-filter`. `raw` keeps the provider's value when it differs.
- * - **Usage.** Read from any chunk whose `usage` is not null (a chunk with empty `choices` is not
- *   necessarily the usage chunk: Azure sends such chunks first). `prompt_tokens` → `inputTokens`,
- *   `completion_tokens` → `outputTokens`. Without `include_usage` there is none.
- * - **Errors.** An `{"error": {…}}` payload errors the stream with a {@link ProviderError}; the official SDK
- *   throws an `APIError` without status for the same payload, which is turned into the same
- *   `ProviderError`. `retryable`: server errors, overload and rate limits yes; invalid requests,
- *   authentication, quota and policy errors no; unknown codes yes. The `retryable` option overrides it.
- * - **`[DONE]`.** Pass it on or drop it: the string `'[DONE]'` ends the stream for the adapter (it releases the
- *   held finish and ignores what follows); anything else that is not an object errors with a non-retryable
- *   `CleanturnError`, since it is a payload that was never parsed.
- * - Refusal text (`delta.refusal`) is emitted as `text`. The deprecated `delta.function_call` becomes call #0.
- *   A fragment without `index` (some compatible servers) goes to the call with its `id`, or else to the
- *   latest call. Unknown fields and chunks are ignored. Each fragment is passed on as it is: linear in the
- *   size of the stream.
+ *   `tool_calls` and `function_call` → `tool-calls`, anything else → `other`. A tool call in the stream makes
+ *   a `stop` into `tool-calls` (OpenAI reports `stop` with a forced `tool_choice`). `raw` keeps the
+ *   provider's value when it differs.
+ * - **Refusal.** `delta.refusal` is not answer text: it is joined and put on the finish as `refusal`, with
+ *   the reason `content-filter`.
+ * - **Usage.** Read from any chunk whose `usage` is not null (Azure sends empty-`choices` chunks first).
+ *   `prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`.
+ * - **Errors.** `{"error": {…}}`, `{"error": "…"}` and `{"object": "error", …}` payloads, and the official
+ *   SDK's `APIError` for them, error the stream with a {@link ProviderError}, retryable by the one table of
+ *   `isRetryableUpstream` (the `retryable` option decides first).
+ * - **What it cannot read is an error, never a drop.** `function.arguments` is argument text; an object is
+ *   taken as its JSON (some compatible servers send it parsed); a number or boolean, or an index that is not
+ *   a non-negative integer (a decimal string such as `"0"` is read as one), is a
+ *   {@link ProviderPayloadError} naming the field. The deprecated `delta.function_call` is call #0. A
+ *   fragment without `index` goes to the call with its `id`, or else to the latest call.
  *
- * State, per subscription: whether a call appeared, whether a refusal did, the latest and highest call
- * indexes and the indexes by call id, the held `finish_reason`, and whether the stream is over or finished.
+ * State, per subscription: whether a call appeared, the refusal so far, the latest and highest call indexes
+ * and the indexes by call id.
  *
  * ## Example
  * ```ts
@@ -148,142 +136,142 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
 export function openaiChat(
   options: OpenAIChatOptions = {},
 ): OperatorFunction<OpenAIChatInput, ProviderEvent> {
-  const followed = options.choice ?? 0;
-  return function openaiChatOperator(source) {
-    return new Observable<ProviderEvent>((subscriber) => {
-      // Whether a tool call appeared in this attempt: it makes a `stop` into `tool-calls`.
-      let sawCall = false;
-      // Whether the model refused (`delta.refusal`): it makes a `stop` into `content-filter`.
-      let refused = false;
-      // The index of the latest fragment, for fragments that come without one.
-      let latestIndex: number | undefined;
-      // Call indexes by call id, for fragments that come without an index.
-      const indexById = new Map<string, number>();
-      // The highest call index so far, so that a call without an index gets a new one.
-      let maxIndex = -1;
-      // The `finish_reason` seen, until the finish is emitted.
-      let held: string | undefined;
-      // The finish was emitted or `[DONE]` arrived: the rest of the source is ignored.
-      let over = false;
-      // The finish was emitted: the attempt is complete, whatever the source does next.
-      let finished = false;
-
-      const release = () => {
-        if (held !== undefined) {
-          const finish = chatFinish(held, sawCall, refused);
-          held = undefined;
-          finished = true;
-          over = true;
-          subscriber.next(finish);
-        }
-      };
-      const fail = (body: OpenAIErrorBody, payload: unknown) => {
-        held = undefined;
-        over = true;
-        let error: unknown;
-        try {
-          error = openaiError('openai-chat', body, payload, options);
-        } catch (thrown) {
-          error = thrown;
-        }
-        subscriber.error(error);
-      };
-      /** Emits one tool-call fragment; `given` is its index, `id` its call id, when it has them. */
-      const fragment = (
-        given: unknown,
-        id: string | undefined,
-        fn: OpenAIChatFunctionDelta | null | undefined,
-      ) => {
-        const name = stringOf(fn?.name) || undefined;
-        const argsDelta = stringOf(fn?.arguments) ?? '';
-        let index: number;
-        if (typeof given === 'number') index = given;
-        else if (id !== undefined) index = indexById.get(id) ?? maxIndex + 1;
-        else index = latestIndex ?? 0;
-        if (id !== undefined) indexById.set(id, index);
-        latestIndex = index;
-        if (index > maxIndex) maxIndex = index;
-        sawCall = true;
-        if (id === undefined && name === undefined && argsDelta === '') return;
-        const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index, argsDelta };
-        if (id !== undefined) event.id = id;
-        if (name !== undefined) event.name = name;
-        subscriber.next(event);
-      };
-
-      const subscription = subscribeLinked(source, subscriber, {
-        next(input) {
-          if (subscriber.closed || over) return;
-          if (input === '[DONE]') {
-            release();
-            over = true;
-            return;
-          }
-          if (!isRecord(input)) {
-            over = true;
-            subscriber.error(notAPayload('openaiChat', input));
-            return;
-          }
-          if (isRecord(input.error)) {
-            fail(input.error, input);
-            return;
-          }
-          if (Array.isArray(input.choices)) {
-            for (const choice of input.choices as readonly OpenAIChatChoice[]) {
-              if (!isRecord(choice) || (choice.index ?? 0) !== followed) continue;
-              const delta = choice.delta;
-              if (isRecord(delta)) {
-                if (typeof delta.content === 'string' && delta.content !== '') {
-                  subscriber.next({ type: 'text', text: delta.content });
-                }
-                if (typeof delta.refusal === 'string' && delta.refusal !== '') {
-                  refused = true;
-                  subscriber.next({ type: 'text', text: delta.refusal });
-                }
-                if (Array.isArray(delta.tool_calls)) {
-                  for (const call of delta.tool_calls as readonly OpenAIChatToolCallDelta[]) {
-                    if (isRecord(call)) fragment(call.index, stringOf(call.id) || undefined, call.function);
-                  }
-                }
-                if (isRecord(delta.function_call)) fragment(0, undefined, delta.function_call);
-              }
-              if (typeof choice.finish_reason === 'string' && held === undefined) held = choice.finish_reason;
-            }
-          }
-          if (isRecord(input.usage)) {
-            subscriber.next(chatUsage(input.usage));
-            release();
-          }
-        },
-        error(error) {
-          held = undefined;
-          if (finished) {
-            subscriber.complete();
-            return;
-          }
-          const body = sdkStreamErrorBody(error);
-          if (body === undefined) subscriber.error(error);
-          else fail(body, body);
-        },
-        complete() {
-          if (!over) release();
-          subscriber.complete();
-        },
-      });
-      return () => {
-        held = undefined;
-        indexById.clear();
-        subscription.unsubscribe();
-      };
-    });
-  };
+  return decodeWith<OpenAIChatChunk>(
+    { name: 'openaiChat', endMarker: '[DONE]' },
+    (sink) => new ChatDecoder(sink, options),
+  );
 }
 
-function chatFinish(raw: string, sawCall: boolean, refused: boolean): FinishEvent {
+const name = 'openaiChat';
+
+/** One attempt of a Chat Completions stream. */
+class ChatDecoder {
+  private readonly followed: number;
+  // Whether a tool call appeared: it makes a `stop` into `tool-calls`.
+  private sawCall = false;
+  // The refusal text so far, if the model refused.
+  private refusal: string | undefined;
+  // The index of the latest fragment, for fragments that come without one.
+  private latestIndex: number | undefined;
+  // Call indexes by call id, for fragments that come without an index.
+  private readonly indexById = new Map<string, number>();
+  // The highest call index so far, so that a call without an index gets a new one.
+  private maxIndex = -1;
+  // The `finish_reason` seen.
+  private reason: string | undefined;
+
+  constructor(
+    private readonly sink: DecoderSink,
+    private readonly options: OpenAIChatOptions,
+  ) {
+    this.followed = options.choice ?? 0;
+  }
+
+  next(chunk: OpenAIChatChunk): void {
+    const error = chunk.error;
+    if (isRecord(error) || typeof error === 'string') {
+      throw openaiError('openai-chat', error, chunk, this.options);
+    }
+    if (chunk.object === 'error')
+      throw openaiError('openai-chat', chunk as OpenAIErrorBody, chunk, this.options);
+    const choices = chunk.choices;
+    if (Array.isArray(choices)) {
+      for (let i = 0; i < choices.length; i++) {
+        const choice = choices[i] as OpenAIChatChoice;
+        if (!isRecord(choice)) continue;
+        const at = `choices[${i}]`;
+        if (
+          (indexField(choice.index, { operator: name, payload: chunk, field: `${at}.index` }) ?? 0) !==
+          this.followed
+        )
+          continue;
+        this.choice(choice, chunk, at);
+      }
+    }
+    if (isRecord(chunk.usage)) {
+      this.sink.event(chatUsage(chunk.usage));
+      if (this.reason !== undefined) this.sink.end(); // the usage chunk is the last one
+    }
+  }
+
+  error(error: unknown): unknown {
+    const read = sdkErrorBody(error);
+    return read === undefined
+      ? undefined
+      : openaiError('openai-chat', read.body, read.body, this.options, { status: read.status, cause: error });
+  }
+
+  private choice(choice: OpenAIChatChoice, chunk: OpenAIChatChunk, at: string): void {
+    const delta = choice.delta;
+    if (isRecord(delta)) {
+      if (typeof delta.content === 'string' && delta.content !== '') {
+        this.sink.event({ type: 'text', text: delta.content });
+      }
+      if (typeof delta.refusal === 'string' && delta.refusal !== '') {
+        this.refusal = (this.refusal ?? '') + delta.refusal;
+      }
+      const calls = delta.tool_calls;
+      if (Array.isArray(calls)) {
+        for (let j = 0; j < calls.length; j++) {
+          const call = calls[j] as OpenAIChatToolCallDelta;
+          if (!isRecord(call)) continue;
+          const field = `${at}.delta.tool_calls[${j}]`;
+          const site = { operator: name, payload: chunk, field: `${field}.index` };
+          this.fragment(indexField(call.index, site), call.id, call.function, chunk, field);
+        }
+      }
+      if (isRecord(delta.function_call))
+        this.fragment(0, undefined, delta.function_call, chunk, `${at}.delta.function_call`);
+    }
+    if (typeof choice.finish_reason === 'string') {
+      this.reason = choice.finish_reason;
+      this.sink.finish(chatFinish(choice.finish_reason, this.sawCall, this.refusal));
+    }
+  }
+
+  /** Emits one tool-call fragment; `given` is its index, `rawId` its call id, when it has them. */
+  private fragment(
+    given: number | undefined,
+    rawId: unknown,
+    fn: OpenAIChatFunctionDelta | null | undefined,
+    chunk: OpenAIChatChunk,
+    field: string,
+  ): void {
+    const id = stringField(rawId, { operator: name, payload: chunk, field: `${field}.id` }) || undefined;
+    let callName: string | undefined;
+    let argsDelta = '';
+    if (isRecord(fn)) {
+      callName =
+        stringField(fn.name, { operator: name, payload: chunk, field: `${field}.function.name` }) ||
+        undefined;
+      argsDelta =
+        argumentsField(fn.arguments, {
+          operator: name,
+          payload: chunk,
+          field: `${field}.function.arguments`,
+        }) ?? '';
+    }
+    let index: number;
+    if (given !== undefined) index = given;
+    else if (id !== undefined) index = this.indexById.get(id) ?? this.maxIndex + 1;
+    else index = this.latestIndex ?? 0;
+    if (id !== undefined) this.indexById.set(id, index);
+    this.latestIndex = index;
+    if (index > this.maxIndex) this.maxIndex = index;
+    this.sawCall = true;
+    if (id === undefined && callName === undefined && argsDelta === '') return;
+    const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index, argsDelta };
+    if (id !== undefined) event.id = id;
+    if (callName !== undefined) event.name = callName;
+    this.sink.event(event);
+  }
+}
+
+function chatFinish(raw: string, sawCall: boolean, refusal: string | undefined): FinishEvent {
   let reason: FinishReason;
   switch (raw) {
     case 'stop':
-      reason = sawCall ? 'tool-calls' : refused ? 'content-filter' : 'stop';
+      reason = sawCall ? 'tool-calls' : refusal !== undefined ? 'content-filter' : 'stop';
       break;
     case 'tool_calls':
     case 'function_call':
@@ -298,7 +286,9 @@ function chatFinish(raw: string, sawCall: boolean, refused: boolean): FinishEven
     default:
       reason = 'other';
   }
-  return reason === raw ? { type: 'finish', reason } : { type: 'finish', reason, raw };
+  const finish: FinishEvent = reason === raw ? { type: 'finish', reason } : { type: 'finish', reason, raw };
+  if (refusal !== undefined) finish.refusal = refusal;
+  return finish;
 }
 
 function chatUsage(usage: OpenAIChatUsage): ProviderEvent {

@@ -8,7 +8,13 @@ import {
   requireFinish,
   type TurnEvent,
 } from 'cleanturn';
-import { type OpenAIChatChunk, type OpenAIChatInput, openaiChat, ProviderError } from 'cleanturn/providers';
+import {
+  type OpenAIChatChunk,
+  type OpenAIChatInput,
+  openaiChat,
+  ProviderError,
+  ProviderPayloadError,
+} from 'cleanturn/providers';
 import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -102,8 +108,33 @@ const expectations: Record<string, Expectation> = {
   'duplicate-start-fields.sse': { events: [
     usage(201, 27), call('kQ3nV8xZp', 'issue_refund', refundArgs), finish('tool-calls', 'tool_calls'),
   ] },
-  'refusal.sse': { events: [text("I'm sorry, I can't"), text(' help with that.'), finish('content-filter', 'stop')] },
+  'refusal.sse': { events: [refusal("I'm sorry, I can't help with that.")] },
+  'compat-arguments-object.sse': { events: [
+    text('Refunding now.'), call('call_q7Tn2', 'issue_refund', refundArgs), finish('tool-calls', 'tool_calls'),
+  ] },
+  'compat-arguments-number.sse': {
+    events: [],
+    errorClass: ProviderPayloadError,
+    error: {
+      retryable: false, code: 'invalid-field', field: 'choices[0].delta.tool_calls[0].function.arguments',
+      message: expect.stringContaining('got number'),
+    },
+  },
+  'compat-error-string.sse': {
+    events: [text('Let me check')],
+    error: { retryable: true, code: undefined, message: 'openai-chat: upstream model timed out after 60s' },
+  },
+  'compat-error-object.sse': {
+    events: [],
+    error: { retryable: false, code: 'BadRequestError', status: 400, message: expect.stringContaining('maximum context length') },
+  },
+  'compat-choice-index-string.sse': { events: [text('Your refund for'), text(' ORD-7781 has started.'), finish('stop')] },
 };
+
+/** The finish of a refused answer: its message on the finish, never as text. */
+function refusal(message: string): ProviderEvent {
+  return { type: 'finish', reason: 'content-filter', raw: 'stop', refusal: message };
+}
 
 describe('openaiChat: every fixture', () => {
   expectationChecks({
@@ -259,7 +290,7 @@ describe('openaiChat: finish reasons', () => {
     ['an unknown reason', [content('x'), stop('eos_token')], finish('other', 'eos_token')],
     ['stop after a call', [call0, stop('stop')], finish('tool-calls', 'stop')],
     ['length after a call stays length', [call0, stop('length')], finish('length')],
-    ['stop after a refusal', [chunk({ refusal: 'No.' }), stop('stop')], finish('content-filter', 'stop')],
+    ['stop after a refusal', [chunk({ refusal: 'No.' }), stop('stop')], { ...finish('content-filter', 'stop'), refusal: 'No.' }],
   ];
   for (const [name, inputs, expected] of table) {
     it(`${name} → ${(expected as { reason: string }).reason}`, () => {
@@ -339,9 +370,35 @@ describe('openaiChat: in-stream errors', () => {
     expect(result.error).toMatchObject({ retryable: true, code: 'server_error', payload: body });
   });
 
-  it('passes other source errors through unchanged: HTTP errors (with a status), connection errors', () => {
+  it("reads the SDK's HTTP errors by the same table: a 400 is final, a 429 for lack of quota too", () => {
+    const bad = Object.assign(new Error('400 bad'), {
+      status: 400,
+      error: { type: 'invalid_request_error' },
+    });
+    const quota = Object.assign(new Error('429 quota'), {
+      status: 429,
+      error: {
+        code: 'insufficient_quota',
+        type: 'insufficient_quota',
+        message: 'You exceeded your current quota',
+      },
+    });
+    const busy = Object.assign(new Error('503 busy'), { status: 503, error: undefined });
+    const read = (error: Error) =>
+      collect(new Observable<OpenAIChatInput>((s) => s.error(error)).pipe(openaiChat())).error;
+    expect(read(bad)).toMatchObject({
+      retryable: false,
+      status: 400,
+      code: 'invalid_request_error',
+      cause: bad,
+    });
+    expect(read(quota)).toMatchObject({ retryable: false, status: 429, code: 'insufficient_quota' });
+    expect(read(busy)).toMatchObject({ retryable: true, status: 503 });
+    expect(read(bad)).toBeInstanceOf(ProviderError);
+  });
+
+  it('passes connection errors through unchanged', () => {
     for (const error of [
-      Object.assign(new Error('400 bad'), { status: 400, error: { type: 'invalid_request_error' } }),
       Object.assign(new Error('Connection error.'), { status: undefined, error: undefined }),
       new TypeError('terminated'),
     ]) {
@@ -363,6 +420,28 @@ describe('openaiChat: input handling', () => {
     expect(result.values).toEqual([text('a')]);
     expect(result.error).toBeInstanceOf(CleanturnError);
     expect(result.error).toMatchObject({ retryable: false, message: expect.stringContaining('JSON.parse') });
+  });
+
+  it('an array, a number or null is not a payload either: a typed ProviderPayloadError', () => {
+    for (const raw of [[{ choices: [] }], 42, null]) {
+      const result = adapt([content('a'), raw as unknown as OpenAIChatInput]);
+      expect(result.values).toEqual([text('a')]);
+      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toMatchObject({ code: 'not-a-payload', retryable: false, payload: raw });
+    }
+  });
+
+  it('a refusal is never answer text, even beside content', () => {
+    const values = adapt([
+      content('Sure'),
+      chunk({ refusal: 'I cannot ' }),
+      chunk({ refusal: 'do that.' }),
+      stop(),
+    ]).values;
+    expect(values).toEqual([
+      text('Sure'),
+      { ...finish('content-filter', 'stop'), refusal: 'I cannot do that.' },
+    ]);
   });
 
   it('ignores unknown fields, empty content, null deltas and chunks it has no use for', () => {

@@ -83,8 +83,12 @@ export function fixtureChecks<I>({ cases, files, read, adapter, turnId }: Fixtur
 /** What a fixture must turn into after the adapter and assembleToolCalls, compared by {@link expectNeutralEvents}. */
 export interface Expectation {
   events: ProviderEvent[];
-  /** The fields of the ProviderError it ends with; otherwise it completes. */
-  error?: { retryable: boolean; code: string | undefined; message: string };
+  /** The fields of the error it ends with (a ProviderError unless `errorClass` says otherwise); otherwise it completes. */
+  error?: { retryable: boolean; code: string | undefined; message: string } & Record<string, unknown>;
+  /** The class of that error, when it is not a ProviderError (a ProviderPayloadError for a payload it cannot read). */
+  errorClass?: new (
+    ...args: never[]
+  ) => Error;
 }
 
 /** A provider's fixtures keyed by file name, and how to read them. */
@@ -138,9 +142,12 @@ export function expectationChecks<I>({
       if (expected.error === undefined) {
         expect(result.error).toBeUndefined();
         expect(result.completed).toBe(true);
-      } else {
+      } else if (expected.errorClass === undefined) {
         expect(result.error).toBeInstanceOf(ProviderError);
         expect(result.error).toMatchObject({ provider, ...expected.error });
+      } else {
+        expect(result.error).toBeInstanceOf(expected.errorClass);
+        expect(result.error).toMatchObject(expected.error);
       }
     });
   }
