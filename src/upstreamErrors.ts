@@ -83,8 +83,8 @@ export function isRetryableStatus(status: number): boolean {
 
 /** What an upstream error says about itself, as {@link isRetryableUpstream} reads it. */
 export interface UpstreamErrorFacts {
-  /** Its code words, most specific first: an error `code`, then its `type`, then a gRPC status name. */
-  codes?: readonly (string | null | undefined)[];
+  /** Its code words, most specific first: an error `code`, then its `type`, then a gRPC status name; non-strings are skipped. */
+  codes?: readonly unknown[];
   /** The HTTP status it carried, if any. */
   status?: number | undefined;
   /** The answer when neither a code nor the status decides; by default `true` (see {@link isRetryableUpstream}). */

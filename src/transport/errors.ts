@@ -1,10 +1,12 @@
-import { CleanturnError, isRetryableStatus } from 'cleanturn';
+import { CleanturnError, isRetryableStatus, isRetryableUpstream } from 'cleanturn';
 
 export { isRetryableStatus };
 
 /**
- * The server answered with a status other than 2xx. Retryable for 408, 409, 429 and 5xx; not for other 4xx
- * (400, 401, 403, 404…), which a new attempt would only repeat.
+ * The server answered with a status other than 2xx. Whether it is retryable is the answer of the table the
+ * provider adapters use (`isRetryableUpstream` in `cleanturn`): a provider error code in the JSON body decides
+ * first (a 429 for `insufficient_quota` is final), then the status: 408, 409, 429 and 5xx yes; other 4xx
+ * (400, 401, 403, 404…), which a new attempt would only repeat, no.
  */
 export class HttpStatusError extends CleanturnError {
   /** The HTTP status. */
@@ -16,7 +18,7 @@ export class HttpStatusError extends CleanturnError {
 
   constructor(status: number, statusText: string, body: string, retryAfterMs: number | undefined) {
     super(`HTTP ${status}${statusText ? ` ${statusText}` : ''}${body ? `: ${body.slice(0, 200)}` : ''}`, {
-      retryable: isRetryableStatus(status),
+      retryable: isRetryableUpstream({ codes: bodyCodes(body), status }),
     });
     this.status = status;
     this.retryAfterMs = retryAfterMs;
@@ -63,4 +65,22 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
   const date = Date.parse(trimmed);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/**
+ * The provider error codes of a JSON error body, most specific first: `error.code`, `error.type`,
+ * `error.status` (OpenAI, Anthropic, Google), then the top-level `code` and `type`. None for a body that is not
+ * JSON or was cut.
+ */
+function bodyCodes(body: string): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  if (typeof parsed !== 'object' || parsed === null) return [];
+  const { error, code, type } = parsed as { error?: unknown; code?: unknown; type?: unknown };
+  const inner = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {};
+  return [inner.code, inner.type, inner.status, code, type];
 }

@@ -71,6 +71,26 @@ describe('fromSSE', () => {
     expect(isRetryableStatus(status)).toBe(retryable);
   });
 
+  it.each([
+    [
+      429,
+      '{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}',
+      false,
+    ],
+    [400, '{"error":{"code":400,"message":"busy","status":"UNAVAILABLE"}}', true],
+    [503, '{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}', false],
+    [529, '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', true],
+    [500, '<html>Internal Server Error</html>', true],
+  ])(
+    'HTTP %i with a provider error body: the body code decides, by the table the adapters use',
+    async (status, body, retryable) => {
+      const url = await serve({ status, body });
+      const error = await collect(url).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HttpStatusError);
+      expect(error).toMatchObject({ status, retryable });
+    },
+  );
+
   it('parses retry-after as seconds or as an HTTP date', () => {
     expect(parseRetryAfter('3')).toBe(3000);
     expect(parseRetryAfter('0.5')).toBe(500);
