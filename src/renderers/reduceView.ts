@@ -62,6 +62,8 @@ export interface TurnView {
   readonly finished: boolean;
   /** The live attempt's finish reason, once it finished. */
   readonly finishReason: FinishReason | undefined;
+  /** The model's refusal message, when the live attempt finished refusing: shown apart from the answer. */
+  readonly refusal: string | undefined;
   /** Every reset so far, oldest first: `resets.length` is the number of retries the user sat through. */
   readonly resets: readonly ResetEvent[];
   /** Set by a reset until the new attempt shows something (text, a call) or finishes: "retrying…". */
@@ -78,6 +80,7 @@ export const initialView: TurnView = Object.freeze({
   toolCalls: noCalls,
   finished: false,
   finishReason: undefined,
+  refusal: undefined,
   resets: Object.freeze([]),
   notice: undefined,
 });
@@ -96,7 +99,7 @@ export const initialView: TurnView = Object.freeze({
  * - `text` of the live attempt: `text` grows; the notice clears;
  * - `tool-call` of the live attempt: a `released` call is appended (a `tool-call-repeat`: a `repeat`); the
  *   notice clears;
- * - `finish`: `finished` and `finishReason`; the notice clears;
+ * - `finish`: `finished`, `finishReason` and `refusal`; the notice clears;
  * - `reset` to a newer attempt (or any event of a newer attempt): text and calls start over, the reset is
  *   recorded in `resets` and shown as the notice;
  * - `tool-result` of a shown call: its status becomes `completed`, `running` or `failed`.
@@ -148,7 +151,13 @@ export function reduceView(view: TurnView, event: ViewEvent): TurnView {
       return { ...live, toolCalls: [...live.toolCalls, call], notice: undefined };
     }
     case 'finish':
-      return { ...live, finished: true, finishReason: event.reason, notice: undefined };
+      return {
+        ...live,
+        finished: true,
+        finishReason: event.reason,
+        refusal: typeof event.refusal === 'string' ? event.refusal : undefined,
+        notice: undefined,
+      };
     default:
       return live;
   }
@@ -162,6 +171,7 @@ function startAttempt(view: TurnView, reset: ResetEvent): TurnView {
     toolCalls: noCalls,
     finished: false,
     finishReason: undefined,
+    refusal: undefined,
     resets: [...view.resets, reset],
     notice: { type: 'retrying', attempt: reset.attempt, reason: reset.reason },
   };

@@ -122,7 +122,10 @@ class TerminalScreen {
       case 'tool-call-repeat':
         return start + this.line(callLine(event));
       case 'finish':
-        return start + this.endLine();
+        return (
+          start +
+          (typeof event.refusal === 'string' ? this.line(`⊘ refused: ${event.refusal}`) : this.endLine())
+        );
       default:
         return start;
     }

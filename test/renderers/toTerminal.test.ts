@@ -219,6 +219,12 @@ describe('toTerminal on a TTY', () => {
     expect(terminal.cursor).toEqual({ row: 2, col: 0 });
   });
 
+  it("prints a refusal's message on a line of its own, apart from the answer", () => {
+    const refused = { ...finish('content-filter', 'stop'), refusal: 'I cannot help with that.' };
+    const chunks = chunksOf(from([at(1, text('Sure')), at(1, refused)]), {});
+    expect(chunks.join('').split('\n')).toEqual(['Sure', '⊘ refused: I cannot help with that.', '']);
+  });
+
   it('falls back to 80 columns when the width is unknown or nonsense', () => {
     const long = 'y'.repeat(100);
     for (const columns of [undefined, 0, Number.NaN, -3]) {

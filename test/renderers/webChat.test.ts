@@ -110,6 +110,17 @@ describe('reduceView', () => {
   const c7 = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
   const run = (events: ViewEvent[], from: TurnView = initialView) => events.reduce(reduceView, from);
 
+  it("keeps a refusal's message apart from the text", () => {
+    const refused = { ...finish('content-filter', 'stop'), refusal: 'I cannot help with that.' };
+    const view = run([at(1, text('Sure')), at(1, refused)]);
+    expect(view).toMatchObject({
+      text: 'Sure',
+      finishReason: 'content-filter',
+      refusal: 'I cannot help with that.',
+    });
+    expect(run([at(1, text('ok')), at(1, finish())]).refusal).toBeUndefined();
+  });
+
   it('returns the same view for events that change nothing', () => {
     const view = run([at(2, text('Refund started.')), c7]);
     const unchanged: ViewEvent[] = [
