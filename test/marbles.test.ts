@@ -24,6 +24,12 @@ const operators = [
   'turnView',
   'toTerminal',
   'toAcpUpdates',
+  'decodeWith',
+  'openaiChat',
+  'openaiResponses',
+  'anthropicMessages',
+  'geminiContent',
+  'aiSdkParts',
 ];
 
 it('has one marble spec per operator and policy', () => {

@@ -1,21 +1,15 @@
-import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } from 'cleanturn';
-import { Observable, type OperatorFunction } from 'rxjs';
-import { subscribeLinked } from '../internal/subscribeLinked.js';
-import {
-  notAPayload,
-  type OpenAIErrorBody,
-  type OpenAIErrorOptions,
-  openaiError,
-  sdkStreamErrorBody,
-  stringOf,
-} from './openaiErrors.js';
-import { isRecord } from './shared.js';
+import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent, UsageEvent } from 'cleanturn';
+import type { OperatorFunction } from 'rxjs';
+import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
+import { ProviderPayloadError } from './errors.js';
+import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
+import { argumentsField, type FieldSite, indexField, isRecord, nameField, stringField } from './shared.js';
 
 /** An output item, as `response.output_item.added`/`.done` and the final `response.output` carry it. */
 export interface OpenAIResponsesItem {
   /** `message`, `function_call`, `reasoning`…; only `function_call` items are read. */
   type?: string;
-  /** The item id (`fc_…`) that the argument deltas refer to as `item_id`. */
+  /** The item id (`fc_…`) that the argument events refer to as `item_id`. */
   id?: string | null;
   /** The call id (`call_…`) that a follow-up request echoes back: the neutral call's `id`. */
   call_id?: string | null;
@@ -26,7 +20,6 @@ export interface OpenAIResponsesItem {
 
 /** The `response` object of the lifecycle events; only the fields the adapter reads. */
 export interface OpenAIResponsesResponse {
-  /** `completed`, `incomplete`, `failed`, `in_progress`, `queued`, `cancelled`. */
   status?: string | null;
   output?: readonly OpenAIResponsesItem[] | null;
   usage?: { input_tokens?: number | null; output_tokens?: number | null } | null;
@@ -45,23 +38,22 @@ export interface OpenAIResponsesEvent {
   type: string;
   /** Counts up from 0 in a stream; replays after a resume repeat numbers already seen. */
   sequence_number?: number;
-  output_index?: number;
+  /** The item's position in the output; a decimal string (`"1"`) is read as the number. */
+  output_index?: number | string;
   item_id?: string;
-  /** A text or argument fragment. */
+  /** A text, refusal or argument fragment. */
   delta?: string;
-  /** The whole argument text (`response.function_call_arguments.done`). */
+  /** The whole argument text (`function_call_arguments.done`) and refusal (`refusal.done`). */
   arguments?: string;
-  /** The function's name (`response.function_call_arguments.done`; missing in some recorded streams). */
-  name?: string;
+  refusal?: string;
   item?: OpenAIResponsesItem;
   response?: OpenAIResponsesResponse;
-  /** The flat `error` event's code (`server_error`…). */
+  /** The flat `error` event's fields (`server_error`…, its message). */
   code?: string | null;
-  /** The flat `error` event's message. */
   message?: string;
   param?: string | null;
-  /** The nested `error` event's body, as a recorded stream sends it. */
-  error?: OpenAIErrorBody | null;
+  /** The nested `error` event's body, as a recorded stream sends it (a string from some compatible servers). */
+  error?: OpenAIErrorBody | string | null;
 }
 
 /** What {@link openaiResponses} reads: parsed events, and a `[DONE]` sentinel should one arrive. */
@@ -70,24 +62,11 @@ export type OpenAIResponsesInput = OpenAIResponsesEvent | '[DONE]';
 /** Options of {@link openaiResponses}. */
 export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
 
-/** One function call of the attempt. */
-interface Call {
-  /** Its small index in the neutral events, in the order the calls appeared. */
-  index: number;
-  /** Whether its `call_id` and name were emitted. */
-  named: boolean;
-  /** Whether argument text was emitted: later whole-argument copies (`done`) are then skipped. */
-  streamed: boolean;
-}
-
 /**
- * Turns an OpenAI Responses stream (`response.*` events) into neutral `ProviderEvent`s.
- *
- * Feed it what an SSE `data:` line parses to, or what the official SDK's stream yields
- * (`from(await client.responses.create({ …, stream: true }))`). It emits `text` for `response.output_text.delta`,
- * a `tool-call-delta` per function call fragment, and `usage` then `finish` at the terminal event. Each
- * `function_call` item gets a small stable `index` (0, 1, … in the order the calls appear), whatever its
- * `output_index`; its `call_id` is the neutral `id`. Put {@link assembleToolCalls} after it to get whole calls.
+ * Turns an OpenAI Responses stream (`response.*` events) into neutral `ProviderEvent`s: what an SSE `data:` line
+ * parses to, or what the official SDK's stream yields (`from(await client.responses.create({ …, stream: true }))`).
+ * Each `function_call` item gets a small stable `index` (0, 1, … in the order the calls appear) and its `call_id`
+ * as `id`. Put {@link assembleToolCalls} after it to get whole calls.
  *
  * ```text
  * source:       -t-a-d-e-c---|      t: text delta; a: function_call item added; d, e: argument deltas; c: response.completed
@@ -96,33 +75,24 @@ interface Call {
  * ```
  *
  * How it decides:
- * - **Calls.** `response.output_item.added` with a `function_call` item starts a call, keyed by its item id
- *   (or its `output_index` when the item has no id); `response.function_call_arguments.delta` events refer to
- *   it by `item_id` (or `output_index`) and can interleave with other calls'. Arguments that arrive whole, in
- *   `function_call_arguments.done` or `output_item.done` with no delta before, are emitted once as one
- *   fragment; when deltas came, the whole copy is ignored (never compared or re-joined: linear in the size of
- *   the stream). A call whose `added` event is missing starts at its first event; a repeated `added` is
- *   ignored. Other item types (reasoning, built-in tools, custom tools) are ignored.
- * - **Finish** comes from the terminal event, after its `usage` (`input_tokens` → `inputTokens`,
- *   `output_tokens` → `outputTokens`): `response.completed` → `tool-calls` if a function call appeared (in the
- *   stream or in `response.output`), `content-filter` after a refusal, else `stop`; `response.incomplete` →
- *   `length` for `max_output_tokens`, `content-filter` for `content_filter`, else `other`. `raw` is
- *   `completed`, or `incomplete:<reason>`. Everything after the terminal event is ignored; a source error
- *   after it (the connection dropped once the stream had said everything) completes the result instead.
- * - **Errors.** An `error` event errors the stream with a {@link ProviderError}, in both shapes: flat
- *   (`{type:'error', code, message}`, as the SDK types it) and nested (`{type:'error', error:{type, code,
- *   message}}`, as a recorded stream sends it). The `response.failed` that follows is not read; a
- *   `response.failed` without an `error` event before it errors the same way from `response.error`. The
- *   official SDK throws an `APIError` without status for the nested shape; it becomes the same
- *   `ProviderError`. `retryable` as in {@link openaiChat}: `server_error` and `rate_limit_exceeded` yes,
- *   `insufficient_quota` and invalid requests no.
- * - **`sequence_number`.** An event whose number is not above the last one seen is a replay (a resumed
- *   stream that overlaps) and is dropped; gaps are allowed.
- * - **`[DONE]`.** The format has none; the string `'[DONE]'` is accepted and ignored. Anything else that is
- *   not an object errors with a non-retryable `CleanturnError`: a payload that was never parsed.
+ * - **Calls.** A `function_call` item (`output_item.added`) starts a call, keyed by its item id (else by its
+ *   `output_index`), which argument events name. Whole arguments (`function_call_arguments.done`,
+ *   `output_item.done`, `response.completed`'s `output`) go out only if no argument text did: the first text
+ *   wins, later copies are not compared (what went out cannot be taken back). A call seen only whole (in
+ *   `output_item.done`, or in the final `output` as replays send it) goes out as one fragment before the finish.
+ * - **Finish** at `response.completed` (`tool-calls` if a call appeared, `content-filter` after a refusal,
+ *   else `stop`) or `response.incomplete` (`length`, `content-filter` or `other`; `raw` `incomplete:<reason>`),
+ *   after the usage. It is the format's end, as a `[DONE]` is: nothing after it is read.
+ * - **Refusal.** `response.refusal.delta` is never text: joined, it goes on the finish as `refusal`.
+ * - **Errors.** An `error` event (flat, or nested as recorded streams send it), `response.failed` and the
+ *   SDK's `APIError` are a {@link ProviderError}, retryable by the table of `isRetryableUpstream` (the
+ *   `retryable` option decides first).
+ * - **What it cannot read is an error, never a drop.** A name that is not a non-empty string, arguments that
+ *   are a number, an `output_index` that is not a non-negative integer (`"1"` reads as 1): a
+ *   {@link ProviderPayloadError} `invalid-field`; an argument event for an item never added: `unknown-reference`.
+ * - **`sequence_number`.** An event whose number is not above the last one is a replay and is dropped.
  *
- * State, per subscription: the attempt's calls by item id and by output index, the next call index, whether a
- * refusal appeared, the last sequence number, and whether the stream is over or finished.
+ * State, per subscription: the calls by item id and by output index, the refusal and the last sequence number.
  *
  * ## Example
  * ```ts
@@ -132,13 +102,8 @@ interface Call {
  * import { openaiResponses } from 'cleanturn/providers';
  *
  * const client = new OpenAI();
- * const turn$ = defer(() =>
- *   client.responses.create({
- *     model: 'gpt-4.1',
- *     input: 'Refund order ORD-7781, the book arrived damaged.',
- *     stream: true,
- *   }),
- * ).pipe(
+ * const request = { model: 'gpt-4.1', input: 'Refund order ORD-7781.', stream: true } as const;
+ * const turn$ = defer(() => client.responses.create(request)).pipe(
  *   mergeMap((stream) => from(stream)),
  *   openaiResponses(),
  *   assembleToolCalls(),
@@ -155,183 +120,161 @@ interface Call {
 export function openaiResponses(
   options: OpenAIResponsesOptions = {},
 ): OperatorFunction<OpenAIResponsesInput, ProviderEvent> {
-  return function openaiResponsesOperator(source) {
-    return new Observable<ProviderEvent>((subscriber) => {
-      // The attempt's function calls by item id.
-      const byItem = new Map<string, Call>();
-      // The same calls by output index, for events and items without an item id.
-      const byOutput = new Map<number, Call>();
-      // The index the next call gets.
-      let nextIndex = 0;
-      // Whether the model refused (`response.refusal.delta`): it makes a completion into `content-filter`.
-      let refused = false;
-      // The highest sequence number seen; events at or below it are replays.
-      let lastSequence = -1;
-      // The terminal event arrived, or the stream errored: the rest of the source is ignored.
-      let over = false;
-      // The finish was emitted: the attempt is complete, whatever the source does next.
-      let finished = false;
-
-      const fail = (body: OpenAIErrorBody, payload: unknown) => {
-        over = true;
-        let error: unknown;
-        try {
-          error = openaiError('openai-responses', body, payload, options);
-        } catch (thrown) {
-          error = thrown;
-        }
-        subscriber.error(error);
-      };
-      /** The call an event or item refers to; a new one if none does yet. */
-      const callOf = (itemId: string | undefined, outputIndex: number | undefined): Call => {
-        let call = itemId === undefined ? undefined : byItem.get(itemId);
-        if (call === undefined && outputIndex !== undefined) call = byOutput.get(outputIndex);
-        if (call === undefined) {
-          call = { index: nextIndex++, named: false, streamed: false };
-          if (outputIndex !== undefined) byOutput.set(outputIndex, call);
-        }
-        if (itemId !== undefined) byItem.set(itemId, call);
-        return call;
-      };
-      /** Emits a fragment of `call`; `whole` arguments only if no argument text was emitted yet. */
-      const emit = (call: Call, start: OpenAIResponsesItem | undefined, args: string, whole: boolean) => {
-        const argsDelta = whole && call.streamed ? '' : args;
-        const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index: call.index, argsDelta };
-        if (!call.named && start !== undefined) {
-          const id = stringOf(start.call_id) || undefined;
-          const name = stringOf(start.name) || undefined;
-          if (id !== undefined) event.id = id;
-          if (name !== undefined) event.name = name;
-          call.named = id !== undefined && name !== undefined;
-        }
-        if (argsDelta !== '') call.streamed = true;
-        if (argsDelta !== '' || event.id !== undefined || event.name !== undefined) subscriber.next(event);
-      };
-      const item = (event: OpenAIResponsesEvent): OpenAIResponsesItem | undefined =>
-        isRecord(event.item) && event.item.type === 'function_call' ? event.item : undefined;
-      const terminal = (event: OpenAIResponsesEvent) => {
-        over = true;
-        const response = isRecord(event.response) ? event.response : {};
-        if (isRecord(response.usage)) subscriber.next(responsesUsage(response.usage));
-        const calls =
-          nextIndex > 0 ||
-          (Array.isArray(response.output) &&
-            (response.output as readonly OpenAIResponsesItem[]).some(
-              (output) => isRecord(output) && output.type === 'function_call',
-            ));
-        finished = true;
-        subscriber.next(responsesFinish(event.type, response, calls, refused));
-      };
-
-      const subscription = subscribeLinked(source, subscriber, {
-        next(event) {
-          if (subscriber.closed || over || event === '[DONE]') return;
-          if (!isRecord(event)) {
-            over = true;
-            subscriber.error(notAPayload('openaiResponses', event));
-            return;
-          }
-          const sequence = event.sequence_number;
-          if (typeof sequence === 'number') {
-            if (sequence <= lastSequence) return;
-            lastSequence = sequence;
-          }
-          const itemId = stringOf(event.item_id);
-          const outputIndex = typeof event.output_index === 'number' ? event.output_index : undefined;
-          switch (event.type) {
-            case 'response.output_text.delta':
-              if (typeof event.delta === 'string' && event.delta !== '') {
-                subscriber.next({ type: 'text', text: event.delta });
-              }
-              return;
-            case 'response.refusal.delta':
-              if (typeof event.delta === 'string' && event.delta !== '') {
-                refused = true;
-                subscriber.next({ type: 'text', text: event.delta });
-              }
-              return;
-            case 'response.output_item.added': {
-              const start = item(event);
-              if (start === undefined) return;
-              const call = callOf(stringOf(start.id), outputIndex);
-              emit(call, start, stringOf(start.arguments) ?? '', true);
-              return;
-            }
-            case 'response.function_call_arguments.delta': {
-              const call = callOf(itemId, outputIndex);
-              if (typeof event.delta === 'string') emit(call, undefined, event.delta, false);
-              return;
-            }
-            case 'response.function_call_arguments.done': {
-              const call = callOf(itemId, outputIndex);
-              const named = stringOf(event.name) === undefined ? undefined : { name: event.name };
-              emit(call, named, stringOf(event.arguments) ?? '', true);
-              return;
-            }
-            case 'response.output_item.done': {
-              const done = item(event);
-              if (done === undefined) return;
-              const call = callOf(stringOf(done.id), outputIndex);
-              emit(call, done, stringOf(done.arguments) ?? '', true);
-              return;
-            }
-            case 'response.completed':
-            case 'response.incomplete':
-              terminal(event);
-              return;
-            case 'response.failed': {
-              const response = isRecord(event.response) ? event.response : {};
-              fail(isRecord(response.error) ? response.error : {}, event);
-              return;
-            }
-            case 'error':
-              if (isRecord(event.error)) fail(event.error, event);
-              else fail({ code: event.code, message: event.message, param: event.param }, event);
-              return;
-          }
-          // Other event types, known or not, carry nothing for the neutral model: forward compatibility.
-        },
-        error(error) {
-          if (finished) {
-            subscriber.complete();
-            return;
-          }
-          const body = sdkStreamErrorBody(error);
-          if (body === undefined) subscriber.error(error);
-          else fail(body, body);
-        },
-        complete() {
-          subscriber.complete();
-        },
-      });
-      return () => {
-        byItem.clear();
-        byOutput.clear();
-        subscription.unsubscribe();
-      };
-    });
-  };
+  return decodeWith<OpenAIResponsesEvent>(framing, (sink) => new OpenAIResponsesDecoder(sink, options));
 }
 
-function responsesFinish(
-  type: string,
-  response: OpenAIResponsesResponse,
-  calls: boolean,
-  refused: boolean,
-): FinishEvent {
-  if (type === 'response.incomplete') {
-    const why = stringOf(response.incomplete_details?.reason);
-    const reason: FinishReason =
-      why === 'max_output_tokens' ? 'length' : why === 'content_filter' ? 'content-filter' : 'other';
-    return { type: 'finish', reason, raw: why === undefined ? 'incomplete' : `incomplete:${why}` };
+const operator = 'openaiResponses';
+const provider = 'openai-responses';
+const framing: DecodeOptions = { name: operator, endMarker: '[DONE]' };
+
+/** A function call: its neutral index, its item id if it has one, whether argument text went out. */
+type Call = { index: number; item: string | undefined; streamed: boolean };
+
+/** The decoder behind {@link openaiResponses}: one attempt of a Responses stream (for `decodeAll`, or tests). */
+export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
+  // The attempt's calls by item id, and by output index (for items and events without an item id).
+  private readonly byItem = new Map<string, Call>();
+  private readonly byOutput = new Map<number, Call>();
+  // The index the next call gets.
+  private calls = 0;
+  // The refusal so far, if the model refused.
+  private refusal: string | undefined;
+  // The highest sequence number seen; events at or below it are replays.
+  private sequence = -1;
+  // Where the field being read is, for the readers' errors: one object, re-aimed at each read.
+  private readonly site: FieldSite = { operator, payload: undefined, field: '' };
+
+  constructor(
+    private readonly sink: DecoderSink,
+    private readonly options: OpenAIResponsesOptions,
+  ) {}
+
+  next(event: OpenAIResponsesEvent): void {
+    const sequence = event.sequence_number;
+    if (typeof sequence === 'number' && sequence <= this.sequence) return;
+    if (typeof sequence === 'number') this.sequence = sequence;
+    switch (event.type) {
+      case 'response.output_text.delta':
+      case 'response.refusal.delta': {
+        const text = stringField(event.delta, this.at(event, 'delta'));
+        if (text && event.type === 'response.output_text.delta') this.sink.event({ type: 'text', text });
+        else if (text) this.refusal = (this.refusal ?? '') + text;
+        break;
+      }
+      case 'response.refusal.done':
+        this.refusal ??= stringField(event.refusal, this.at(event, 'refusal')) || undefined;
+        break;
+      case 'response.output_item.added':
+      case 'response.output_item.done':
+        this.item(event.item, event, 'item', event.output_index);
+        break;
+      case 'response.function_call_arguments.delta': {
+        const call = this.ref(event);
+        const argsDelta = stringField(event.delta, this.at(event, 'delta'));
+        if (argsDelta) this.sink.event({ type: 'tool-call-delta', index: call.index, argsDelta });
+        if (argsDelta) call.streamed = true;
+        break;
+      }
+      case 'response.function_call_arguments.done':
+        this.whole(this.ref(event), argumentsField(event.arguments, this.at(event, 'arguments')));
+        break;
+      case 'response.completed':
+      case 'response.incomplete':
+        this.terminal(event, isRecord(event.response) ? event.response : {});
+        break;
+      case 'response.failed': {
+        const error = isRecord(event.response) ? event.response.error : undefined;
+        throw openaiError(provider, isRecord(error) ? error : {}, event, this.options);
+      }
+      case 'error': {
+        const { error, code, message, param } = event;
+        const body = isRecord(error) || typeof error === 'string' ? error : { code, message, param };
+        throw openaiError(provider, body, event, this.options);
+      }
+    }
   }
-  const reason: FinishReason = calls ? 'tool-calls' : refused ? 'content-filter' : 'stop';
-  return { type: 'finish', reason, raw: stringOf(response.status) ?? 'completed' };
-}
 
-function responsesUsage(usage: NonNullable<OpenAIResponsesResponse['usage']>): ProviderEvent {
-  const event: { type: 'usage'; inputTokens?: number; outputTokens?: number } = { type: 'usage' };
-  if (typeof usage.input_tokens === 'number') event.inputTokens = usage.input_tokens;
-  if (typeof usage.output_tokens === 'number') event.outputTokens = usage.output_tokens;
-  return event;
+  error(error: unknown): unknown {
+    const read = sdkErrorBody(error);
+    const extra = { status: read?.status, cause: error };
+    return read && openaiError(provider, read.body, read.body, this.options, extra);
+  }
+
+  /** The site of `field` in `payload`, for the error of a reader. */
+  private at(payload: unknown, field: string): FieldSite {
+    this.site.payload = payload;
+    this.site.field = field;
+    return this.site;
+  }
+
+  /** The call of an item id or output index; an output index finds a call only when one side lacks an id. */
+  private find(item: string | undefined, output: number | undefined): Call | undefined {
+    const call = item === undefined ? undefined : this.byItem.get(item);
+    if (call !== undefined || output === undefined) return call;
+    const other = this.byOutput.get(output);
+    return other !== undefined && (item === undefined || other.item === undefined) ? other : undefined;
+  }
+
+  /** The call an argument event refers to; the stream must have added it. */
+  private ref(event: OpenAIResponsesEvent): Call {
+    const item = stringField(event.item_id, this.at(event, 'item_id'));
+    const call = this.find(item, indexField(event.output_index, this.at(event, 'output_index')));
+    if (call !== undefined) return call;
+    const field = item === undefined ? 'output_index' : 'item_id';
+    const problem = 'an argument event for an item never added';
+    throw new ProviderPayloadError(operator, 'unknown-reference', problem, { field, payload: event });
+  }
+
+  /** An output item at `path` of `payload`, `index` in the output: a function call's start or its arguments. */
+  private item(item: unknown, payload: unknown, path: string, index: unknown): void {
+    if (!isRecord(item) || item.type !== 'function_call') return;
+    const output = indexField(index, this.at(payload, 'output_index'));
+    const id = stringField(item.id, this.at(payload, `${path}.id`));
+    const args = argumentsField(item.arguments, this.at(payload, `${path}.arguments`)) ?? '';
+    const known = this.find(id, output);
+    if (known !== undefined) {
+      this.whole(known, args);
+      return;
+    }
+    const name = nameField(item.name, this.at(payload, `${path}.name`));
+    const callId = stringField(item.call_id, this.at(payload, `${path}.call_id`));
+    const call: Call = { index: this.calls++, item: id, streamed: args !== '' };
+    if (id !== undefined) this.byItem.set(id, call);
+    if (output !== undefined) this.byOutput.set(output, call);
+    const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index: call.index, name, argsDelta: args };
+    if (callId) event.id = callId;
+    this.sink.event(event);
+  }
+
+  /** Whole arguments of a known call: emitted once, only if no argument text came before. */
+  private whole(call: Call, args: string | undefined): void {
+    if (call.streamed || !args) return;
+    call.streamed = true;
+    this.sink.event({ type: 'tool-call-delta', index: call.index, argsDelta: args });
+  }
+
+  /** The terminal event: the calls only in its output, its usage, the finish, and the end. */
+  private terminal(event: OpenAIResponsesEvent, response: OpenAIResponsesResponse): void {
+    const completed = event.type === 'response.completed';
+    const { output, usage, incomplete_details: details } = response;
+    for (let i = 0; completed && Array.isArray(output) && i < output.length; i++) {
+      this.item(output[i], event, `response.output[${i}]`, i);
+    }
+    if (isRecord(usage)) {
+      const neutral: UsageEvent = { type: 'usage' };
+      if (typeof usage.input_tokens === 'number') neutral.inputTokens = usage.input_tokens;
+      if (typeof usage.output_tokens === 'number') neutral.outputTokens = usage.output_tokens;
+      this.sink.event(neutral);
+    }
+    const reasonField = this.at(event, 'response.incomplete_details.reason');
+    const why = completed || !isRecord(details) ? undefined : stringField(details.reason, reasonField);
+    let reason: FinishReason = why === 'max_output_tokens' ? 'length' : 'other';
+    if (why === 'content_filter') reason = 'content-filter';
+    else if (completed) reason = this.calls > 0 ? 'tool-calls' : this.refusal ? 'content-filter' : 'stop';
+    const raw = completed ? 'completed' : why === undefined ? 'incomplete' : `incomplete:${why}`;
+    const finish: FinishEvent = { type: 'finish', reason, raw };
+    if (this.refusal !== undefined) finish.refusal = this.refusal;
+    this.sink.finish(finish);
+    this.sink.end();
+  }
 }

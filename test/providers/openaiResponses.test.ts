@@ -13,6 +13,7 @@ import {
   type OpenAIResponsesInput,
   openaiResponses,
   ProviderError,
+  ProviderPayloadError,
 } from 'cleanturn/providers';
 import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable } from 'rxjs';
@@ -130,15 +131,45 @@ const expectations: Record<string, Expectation> = {
   'incomplete-max-output-tokens.sse': { events: [
     text('Our refund policy covers'), usage(64, 4), finish('length', 'incomplete:max_output_tokens'),
   ] },
-  'duplicate-and-missing-starts.sse': { events: [
-    usage(255, 41),
-    call('call_Wa1Xb2Yc3Zd4Ae5Bf6Cg7Dh8', 'lookup_order', lookupArgs),
-    call('call_Ei9Fj8Gk7Hl6Im5Jn4Ko3Lp2', 'issue_refund', refundArgs),
-    finish('tool-calls', 'completed'),
-  ] },
   'reasoning-then-call.sse': { events: [
     usage(310, 212), call('call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', 'issue_refund', refundArgs), finish('tool-calls', 'completed'),
   ] },
+  'call-only-in-completed-output.sse': { events: [
+    text('Looking up'), text(' ORD-7781.'), usage(132, 24),
+    call('call_Rk4Tn8Wq2Lm6Zx0Vb3Hs7Jd1', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+  ] },
+  'completed-output-and-streamed-calls.sse': { events: [
+    usage(260, 51),
+    call('call_Uk3Vl4Wm5Xn6Yo7Zp8Aq9Br0', 'issue_refund', refundArgs),
+    call('call_Mc5Nd6Oe7Pf8Qg9Rh0Si1Tj2', 'lookup_order', lookupArgs),
+    finish('tool-calls', 'completed'),
+  ] },
+  'refusal.sse': { events: [
+    usage(142, 13),
+    { type: 'finish', reason: 'content-filter', raw: 'completed', refusal: "I'm sorry, but I can't change another customer's order." },
+  ] },
+  'completed-then-trailing-events.sse': { events: [
+    text('Your refund'), text(' has started.'), usage(97, 8), finish('stop', 'completed'),
+  ] },
+  'compat-output-index-string.sse': { events: [
+    usage(85, 12), call('call_Ej2Fk3Gl4Hm5In6Jo7Kp8Lq9', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+  ] },
+  'compat-function-name-number.sse': {
+    events: [],
+    errorClass: ProviderPayloadError,
+    error: { retryable: false, code: 'invalid-field', field: 'item.name', message: expect.stringContaining('expected a tool name') },
+  },
+  'compat-arguments-number.sse': {
+    events: [],
+    errorClass: ProviderPayloadError,
+    error: { retryable: false, code: 'invalid-field', field: 'arguments', message: expect.stringContaining('got number') },
+  },
+  // The second call's argument events refer to an item the stream never added: a piece was lost on the way.
+  'duplicate-and-missing-starts.sse': {
+    events: [call('call_Wa1Xb2Yc3Zd4Ae5Bf6Cg7Dh8', 'lookup_order', lookupArgs)],
+    errorClass: ProviderPayloadError,
+    error: { retryable: true, code: 'unknown-reference', field: 'item_id', message: expect.stringContaining('never added') },
+  },
 };
 
 describe('openaiResponses: every fixture', () => {
@@ -216,14 +247,23 @@ describe('openaiResponses: calls', () => {
     ]);
   });
 
-  it('a call whose added event is missing (a spliced stream) starts at its first event; the id and name follow', () => {
-    const result = collect(
-      from([argsDelta(3, '{"a":1}', 5), itemDone(3, '{"a":1}', 5), completed()]).pipe(
-        openaiResponses(),
-        assembleToolCalls(),
-      ),
-    );
-    expect(result.values).toEqual([call('call_3', 'tool_3', { a: 1 }), finish('tool-calls', 'completed')]);
+  it('an argument event for an item never added is an unknown-reference error (retryable), never a new call', () => {
+    const orphans: OpenAIResponsesEvent[] = [
+      argsDelta(3, '{"a":1}', 5),
+      argsDone(3, '{"a":1}', 5),
+      { type: 'response.function_call_arguments.delta', output_index: 5, delta: '{}' },
+    ];
+    for (const orphan of orphans) {
+      const result = adapt([added(0), orphan, completed()]);
+      expect(result.values).toEqual([delta(0, '', { id: 'call_0', name: 'tool_0' })]);
+      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toMatchObject({
+        code: 'unknown-reference',
+        retryable: true,
+        field: orphan.item_id === undefined ? 'output_index' : 'item_id',
+        payload: orphan,
+      });
+    }
   });
 
   it('a call known only from output_item.done is emitted whole', () => {
@@ -274,6 +314,68 @@ describe('openaiResponses: calls', () => {
     expect(adapt(inputs).values).toEqual([text('Done.'), finish('stop', 'completed')]);
   });
 
+  it('a call only in response.completed.output is emitted whole, before the usage and the finish', () => {
+    const result = adapt([
+      textDelta('x'),
+      completed({ output: [fnItem(0, '{"a":1}')], usage: { input_tokens: 5 } }),
+    ]);
+    expect(result.values).toEqual([
+      text('x'),
+      delta(0, '{"a":1}', { id: 'call_0', name: 'tool_0' }),
+      { type: 'usage', inputTokens: 5 },
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('a streamed call is not emitted again from the output, whose copy is not compared: the stream wins', () => {
+    const result = adapt([added(0), argsDelta(0, '{"a":1}'), completed({ output: [fnItem(0, '{"a":2}')] })]);
+    expect(result.values).toEqual([
+      delta(0, '', { id: 'call_0', name: 'tool_0' }),
+      delta(0, '{"a":1}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('a call added without argument text takes its arguments from the output', () => {
+    expect(adapt([added(0), completed({ output: [fnItem(0, '{"a":1}')] })]).values).toEqual([
+      delta(0, '', { id: 'call_0', name: 'tool_0' }),
+      delta(0, '{"a":1}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('output items without id are matched to the streamed calls by their position', () => {
+    const item = { type: 'function_call', call_id: 'call_x', name: 'f', arguments: '{}' };
+    const inputs: OpenAIResponsesEvent[] = [
+      { type: 'response.output_item.added', output_index: 1, item: { ...item, arguments: '' } },
+      { type: 'response.function_call_arguments.delta', output_index: 1, delta: '{}' },
+      completed({ output: [{ type: 'message' }, item, { ...item, call_id: 'call_y' }] }),
+    ];
+    expect(adapt(inputs).values).toEqual([
+      delta(0, '', { id: 'call_x', name: 'f' }),
+      delta(0, '{}'),
+      delta(1, '{}', { id: 'call_y', name: 'f' }),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
+  it('a call in the output of response.incomplete is not released (its arguments may be cut)', () => {
+    const incomplete: OpenAIResponsesEvent = {
+      type: 'response.incomplete',
+      response: { incomplete_details: { reason: 'max_output_tokens' }, output: [fnItem(0, '{"a":')] },
+    };
+    expect(adapt([incomplete]).values).toEqual([finish('length', 'incomplete:max_output_tokens')]);
+  });
+
+  it('arguments sent as an object are read as their JSON text', () => {
+    const parsed = { ...argsDone(0, ''), arguments: { a: 1 } } as unknown as OpenAIResponsesEvent;
+    expect(adapt([added(0), parsed, completed()]).values).toEqual([
+      delta(0, '', { id: 'call_0', name: 'tool_0' }),
+      delta(0, '{"a":1}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+
   it('passes each argument fragment on as it is, never joined (linear in the stream size)', () => {
     const pieces = Array.from({ length: 2_000 }, (_, i) => (i === 0 ? '{"n":"' : 'x'));
     const inputs = [added(0), ...pieces.map((p) => argsDelta(0, p)), argsDelta(0, '"}'), completed()];
@@ -291,7 +393,7 @@ describe('openaiResponses: finish', () => {
     ['completed, a call in the stream', [added(0), completed()], finish('tool-calls', 'completed')],
     ['completed, a call only in response.output', [completed({ output: [fnItem(0)] })], finish('tool-calls', 'completed')],
     ['completed, no status field', [{ type: 'response.completed', response: {} }], finish('stop', 'completed')],
-    ['completed after a refusal', [{ type: 'response.refusal.delta', item_id: 'm', output_index: 0, delta: 'No.' }, completed()], finish('content-filter', 'completed')],
+    ['completed after a refusal', [{ type: 'response.refusal.delta', item_id: 'm', output_index: 0, delta: 'No.' }, completed()], { ...finish('content-filter', 'completed'), refusal: 'No.' }],
     ['incomplete: max_output_tokens', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } }], finish('length', 'incomplete:max_output_tokens')],
     ['incomplete: content_filter', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'content_filter' } } }], finish('content-filter', 'incomplete:content_filter')],
     ['incomplete: no reason', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: null } }], finish('other', 'incomplete')],
@@ -357,6 +459,86 @@ describe('openaiResponses: finish', () => {
   });
 });
 
+describe('openaiResponses: refusals', () => {
+  const refusal = (value: unknown, type = 'response.refusal.delta') =>
+    ({ type, item_id: 'msg_1', output_index: 0, content_index: 0, delta: value }) as OpenAIResponsesEvent;
+
+  it('a refusal is never text: its deltas are joined onto the finish', () => {
+    expect(adapt([refusal("I can't"), refusal(' do that.'), completed()]).values).toEqual([
+      { ...finish('content-filter', 'completed'), refusal: "I can't do that." },
+    ]);
+  });
+
+  it('a refusal.done without deltas gives the refusal; after deltas its copy is not read again', () => {
+    const done = { type: 'response.refusal.done', item_id: 'msg_1', output_index: 0, refusal: 'No.' };
+    expect(adapt([done as OpenAIResponsesEvent, completed()]).values).toEqual([
+      { ...finish('content-filter', 'completed'), refusal: 'No.' },
+    ]);
+    expect(adapt([refusal('Nope.'), done as OpenAIResponsesEvent, completed()]).values).toEqual([
+      { ...finish('content-filter', 'completed'), refusal: 'Nope.' },
+    ]);
+  });
+
+  it('an incomplete response keeps its own reason and carries the refusal', () => {
+    const incomplete: OpenAIResponsesEvent = {
+      type: 'response.incomplete',
+      response: { incomplete_details: { reason: 'content_filter' } },
+    };
+    expect(adapt([refusal('No.'), incomplete]).values).toEqual([
+      { ...finish('content-filter', 'incomplete:content_filter'), refusal: 'No.' },
+    ]);
+  });
+});
+
+describe('openaiResponses: fields of the wrong type', () => {
+  const bad = (event: object) => event as OpenAIResponsesEvent;
+  // biome-ignore format: a table
+  const table: [string, OpenAIResponsesEvent[], string][] = [
+    ['a name that is a number', [bad({ ...added(0), item: fnItem(0, '', { name: 7 }) })], 'item.name'],
+    ['an empty name', [bad({ ...added(0), item: fnItem(0, '', { name: '' }) })], 'item.name'],
+    ['a call_id that is a number', [bad({ ...added(0), item: fnItem(0, '', { call_id: 12 }) })], 'item.call_id'],
+    ['an item id that is a number', [bad({ ...added(0), item: fnItem(0, '', { id: 3 }) })], 'item.id'],
+    ['arguments of the added item as a boolean', [bad({ ...added(0), item: fnItem(0, '', { arguments: true }) })], 'item.arguments'],
+    ['an argument delta that is a number', [added(0), bad({ ...argsDelta(0, ''), delta: 5 })], 'delta'],
+    ['arguments.done as a number', [added(0), bad({ ...argsDone(0, ''), arguments: 1 })], 'arguments'],
+    ['output_item.done arguments as a number', [added(0), bad({ ...itemDone(0, ''), item: fnItem(0, '', { arguments: 3 }) })], 'item.arguments'],
+    ['an item_id that is a number', [added(0), bad({ ...argsDelta(0, '{}'), item_id: 0 })], 'item_id'],
+    ['a negative output_index', [bad({ ...added(0), output_index: -1 })], 'output_index'],
+    ['an output_index that is not a decimal integer', [bad({ ...added(0), output_index: '1.5' })], 'output_index'],
+    ['a text delta that is an object', [bad({ ...textDelta('x'), delta: {} })], 'delta'],
+    ['a refusal delta that is a number', [bad({ type: 'response.refusal.delta', delta: 1 })], 'delta'],
+    ['a name in response.output that is a number', [completed({ output: [fnItem(0, '', { name: 1 })] })], 'response.output[0].name'],
+    ['arguments in response.output as a number', [completed({ output: [fnItem(0, '', { arguments: 1 })] })], 'response.output[0].arguments'],
+  ];
+  for (const [name, inputs, field] of table) {
+    it(`${name} → invalid-field ${field}`, () => {
+      const result = adapt([...inputs, completed()]);
+      expect(result.values.some((e) => e.type === 'finish')).toBe(false);
+      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toMatchObject({
+        code: 'invalid-field',
+        retryable: false,
+        field,
+        payload: inputs.at(-1),
+      });
+    });
+  }
+
+  it('an output_index sent as a decimal string is read as the number', () => {
+    const item = { type: 'function_call', call_id: 'call_x', name: 'f', arguments: '' };
+    const inputs = [
+      bad({ type: 'response.output_item.added', output_index: '2', item }),
+      bad({ type: 'response.function_call_arguments.delta', output_index: 2, delta: '{}' }),
+      completed(),
+    ];
+    expect(adapt(inputs).values).toEqual([
+      delta(0, '', { id: 'call_x', name: 'f' }),
+      delta(0, '{}'),
+      finish('tool-calls', 'completed'),
+    ]);
+  });
+});
+
 describe('openaiResponses: errors', () => {
   // biome-ignore format: a table
   const table: [string, OpenAIResponsesEvent, boolean, string | undefined][] = [
@@ -407,6 +589,16 @@ describe('openaiResponses: errors', () => {
     expect(result.error).toMatchObject({ retryable: false, code: 'insufficient_quota', payload: body });
   });
 
+  it("reads the official SDK's HTTP error with its status (the one table decides) and keeps it as the cause", () => {
+    const body = { message: 'upstream', type: 'api_error', code: null, param: null };
+    const sdkError = Object.assign(new Error('503 upstream'), { status: 503, error: body });
+    const result = collect(
+      new Observable<OpenAIResponsesInput>((s) => s.error(sdkError)).pipe(openaiResponses()),
+    );
+    expect(result.error).toBeInstanceOf(ProviderError);
+    expect(result.error).toMatchObject({ retryable: true, status: 503, code: 'api_error', cause: sdkError });
+  });
+
   it('passes other source errors through unchanged', () => {
     const reset = new TypeError('terminated');
     expect(
@@ -435,11 +627,14 @@ describe('openaiResponses: sequence numbers and input handling', () => {
     ]);
   });
 
-  it('accepts and ignores a [DONE] sentinel', () => {
-    expect(adapt(['[DONE]', textDelta('a'), completed(), '[DONE]']).values).toEqual([
+  it('reads a [DONE] sentinel as the end, as the official SDK does: nothing after it', () => {
+    expect(adapt([textDelta('a'), completed(), '[DONE]']).values).toEqual([
       text('a'),
       finish('stop', 'completed'),
     ]);
+    const cut = adapt([textDelta('a'), '[DONE]', textDelta('b'), completed()]);
+    expect(cut.values).toEqual([text('a')]);
+    expect(cut.completed).toBe(true);
   });
 
   it('errors with a non-retryable CleanturnError for a payload that was never parsed', () => {
