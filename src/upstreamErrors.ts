@@ -85,7 +85,10 @@ export function isRetryableStatus(status: number): boolean {
 export interface UpstreamErrorFacts {
   /** Its code words, most specific first: an error `code`, then its `type`, then a gRPC status name; non-strings are skipped. */
   codes?: readonly unknown[];
-  /** The HTTP status it carried, if any. */
+  /**
+   * The HTTP status it carried, if any. A status below 400 does not decide: the response was fine and the error
+   * came later, in its body (an SDK's error for a stream that broke carries the 200 it was reading).
+   */
   status?: number | undefined;
   /** The answer when neither a code nor the status decides; by default `true` (see {@link isRetryableUpstream}). */
   otherwise?: boolean;
@@ -93,7 +96,7 @@ export interface UpstreamErrorFacts {
 
 /**
  * The retry answer for an upstream error: the first of its code words found in {@link upstreamErrorCodes}
- * (or starting with `invalid_` or `image_`: no); else its HTTP status ({@link isRetryableStatus}); else
+ * (or starting with `invalid_` or `image_`: no); else its HTTP status from 400 up ({@link isRetryableStatus}); else
  * `otherwise`, by default yes: an error in a stream that started with HTTP 200 is mostly the server's, and
  * retries are capped per turn.
  *
@@ -111,6 +114,6 @@ export function isRetryableUpstream(facts: UpstreamErrorFacts): boolean {
     if (known !== undefined) return known;
     if (word.startsWith('invalid_') || word.startsWith('image_')) return false;
   }
-  if (facts.status !== undefined) return isRetryableStatus(facts.status);
+  if (facts.status !== undefined && facts.status >= 400) return isRetryableStatus(facts.status);
   return facts.otherwise ?? true;
 }

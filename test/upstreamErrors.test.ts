@@ -18,8 +18,9 @@ describe('isRetryableUpstream', () => {
     [{ codes: ['CANCELLED'], status: 499 }, true],
     [{ codes: ['unheard_of'], status: 404 }, false],
     [{ codes: [42, null, {}], status: 502 }, true],
-    [{ status: 200 }, false],
-    [{ status: 302 }, false],
+    [{ status: 200 }, true],
+    [{ status: 200, otherwise: false }, false],
+    [{ status: 302, otherwise: false }, false],
     [{}, true],
     [{ otherwise: false }, false],
   ])('%j → %s', (facts, retryable) => {

@@ -1,14 +1,8 @@
-import {
-  CleanturnError,
-  type FinishReason,
-  type ProviderEvent,
-  type ToolCallEvent,
-  type UsageEvent,
-} from 'cleanturn';
-import { Observable, type OperatorFunction } from 'rxjs';
-import { subscribeLinked } from '../internal/subscribeLinked.js';
-import { ProviderError } from './errors.js';
-import { isRecord } from './shared.js';
+import { type FinishReason, isRetryableUpstream, type ProviderEvent, type ToolCallEvent } from 'cleanturn';
+import type { OperatorFunction } from 'rxjs';
+import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
+import { ProviderError, ProviderPayloadError } from './errors.js';
+import { argsObjectField, isRecord, nameField } from './shared.js';
 
 /** A piece of answer text: `text` in `streamText` parts, `delta` in UI message chunks. */
 export interface AiSdkTextDeltaPart {
@@ -17,10 +11,7 @@ export interface AiSdkTextDeltaPart {
   delta?: string;
 }
 
-/**
- * A whole tool call: `tool-call` in `streamText` parts, `tool-input-available` in UI message chunks. `input` is
- * the parsed (and validated, possibly repaired) arguments.
- */
+/** A whole tool call: `tool-call` in `streamText` parts, `tool-input-available` in UI chunks; `input` parsed. */
 export interface AiSdkToolCallPart {
   type: 'tool-call' | 'tool-input-available';
   toolCallId: string;
@@ -28,9 +19,8 @@ export interface AiSdkToolCallPart {
   input?: unknown;
   /** The provider ran the tool itself (a server tool): nothing for the client to run. */
   providerExecuted?: boolean;
-  /** `streamText` could not parse or validate the call (unknown tool, arguments not JSON or not the schema). */
+  /** The SDK could not parse or validate the call (unknown tool, input not JSON or not the schema), and why. */
   invalid?: boolean;
-  /** Why it is invalid. */
   error?: unknown;
 }
 
@@ -80,10 +70,8 @@ export interface AiSdkAbortPart {
 }
 
 /**
- * One part of a Vercel AI SDK stream: a `streamText` part (`result.fullStream`, or `result.stream` in AI SDK 7)
- * or a UI message stream chunk (what `toUIMessageStream()` yields and a `data:` line of the UI message stream
- * parses to; its closing `[DONE]` is accepted and ignored). Only the fields the adapter reads are listed; other
- * part types are accepted and ignored.
+ * One part of a Vercel AI SDK stream: a `streamText` part (`result.fullStream`, `result.stream` in AI SDK 7) or
+ * a UI message chunk (`toUIMessageStream()`, a UI stream's `data:` line; its closing `[DONE]` is the end).
  */
 export type AiSdkStreamPart =
   | AiSdkTextDeltaPart
@@ -97,12 +85,9 @@ export type AiSdkStreamPart =
 
 /** An error as the `retryable` option sees it. */
 export interface AiSdkErrorInfo {
-  /**
-   * The error's type or code when it has one (`overloaded_error`, `server_error`…), `aborted` for an `abort`
-   * part, `invalid_tool_call` for a call the SDK could not parse or validate.
-   */
+  /** Its first code word (`overloaded_error`, `UNAVAILABLE`…); `aborted` for an abort; `invalid_tool_call`. */
   code: string | undefined;
-  /** The HTTP status, when the error carries one (`APICallError.statusCode`). */
+  /** The HTTP error status (4xx, 5xx), when the error carries one (`APICallError.statusCode`). */
   status: number | undefined;
   message: string;
   /** The error as the part carried it (`error`, `errorText` or the abort `reason`). */
@@ -111,53 +96,40 @@ export interface AiSdkErrorInfo {
 
 /** Options of {@link aiSdkParts}. */
 export interface AiSdkPartsOptions {
-  /**
-   * Decides whether an error deserves a new attempt; return `undefined` to keep the default (see
-   * {@link aiSdkParts}).
-   */
+  /** Decides whether an error deserves a new attempt; `undefined` keeps the default (see {@link aiSdkParts}). */
   retryable?: (error: AiSdkErrorInfo) => boolean | undefined;
 }
 
 /**
  * Turns a Vercel AI SDK stream (`streamText` parts or UI message chunks) into neutral {@link ProviderEvent}s.
  *
- * `text-delta` becomes `text`. The SDK gives tool calls whole, parsed and validated: `tool-call` and
- * `tool-input-available` become whole `tool-call`s (a repeated call id is ignored), released at the end of
- * their step (`finish-step`, or `finish`). A call that the SDK ran itself (the tool has an `execute`, so a
- * `tool-result` or `tool-error` followed, or its run was denied) is not released: it already ran, and must not
- * run again. Give state-changing tools no `execute` when cleanturn should run them: the SDK runs a tool as soon
- * as its call is complete, even in an attempt that fails later. The `tool-input-start`, `-delta` and `-end`
- * previews are not forwarded: the whole call always follows them, and forwarding both would double every call.
- * `finish-step` usage becomes `usage` (summed over the steps so far); `finish` becomes `usage` (the SDK's
- * `totalUsage`, when it differs) and `finish`, whose `reason` is the SDK's (already neutral; `unknown` → `other`;
- * `stop` → `tool-calls` when the last step released a call; missing → `tool-calls` or `stop`) and `raw` the
- * provider's `rawFinishReason`.
+ * `text-delta` becomes `text`. `tool-call` and `tool-input-available` (whole, parsed and validated by the SDK)
+ * become `tool-call`s, a repeated id once, released at the end of their step (`finish-step` or `finish`),
+ * except calls the SDK ran itself (a `tool-result`, `tool-error` or denial followed) or the provider ran
+ * (`providerExecuted`): they must not run again. Give state-changing tools no `execute`: the SDK runs a tool
+ * as soon as its call is complete, even in an attempt that fails later. `tool-input-*` previews are not
+ * forwarded. `finish-step` usage becomes `usage`, summed over the steps. `finish` (or the UI stream's `[DONE]`)
+ * is the end: `usage` (`totalUsage`, when it differs) and `finish` with the SDK's reason (`unknown` → `other`;
+ * `stop` or none → `tool-calls` when the last step released a call) and `raw` = `rawFinishReason`.
  *
- * - `error` errors the stream with a {@link ProviderError}. By default it is retryable unless the error says
- *   otherwise: an `APICallError`'s `isRetryable`, a type or code such as `invalid_request_error`, or a 4xx
- *   status other than 408, 409 and 429. A masked UI `errorText` counts as retryable. Source errors with an
- *   `isRetryable` flag are wrapped the same way; others pass through unchanged.
- * - `abort` means the caller stopped the turn: it errors the stream with a ProviderError (code `aborted`) that
- *   is not retryable, so that the pipeline does not re-run what the user cancelled. The exception is an abort
- *   by `streamText`'s own `timeout` (reason `… timeout of <n>ms exceeded`): a stall, retryable.
- * - A call `streamText` marked `invalid` (or a `tool-input-error` chunk) errors the stream with a retryable
- *   ProviderError (code `invalid_tool_call`): a new generation usually makes a valid call, and an invalid one
- *   must not reach a tool. Calls the provider ran itself (`providerExecuted`) are not emitted.
- * - `reset-step` (UI message stream, written before each attempt of a durable step) becomes a `retry` when
- *   something was emitted since the last one, so a retried step never glues onto its failed attempt. cleanturn
- *   attempts span the whole turn: the retry voids earlier steps' text too.
- * - Unknown part types are ignored. A stream that ends without `finish` emits none: put `requireFinish()`
- *   after it. Everything after `finish` is ignored, and a source error after it completes the stream: nothing
- *   of an attempt follows its finish.
+ * - `error`: a {@link ProviderError}, retryable as `isRetryableUpstream` (from `cleanturn`) decides: the error's
+ *   code words (`code`, `type`, gRPC `status`, also in its body or `data`), then its HTTP status, then the SDK's
+ *   `isRetryable`. A masked UI `errorText` is retryable. A source error with an `isRetryable` flag (an
+ *   `APICallError`, as `ai@6` throws on a dropped connection) is read the same way; others pass unchanged.
+ * - `abort`: the caller stopped the turn, a ProviderError (code `aborted`) that is not retryable, unless it is
+ *   `streamText`'s own `timeout` (reason `… timeout of <n>ms exceeded`): a stall, retryable.
+ * - A call marked `invalid`, or a `tool-input-error`: a retryable ProviderError (code `invalid_tool_call`).
+ * - A tool part whose `toolCallId` or `toolName` is not a non-empty string or whose `input` is not an object,
+ *   or a part without a string `type`: a {@link ProviderPayloadError} (`invalid-field`), never a drop.
+ * - `reset-step` (UI stream, before each attempt of a durable step) becomes a `retry` when something was read
+ *   since the last one, so that a retried step never glues onto its failed attempt.
+ * - Other part types are ignored. A stream without `finish` has none: put `requireFinish()` after it.
  *
  * ```text
  * source:       -t-i-d-c-s----f-|    t: text-delta, i d: tool-input-start/-delta, c: tool-call,
  *          aiSdkParts()                s: finish-step, f: finish
  * result:       -T-------(KU)-F-|    T: text, K: whole tool-call, released with its step, U: the step's usage
  * ```
- *
- * State: the call ids seen, the step's held calls and the ids the SDK ran, whether the step released a call,
- * the usage of the finished steps, whether anything was emitted since the last retry.
  *
  * ## Example
  * ```ts
@@ -174,220 +146,180 @@ export interface AiSdkPartsOptions {
  *   // fullStream is a ReadableStream and an async iterable: the annotation picks the iterable for RxJS
  *   (): AsyncIterable<TextStreamPart<typeof tools>> =>
  *     streamText({ model, tools, prompt: 'Please refund order ORD-7781.', maxRetries: 0 }).fullStream,
- * ).pipe(
- *   aiSdkParts(),
- *   requireFinish(),
- *   retryAsEvents({ count: 2 }),
- *   cleanTurn({ turnId: 'turn-42' }),
- * );
+ * ).pipe(aiSdkParts(), requireFinish(), retryAsEvents({ count: 2 }), cleanTurn({ turnId: 'turn-42' }));
  * turn$.pipe(accumulateTurn()).subscribe((turn) => console.log(turn.text));
  * ```
  *
- * @see {@link ProviderError} for the errors it raises.
+ * @see {@link ProviderError} and {@link ProviderPayloadError} for the errors it raises.
  * @param options `retryable` overrides the retry decision for errors.
  * @returns An operator from AI SDK parts to provider events.
  */
 export function aiSdkParts(
   options: AiSdkPartsOptions = {},
 ): OperatorFunction<AiSdkStreamPart | '[DONE]', ProviderEvent> {
-  return function aiSdkPartsOperator(source) {
-    return new Observable<ProviderEvent>((subscriber) => {
-      // Ids of the calls seen in this attempt (a repeated call is dropped).
-      let callIds = new Set<string>();
-      // The current step's calls, held until the step ends: a call the SDK runs itself gets a result first.
-      let pending: ToolCallEvent[] = [];
-      // Ids of the calls the SDK ran (or was denied to run) itself: a result, an error or a denial followed.
-      let ran = new Set<string>();
-      // Whether the current step released a call (decides `stop` versus `tool-calls`).
-      let stepHadCall = false;
-      // Usage summed over the finished steps of this attempt.
-      let stepsInput: number | undefined;
-      let stepsOutput: number | undefined;
-      // Whether text or a call was emitted since the start or the last `reset-step`.
-      let emitted = false;
-      // Whether the finish was emitted: everything after it is ignored.
-      let finished = false;
+  return decodeWith<AiSdkStreamPart>(format, (sink) => new AiSdkDecoder(sink, options));
+}
 
-      const drop = () => {
-        callIds = new Set();
-        pending = [];
-        ran = new Set();
-      };
-      const fail = (error: unknown) => {
-        drop();
-        subscriber.error(error);
-      };
-      // Releases the step's calls that the SDK did not run, in arrival order.
-      const release = () => {
-        const calls = pending;
-        pending = [];
-        for (const call of calls) {
-          if (ran.has(call.id)) continue;
-          stepHadCall = true;
-          subscriber.next(call);
+const name = 'aiSdkParts';
+const format = { name, endMarker: '[DONE]' };
+
+/** The decoder of {@link aiSdkParts}, one per attempt (exported for `decodeAll` in tests). */
+export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
+  /** Ids of the calls seen: a repeated call is dropped. */
+  private readonly callIds = new Set<string>();
+  /** Ids of the calls the SDK ran (or was denied to run) itself: a result, an error or a denial followed. */
+  private readonly ran = new Set<string>();
+  /** The step's calls, held until it ends: a call the SDK runs itself gets a result first. */
+  private pending: ToolCallEvent[] = [];
+  /** Whether the last step released a call (`stop` versus `tool-calls`). */
+  private stepHadCall = false;
+  /** Usage summed over the finished steps. */
+  private stepsInput: number | undefined;
+  private stepsOutput: number | undefined;
+  /** Whether text or a call was read since the start or the last `reset-step`. */
+  private emitted = false;
+
+  constructor(
+    private readonly sink: DecoderSink,
+    private readonly options: AiSdkPartsOptions,
+  ) {}
+
+  next(part: AiSdkStreamPart): void {
+    switch (part.type) {
+      case 'text-delta': {
+        const { text, delta } = part as AiSdkTextDeltaPart;
+        const piece: unknown = text ?? delta;
+        if (typeof piece === 'string') {
+          if (piece === '') return;
+          this.emitted = true;
+          this.sink.event({ type: 'text', text: piece });
+        } else if (piece != null) throw invalid(part, text == null ? 'delta' : 'text', 'a string');
+        return;
+      }
+      case 'tool-call':
+      case 'tool-input-available':
+      case 'tool-input-error': {
+        const call = part as AiSdkToolCallPart | AiSdkToolInputErrorPart;
+        if (call.providerExecuted === true) return;
+        const id = callId(call);
+        const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
+        if (call.type === 'tool-input-error' || call.invalid === true) throw this.invalidCall(id, tool, call);
+        if (this.callIds.has(id)) return;
+        const args = argsObjectField(call.input, { operator: name, payload: call, field: 'input' });
+        this.callIds.add(id);
+        this.emitted = true;
+        this.pending.push({ type: 'tool-call', id, name: tool, args });
+        return;
+      }
+      case 'tool-result':
+      case 'tool-error':
+      case 'tool-output-available':
+      case 'tool-output-error':
+      case 'tool-output-denied':
+        this.ran.add(callId(part as { toolCallId?: unknown }));
+        return;
+      case 'finish-step': {
+        this.stepHadCall = false;
+        this.release();
+        const { usage } = part as AiSdkFinishStepPart;
+        if (!isRecord(usage)) return;
+        const { inputTokens: input, outputTokens: output } = usage;
+        if (typeof input === 'number') this.stepsInput = (this.stepsInput ?? 0) + input;
+        if (typeof output === 'number') this.stepsOutput = (this.stepsOutput ?? 0) + output;
+        this.usage(this.stepsInput, this.stepsOutput);
+        return;
+      }
+      case 'finish': {
+        this.release(); // calls of a stream without finish-step parts
+        const { finishReason, rawFinishReason, totalUsage } = part as AiSdkFinishPart;
+        if (isRecord(totalUsage)) {
+          const input = typeof totalUsage.inputTokens === 'number' ? totalUsage.inputTokens : undefined;
+          const output = typeof totalUsage.outputTokens === 'number' ? totalUsage.outputTokens : undefined;
+          if (input !== this.stepsInput || output !== this.stepsOutput) this.usage(input, output);
         }
-      };
-      const providerError = (info: AiSdkErrorInfo, fallback: boolean, payload: unknown): ProviderError =>
-        new ProviderError('ai-sdk', info.message, {
-          retryable: options.retryable?.(info) ?? fallback,
-          code: info.code,
-          status: info.status,
-          payload,
-        });
-      const emitUsage = (input: number | undefined, output: number | undefined) => {
-        if (input === undefined && output === undefined) return;
-        const event: UsageEvent = { type: 'usage' };
-        if (input !== undefined) event.inputTokens = input;
-        if (output !== undefined) event.outputTokens = output;
-        subscriber.next(event);
-      };
+        const reason = finishReasonOf(finishReason, this.stepHadCall);
+        const raw = typeof rawFinishReason === 'string' ? rawFinishReason : undefined;
+        this.sink.finish(raw === undefined ? { type: 'finish', reason } : { type: 'finish', reason, raw });
+        this.sink.end();
+        return;
+      }
+      case 'error': // the error itself in streamText parts, a (masked) text in UI chunks
+        throw this.upstreamError((part as AiSdkErrorPart).error ?? (part as AiSdkErrorPart).errorText, part);
+      case 'abort': {
+        const { reason } = part as AiSdkAbortPart;
+        const message = textOf(reason) ?? 'the stream was aborted';
+        const info: AiSdkErrorInfo = { code: 'aborted', status: undefined, message, error: reason };
+        throw this.providerError(info, /timeout of \d+ms exceeded/i.test(message), part);
+      }
+      case 'reset-step':
+        if (!this.emitted) return;
+        this.emitted = this.stepHadCall = false;
+        this.callIds.clear();
+        this.ran.clear();
+        this.pending = [];
+        this.stepsInput = this.stepsOutput = undefined;
+        this.sink.event({ type: 'retry', reason: 'reset-step' });
+        return;
+      default: // previews, reasoning, sources, and part types added later
+        if (typeof part.type !== 'string') throw invalid(part, 'type', 'a part type (a string)');
+    }
+  }
 
-      const subscription = subscribeLinked(source, subscriber, {
-        next(part) {
-          if (subscriber.closed || finished || part === '[DONE]') return; // nothing follows the finish
-          if (!isRecord(part) || typeof part.type !== 'string') {
-            fail(notAPart(part));
-            return;
-          }
-          try {
-            switch (part.type) {
-              case 'text-delta': {
-                const { text, delta } = part as AiSdkTextDeltaPart;
-                const piece = typeof text === 'string' ? text : delta;
-                if (typeof piece === 'string' && piece !== '') {
-                  emitted = true;
-                  subscriber.next({ type: 'text', text: piece });
-                }
-                return;
-              }
-              case 'tool-call':
-              case 'tool-input-available': {
-                const call = part as AiSdkToolCallPart;
-                if (call.providerExecuted === true || callIds.has(call.toolCallId)) return;
-                if (call.invalid === true) {
-                  const message = errorMessage(call.error) ?? 'the call is invalid';
-                  fail(invalidCall(call, message, call.error, providerError));
-                  return;
-                }
-                callIds.add(call.toolCallId);
-                emitted = true;
-                pending.push({
-                  type: 'tool-call',
-                  id: call.toolCallId,
-                  name: call.toolName,
-                  args: call.input ?? {},
-                });
-                return;
-              }
-              case 'tool-result':
-              case 'tool-error':
-              case 'tool-output-available':
-              case 'tool-output-error':
-              case 'tool-output-denied': {
-                const { toolCallId } = part as { toolCallId?: unknown };
-                if (typeof toolCallId === 'string') ran.add(toolCallId);
-                return;
-              }
-              case 'tool-input-error': {
-                const call = part as AiSdkToolInputErrorPart;
-                if (call.providerExecuted === true) return;
-                fail(
-                  invalidCall(call, call.errorText ?? 'the call is invalid', call.errorText, providerError),
-                );
-                return;
-              }
-              case 'start-step':
-                stepHadCall = false;
-                return;
-              case 'finish-step': {
-                release();
-                const { usage } = part as AiSdkFinishStepPart;
-                if (!isRecord(usage)) return;
-                if (typeof usage.inputTokens === 'number') stepsInput = (stepsInput ?? 0) + usage.inputTokens;
-                if (typeof usage.outputTokens === 'number')
-                  stepsOutput = (stepsOutput ?? 0) + usage.outputTokens;
-                emitUsage(stepsInput, stepsOutput);
-                return;
-              }
-              case 'finish': {
-                finished = true;
-                release(); // calls of a stream without finish-step parts
-                const { finishReason, rawFinishReason, totalUsage } = part as AiSdkFinishPart;
-                if (isRecord(totalUsage)) {
-                  const input =
-                    typeof totalUsage.inputTokens === 'number' ? totalUsage.inputTokens : undefined;
-                  const output =
-                    typeof totalUsage.outputTokens === 'number' ? totalUsage.outputTokens : undefined;
-                  if (input !== stepsInput || output !== stepsOutput) emitUsage(input, output);
-                }
-                const reason = finishReasonOf(finishReason, stepHadCall);
-                subscriber.next(
-                  typeof rawFinishReason === 'string'
-                    ? { type: 'finish', reason, raw: rawFinishReason }
-                    : { type: 'finish', reason },
-                );
-                return;
-              }
-              case 'error': {
-                const { error, errorText } = part as AiSdkErrorPart;
-                const info =
-                  typeof errorText === 'string' && error === undefined
-                    ? { code: undefined, status: undefined, message: errorText, error: errorText }
-                    : errorInfo(error);
-                fail(providerError(info, isTransient(error, info), part));
-                return;
-              }
-              case 'abort': {
-                const { reason } = part as AiSdkAbortPart;
-                const message =
-                  typeof reason === 'string' && reason !== '' ? reason : 'the stream was aborted';
-                const info: AiSdkErrorInfo = { code: 'aborted', status: undefined, message, error: reason };
-                fail(providerError(info, /timeout of \d+ms exceeded/i.test(message), part));
-                return;
-              }
-              case 'reset-step': {
-                if (!emitted) return;
-                emitted = false;
-                drop();
-                stepHadCall = false;
-                stepsInput = stepsOutput = undefined;
-                subscriber.next({ type: 'retry', reason: 'reset-step' });
-                return;
-              }
-              default:
-                return; // previews, reasoning, sources, tool results, and types added later
-            }
-          } catch (thrown) {
-            fail(thrown); // a `retryable` option that throws
-          }
-        },
-        error(error) {
-          if (finished) {
-            subscriber.complete(); // the attempt is complete: an error after its finish changes nothing
-            return;
-          }
-          const flag = isRecord(error) ? error.isRetryable : undefined;
-          if (typeof flag !== 'boolean' || error instanceof CleanturnError) {
-            fail(error);
-            return;
-          }
-          try {
-            fail(providerError(errorInfo(error), flag, error));
-          } catch (thrown) {
-            fail(thrown);
-          }
-        },
-        complete() {
-          drop(); // calls of a step that never ended: void
-          subscriber.complete();
-        },
-      });
-      return () => {
-        drop();
-        subscription.unsubscribe();
-      };
-    });
-  };
+  /** A source error with the SDK's `isRetryable` flag (an `APICallError`) is read; others pass unchanged. */
+  error(error: unknown): unknown {
+    if (isRecord(error) && typeof error.isRetryable === 'boolean') return this.upstreamError(error, error);
+    return undefined;
+  }
+
+  /** Releases the step's calls that the SDK did not run, in arrival order. */
+  private release(): void {
+    const calls = this.pending;
+    this.pending = [];
+    for (const call of calls) {
+      if (this.ran.has(call.id)) continue;
+      this.stepHadCall = true;
+      this.sink.event(call);
+    }
+  }
+
+  private usage(input: number | undefined, output: number | undefined): void {
+    if (input === undefined && output === undefined) return;
+    const event: Extract<ProviderEvent, { type: 'usage' }> = { type: 'usage' };
+    if (input !== undefined) event.inputTokens = input;
+    if (output !== undefined) event.outputTokens = output;
+    this.sink.event(event);
+  }
+
+  private providerError(info: AiSdkErrorInfo, byDefault: boolean, payload: unknown): ProviderError {
+    const { message, code, status, error } = info;
+    const retryable = this.options.retryable?.(info) ?? byDefault;
+    const cause = error instanceof Error ? error : undefined;
+    return new ProviderError('ai-sdk', message, { retryable, code, status, payload, cause });
+  }
+
+  /** Any error, by the one table: an `APICallError` (`statusCode`, `isRetryable`, `data`), a body, a string. */
+  private upstreamError(error: unknown, payload: unknown): ProviderError {
+    const record: Record<string, unknown> = isRecord(error) ? error : {};
+    const data = isRecord(record.data) ? record.data : undefined;
+    const codes: (string | undefined)[] = [];
+    let status = errorStatus(record.statusCode) ?? errorStatus(record.status);
+    for (const body of [record, record.error, data?.error, data]) {
+      if (!isRecord(body)) continue;
+      codes.push(textOf(body.code), textOf(body.type), textOf(body.status));
+      status ??= errorStatus(body.code);
+    }
+    const flag = typeof record.isRetryable === 'boolean' ? record.isRetryable : undefined;
+    const message = errorMessage(error) ?? 'the stream reported an error';
+    const info: AiSdkErrorInfo = { code: codes.find((code) => code !== undefined), status, message, error };
+    return this.providerError(info, isRetryableUpstream({ codes, status, otherwise: flag }), payload);
+  }
+
+  /** A call the SDK could not parse or validate: retryable, a new generation usually makes a valid one. */
+  private invalidCall(id: string, tool: string, call: AiSdkToolCallPart | AiSdkToolInputErrorPart) {
+    const error = call.type === 'tool-input-error' ? call.errorText : call.error;
+    const message = `tool call ${id} (${tool}) is invalid: ${errorMessage(error) ?? 'the call is invalid'}`;
+    return this.providerError({ code: 'invalid_tool_call', status: undefined, message, error }, true, call);
+  }
 }
 
 const neutralReasons = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']);
@@ -397,82 +329,28 @@ function finishReasonOf(finishReason: unknown, stepHadCall: boolean): FinishReas
   return neutralReasons.has(finishReason) ? (finishReason as FinishReason) : 'other';
 }
 
-// The same request fails again.
-const permanentCodes = new Set([
-  'invalid_request_error',
-  'authentication_error',
-  'permission_error',
-  'not_found_error',
-  'billing_error',
-  'request_too_large',
-  'invalid_api_key',
-  'insufficient_quota',
-  'context_length_exceeded',
-  'INVALID_ARGUMENT',
-  'FAILED_PRECONDITION',
-  'PERMISSION_DENIED',
-  'UNAUTHENTICATED',
-  'NOT_FOUND',
-]);
-
-/** The default decision for an `error` part: the error's own flag, then its code, then its status; else yes. */
-function isTransient(error: unknown, info: AiSdkErrorInfo): boolean {
-  if (isRecord(error) && typeof error.isRetryable === 'boolean') return error.isRetryable;
-  if (info.code !== undefined && permanentCodes.has(info.code)) return false;
-  if (info.status !== undefined && info.status >= 400 && info.status < 500) {
-    return info.status === 408 || info.status === 409 || info.status === 429;
-  }
-  return true;
+/** An HTTP status (ai@6's error for a dropped stream carries 200, which the table leaves undecided). */
+function errorStatus(value: unknown): number | undefined {
+  return typeof value === 'number' ? value : undefined;
 }
 
-/**
- * Reads an error of any shape: an `APICallError` (`statusCode`, the parsed body in `data`), a provider's error
- * body (`{ type, code, message }`, possibly wrapped in `{ error: … }`), a string.
- */
-function errorInfo(error: unknown): AiSdkErrorInfo {
-  let code: string | undefined;
-  let status: number | undefined;
-  if (isRecord(error)) {
-    const data = isRecord(error.data) ? error.data : undefined;
-    const bodies = [error, error.error, data?.error, data].filter(isRecord);
-    for (const body of bodies) {
-      for (const value of [body.code, body.type, body.status]) {
-        if (code === undefined && typeof value === 'string' && value !== '') code = value;
-      }
-    }
-    for (const value of [error.statusCode, error.status, ...bodies.map((body) => body.code)]) {
-      if (status === undefined && typeof value === 'number') status = value;
-    }
-  }
-  return { code, status, message: errorMessage(error) ?? 'the stream reported an error', error };
+function textOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function errorMessage(error: unknown): string | undefined {
-  if (typeof error === 'string') return error === '' ? undefined : error;
-  if (!isRecord(error)) return undefined;
-  if (typeof error.message === 'string' && error.message !== '') return error.message;
-  return isRecord(error.error) ? errorMessage(error.error) : undefined;
+  return isRecord(error) ? (textOf(error.message) ?? errorMessage(error.error)) : textOf(error);
 }
 
-function invalidCall(
-  call: { toolCallId: string; toolName: string },
-  message: string,
-  error: unknown,
-  providerError: (info: AiSdkErrorInfo, fallback: boolean, payload: unknown) => ProviderError,
-): ProviderError {
-  const info: AiSdkErrorInfo = {
-    code: 'invalid_tool_call',
-    status: undefined,
-    message: `tool call ${call.toolCallId} (${call.toolName}) is invalid: ${message}`,
-    error,
-  };
-  return providerError(info, true, call);
+/** A call's id: a non-empty string, or an `invalid-field` error (two missing ids are not "the same call"). */
+function callId(part: { toolCallId?: unknown }): string {
+  if (typeof part.toolCallId === 'string' && part.toolCallId !== '') return part.toolCallId;
+  throw invalid(part, 'toolCallId', 'a tool call id (a non-empty string)');
 }
 
-function notAPart(input: unknown): CleanturnError {
-  const shown = typeof input === 'string' ? JSON.stringify(input.slice(0, 40)) : String(input);
-  return new CleanturnError(
-    `aiSdkParts: expected a stream part (an object with a type) or '[DONE]', got ${typeof input} ${shown}`,
-    { retryable: false },
-  );
+function invalid(payload: unknown, field: string, expected: string): ProviderPayloadError {
+  const value = isRecord(payload) ? payload[field] : undefined;
+  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+  const message = `expected ${expected}, got ${got}`;
+  return new ProviderPayloadError(name, 'invalid-field', message, { field, payload });
 }

@@ -18,7 +18,11 @@ export class HttpStatusError extends CleanturnError {
 
   constructor(status: number, statusText: string, body: string, retryAfterMs: number | undefined) {
     super(`HTTP ${status}${statusText ? ` ${statusText}` : ''}${body ? `: ${body.slice(0, 200)}` : ''}`, {
-      retryable: isRetryableUpstream({ codes: bodyCodes(body), status }),
+      retryable: isRetryableUpstream({
+        codes: bodyCodes(body),
+        status,
+        otherwise: isRetryableStatus(status),
+      }),
     });
     this.status = status;
     this.retryAfterMs = retryAfterMs;

@@ -11,7 +11,7 @@ import {
   requireFinish,
   retryAsEvents,
 } from 'cleanturn';
-import { type AiSdkStreamPart, aiSdkParts, ProviderError } from 'cleanturn/providers';
+import { type AiSdkStreamPart, aiSdkParts, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
 import { call, finish, refundArgs, retry, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
@@ -35,6 +35,11 @@ const refund = (id: string) => call(id, 'issue_refund', refundArgs);
 const providerError = (fields: Record<string, unknown>) => (error: unknown) => {
   expect(error).toBeInstanceOf(ProviderError);
   expect(error).toMatchObject({ provider: 'ai-sdk', ...fields });
+};
+
+const payloadError = (field: string) => (error: unknown) => {
+  expect(error).toBeInstanceOf(ProviderPayloadError);
+  expect(error).toMatchObject({ code: 'invalid-field', field, retryable: false, operator: 'aiSdkParts' });
 };
 
 // biome-ignore format: a table of fixtures
@@ -163,6 +168,48 @@ const cases: FixtureCase[] = [
     events: [],
     error: providerError({ retryable: true, code: 'invalid_tool_call' }),
   },
+  {
+    file: 'tool-call-missing-id.jsonl',
+    trap: 'two tool-call parts without toolCallId: the second is not "the same call"; neither can be read',
+    events: [text('Looking up both orders.')],
+    error: payloadError('toolCallId'),
+  },
+  {
+    file: 'tool-call-missing-name.jsonl',
+    trap: 'a tool-call part without toolName: never a call with an undefined name',
+    events: [],
+    error: payloadError('toolName'),
+  },
+  {
+    file: 'ui-tool-missing-name.sse',
+    trap: 'UI message stream: tool-input-available without toolName',
+    events: [text('Refunding order ORD-7781.')],
+    error: payloadError('toolName'),
+  },
+  {
+    file: 'error-model-not-found.jsonl',
+    trap: 'an OpenAI error chunk with code model_not_found (type invalid_request_error): the same request fails again',
+    events: [],
+    error: providerError({ retryable: false, code: 'model_not_found' }),
+  },
+  {
+    file: 'error-content-policy.jsonl',
+    trap: "a Responses error with code content_policy_violation that the SDK flags isRetryable: the code decides",
+    events: [text('I can help with')],
+    error: providerError({ retryable: false, code: 'content_policy_violation', status: 500 }),
+  },
+  {
+    file: 'error-unimplemented.jsonl',
+    trap: 'a Gemini APICallError, HTTP 501 UNIMPLEMENTED, isRetryable: the code decides before the 5xx status',
+    events: [],
+    error: providerError({ retryable: false, code: 'UNIMPLEMENTED', status: 501 }),
+  },
+  {
+    file: 'error-insufficient-quota.jsonl',
+    trap: 'an APICallError with HTTP 429 and isRetryable, whose body says insufficient_quota: not retryable',
+    events: [],
+    error: providerError({ retryable: false, code: 'insufficient_quota', status: 429 }),
+  },
 ];
 
 describe('aiSdkParts: fixtures', () => {
@@ -174,7 +221,7 @@ describe('aiSdkParts: fixtures', () => {
     turnId,
   });
 
-  it("the UI message stream's [DONE] sentinel is accepted and ignored", () => {
+  it("the UI message stream's [DONE] is its end: what follows is not read", () => {
     const raw = parseSse(readFileSync(`${dir}ui-text-and-tool.sse`, 'utf8')).map((event) =>
       event.data === '[DONE]' ? ('[DONE]' as const) : (JSON.parse(event.data) as AiSdkStreamPart),
     );
@@ -182,6 +229,10 @@ describe('aiSdkParts: fixtures', () => {
     const result = collect(from(raw).pipe(aiSdkParts()));
     expect(result.values).toEqual(cases.find((c) => c.file === 'ui-text-and-tool.sse')?.events);
     expect(result.completed).toBe(true);
+    const later = [{ type: 'text-delta', delta: 'a' }, '[DONE]', { type: 'text-delta', delta: 'b' }];
+    const cut = collect(from(later as AiSdkStreamPart[]).pipe(aiSdkParts()));
+    expect(cut.values).toEqual([text('a')]);
+    expect(cut.completed).toBe(true);
   });
 
   it('a stream cut before finish is a retryable MissingFinishError with requireFinish', () => {
@@ -229,7 +280,33 @@ describe('aiSdkParts: errors', () => {
     collect(from(parts).pipe(aiSdkParts(options))).error;
 
   it.each([
-    ['an APICallError that is not retryable', { statusCode: 500, isRetryable: false, message: 'm' }, false],
+    ['an AI SDK error flagged not retryable, no code or status', { isRetryable: false, message: 'm' }, false],
+    [
+      'an APICallError, status 500, flagged not retryable: the status decides',
+      { statusCode: 500, isRetryable: false, message: 'm' },
+      true,
+    ],
+    [
+      'a body code model_not_found',
+      { message: 'm', type: 'invalid_request_error', code: 'model_not_found' },
+      false,
+    ],
+    [
+      'a body code content_policy_violation',
+      { message: 'm', code: 'content_policy_violation', isRetryable: true },
+      false,
+    ],
+    ['a gRPC status OUT_OF_RANGE', { error: { status: 'OUT_OF_RANGE', message: 'm' } }, false],
+    [
+      'a gRPC status UNIMPLEMENTED, HTTP 501',
+      { error: { code: 501, status: 'UNIMPLEMENTED', message: 'm' } },
+      false,
+    ],
+    [
+      'an APICallError 429 whose body says insufficient_quota',
+      { statusCode: 429, isRetryable: true, message: 'm', data: { error: { code: 'insufficient_quota' } } },
+      false,
+    ],
     ['an OpenAI chunk error: server_error', { message: 'm', type: 'server_error', code: null }, true],
     [
       'an OpenAI chunk error: context_length_exceeded',
@@ -281,6 +358,42 @@ describe('aiSdkParts: errors', () => {
     expect(error).toMatchObject({ retryable: false, status: 400, payload: thrown });
   });
 
+  it('a source APICallError (ai@6 on a dropped or refused connection) is read by the same table', () => {
+    const thrown = Object.assign(new Error('You exceeded your current quota.'), {
+      name: 'AI_APICallError',
+      statusCode: 429,
+      isRetryable: true,
+      data: {
+        error: {
+          message: 'You exceeded your current quota.',
+          type: 'insufficient_quota',
+          code: 'insufficient_quota',
+        },
+      },
+    });
+    const source = concat(
+      from(fixture('text-and-tool.jsonl').slice(0, 4)),
+      throwError(() => thrown),
+    );
+    const result = collect(source.pipe(aiSdkParts()));
+    expect(result.values).toEqual([text('Checking order')]);
+    expect(result.error).toBeInstanceOf(ProviderError);
+    expect(result.error).toMatchObject({
+      retryable: false,
+      status: 429,
+      code: 'insufficient_quota',
+      payload: thrown,
+    });
+    const reset = Object.assign(new Error('Cannot connect to API: other side closed'), { isRetryable: true });
+    const cut = collect(
+      concat(
+        from([]),
+        throwError(() => reset),
+      ).pipe(aiSdkParts()),
+    ).error;
+    expect(cut).toMatchObject({ retryable: true, code: undefined, status: undefined, payload: reset });
+  });
+
   it('other source errors pass through unchanged', () => {
     const reset = new TypeError('terminated');
     expect(collect(new Observable<AiSdkStreamPart>((s) => s.error(reset)).pipe(aiSdkParts())).error).toBe(
@@ -292,6 +405,33 @@ describe('aiSdkParts: errors', () => {
     const error = errorOf(['{"type":"start"}' as unknown as AiSdkStreamPart]);
     expect(error).toBeInstanceOf(CleanturnError);
     expect(error).toMatchObject({ retryable: false });
+  });
+
+  it('a part whose type is not a string is a payload error naming the field', () => {
+    for (const part of [{ type: 42 }, { text: 'Hi' }]) {
+      payloadError('type')(errorOf([part as unknown as AiSdkStreamPart]));
+    }
+  });
+
+  const call1 = { toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs };
+  it.each([
+    ['a numeric toolCallId', { type: 'tool-call', ...call1, toolCallId: 7 }, 'toolCallId'],
+    ['an empty toolCallId', { type: 'tool-input-available', ...call1, toolCallId: '' }, 'toolCallId'],
+    ['an object toolName', { type: 'tool-call', ...call1, toolName: { name: 'f' } }, 'toolName'],
+    ['an empty toolName', { type: 'tool-input-available', ...call1, toolName: '' }, 'toolName'],
+    [
+      'a tool-input-error without toolCallId',
+      { type: 'tool-input-error', toolName: 'f', errorText: 'x' },
+      'toolCallId',
+    ],
+    ['arguments as a number', { type: 'tool-call', ...call1, input: 42 }, 'input'],
+    ['a tool-result without toolCallId', { type: 'tool-result', toolName: 'f', output: {} }, 'toolCallId'],
+    ['a text-delta whose text is a number', { type: 'text-delta', id: '0', text: 42 }, 'text'],
+  ])('%s is a ProviderPayloadError, never a call or a drop', (_what, part, field) => {
+    const parts = [part, { type: 'finish-step' }, { type: 'finish', finishReason: 'tool-calls' }];
+    const result = collect(from(parts as AiSdkStreamPart[]).pipe(aiSdkParts()));
+    expect(result.values).toEqual([]);
+    payloadError(field)(result.error);
   });
 
   it('nothing follows the finish: later parts are ignored, a later source error completes the stream', () => {
