@@ -338,8 +338,10 @@ function textOf(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function errorMessage(error: unknown): string | undefined {
-  return isRecord(error) ? (textOf(error.message) ?? errorMessage(error.error)) : textOf(error);
+/** The message of an error or of the error it wraps, three levels deep at most (an error may wrap itself). */
+function errorMessage(error: unknown, depth = 0): string | undefined {
+  if (!isRecord(error)) return textOf(error);
+  return textOf(error.message) ?? (depth < 3 ? errorMessage(error.error, depth + 1) : undefined);
 }
 
 /** A call's id: a non-empty string, or an `invalid-field` error (two missing ids are not "the same call"). */

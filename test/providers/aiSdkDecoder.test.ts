@@ -100,4 +100,11 @@ describe('the AI SDK decoder', () => {
     expect(flagged(false)).toMatchObject({ retryable: false });
     expect(flagged(true)).toMatchObject({ retryable: true });
   });
+
+  it('an error that wraps itself is read without looping', () => {
+    const selfish: Record<string, unknown> = { code: 'server_error' };
+    selfish.error = selfish;
+    const result = run([{ type: 'error', error: selfish } as AiSdkStreamPart]);
+    expect(result.error).toMatchObject({ retryable: true, code: 'server_error' });
+  });
 });
