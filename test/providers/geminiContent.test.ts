@@ -3,19 +3,20 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
+  accumulateTurn,
   assembleToolCalls,
-  CleanturnError,
+  attemptPipeline,
+  cleanTurn,
   effectKey,
   MissingFinishError,
   requireFinish,
   retryAsEvents,
-  ToolCallAssemblyError,
 } from 'cleanturn';
-import { type GeminiChunk, geminiContent, ProviderError } from 'cleanturn/providers';
+import { type GeminiChunk, geminiContent, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
 import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { collect } from '../support/collect.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
@@ -28,6 +29,71 @@ const dir = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));
 const fixture = (name: string) => readPayloads(`${dir}${name}`) as GeminiChunk[];
 
 const refund = (id: string) => call(id, 'issue_refund', refundArgs);
+
+// The text pieces and cumulative output token counts of the legacy fixtures (finishReason STOP on every chunk).
+const legacyAnswer = [
+  'Thanks for reaching out about order ORD-7781. ',
+  'I am sorry the book arrived damaged: a torn cover and bent pages are not what anyone wants to unpack.',
+  '\n\nHere is what happens next:\n\n1. I have flagged the order for a full refund of $34.90 ',
+  'to the card you paid with.\n2. You do not need to send the book back; ',
+  'please keep or recycle it.\n3. The refund usually shows on your statement within 5 to 7 business days.',
+  '\n\nIf you would rather have a replacement copy instead, reply to this message ',
+  'before Friday and I will switch the refund to a free reshipment with express delivery. ',
+  'Replacement copies ship from our Leipzig warehouse and arrive in 2 to 3 days.',
+  '\n\nIs there anything else I can help you with today?',
+];
+const legacyCounts = [11, 33, 52, 67, 88, 104, 121, 135, 147];
+const recitedText = [
+  'The refund policy for damaged books is printed on the back of your packing slip. ',
+  'It reads, in part: "Items damaged in transit ',
+  'may be returned or refunded within 30 days of delivery, ',
+  'provided that the customer reports the damage with a photo',
+  ' of the item and of the outer packaging. ',
+  'Refunds are issued to the original method of payment',
+];
+const recitedCounts = [17, 26, 38, 50, 59, 69];
+const cancelledText = [
+  'Let me check the delivery record for order ORD-7781. ',
+  'The parcel was handed to the carrier on March 3 and delivered on March 5, ',
+  'signed for at the front desk. The carrier noted "packaging dented" ',
+  'on the delivery scan, which matches the damage you describe, so',
+];
+const cancelledCounts = [12, 31, 46, 58];
+const midCallText = [
+  'I can refund order ORD-7781 for you. ',
+  'The book arrived damaged, so this qualifies for a full refund ',
+  'under the transit damage policy.',
+  '\n\nI have asked the billing system to start the refund. ',
+  'You will get a confirmation email once it goes through.',
+] as const;
+
+/** The arguments of args-own-proto-key.sse, parsed as JSON.parse does: `__proto__` is an own key. */
+const ownProtoArgs = () =>
+  JSON.parse(
+    '{"user_id":"CUS-2231","__proto__":{"isAdmin":true},"preferences":{"constructor":{"prototype":{"role":"admin"}},"newsletter":false}}',
+  ) as Record<string, unknown>;
+
+const partialArgs = 'candidates[0].content.parts[0].functionCall.partialArgs';
+
+/** A Vertex streamed call: the named start, one chunk with these partial arguments, the closing part and STOP. */
+const streamedCall = (partials: object[]): GeminiChunk[] => [
+  {
+    candidates: [{ content: { parts: [{ functionCall: { name: 'update_profile', willContinue: true } }] } }],
+  },
+  { candidates: [{ content: { parts: [{ functionCall: { partialArgs: partials, willContinue: true } }] } }] },
+  { candidates: [{ content: { parts: [{ functionCall: {} }] }, finishReason: 'STOP' }] },
+];
+
+/** The error of a streamed argument path that walks into a prototype: typed, naming the path's field. */
+const unsafePath = (at: number) => (error: unknown) => {
+  expect(error).toBeInstanceOf(ProviderPayloadError);
+  expect(error).toMatchObject({
+    code: 'unsafe-path',
+    operator: 'geminiContent',
+    retryable: false,
+    field: `${partialArgs}[${at}].jsonPath`,
+  });
+};
 
 // biome-ignore format: a table of fixtures
 const cases: FixtureCase[] = [
@@ -104,8 +170,8 @@ const cases: FixtureCase[] = [
   },
   {
     file: 'empty-candidates.sse',
-    trap: 'chunks with an empty candidates array are skipped; nothing follows the finish',
-    events: [usage(88, 0), text('Refund started.'), usage(88, 4), finish('stop', 'STOP')],
+    trap: 'chunks with an empty candidates array are skipped; a chunk after the finish is still read (its usage)',
+    events: [usage(88, 0), text('Refund started.'), usage(88, 4), usage(88, 5), finish('stop', 'STOP')],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
@@ -157,6 +223,76 @@ const cases: FixtureCase[] = [
     turn: { text: '', calls: ['gemini-call-0'] },
   },
   {
+    file: 'legacy-stop-every-chunk.sse',
+    trap: 'a legacy stream with finishReason STOP on every chunk: all the text, usage per change, one finish at the end',
+    events: [...legacyAnswer.flatMap((t, i) => [text(t), usage(212, legacyCounts[i])]), finish('stop', 'STOP')],
+    turn: { text: legacyAnswer.join(''), calls: [] },
+  },
+  {
+    file: 'legacy-stop-then-recitation.sse',
+    trap: 'STOP on every chunk, then a last chunk with RECITATION: the last reason wins',
+    events: [...recitedText.flatMap((t, i) => [text(t), usage(96, recitedCounts[i])]), finish('content-filter', 'RECITATION')],
+    turn: { text: recitedText.join(''), calls: [] },
+  },
+  {
+    file: 'legacy-stop-then-cancelled.sse',
+    trap: 'STOP on every chunk, then a raw JSON error tail (499 CANCELLED): the attempt fails, no finish',
+    events: cancelledText.flatMap((t, i) => [text(t), usage(140, cancelledCounts[i])]),
+    error: (error) => {
+      expect(error).toBeInstanceOf(ProviderError);
+      expect(error).toMatchObject({ provider: 'gemini', code: 'CANCELLED', status: 499, retryable: true });
+    },
+  },
+  {
+    file: 'legacy-stop-call-mid-stream.sse',
+    trap: 'STOP on every chunk (CRLF), a functionCall in a middle chunk, more text after it: finish tool-calls',
+    events: [
+      text(midCallText[0]), usage(188, 9), text(midCallText[1]), usage(188, 21), text(midCallText[2]), usage(188, 27),
+      refund('gemini-call-0'), usage(188, 45), text(midCallText[3]), usage(188, 57), text(midCallText[4]), usage(188, 68),
+      finish('tool-calls', 'STOP'),
+    ],
+    turn: { text: midCallText.join(''), calls: ['gemini-call-0'] },
+  },
+  {
+    file: 'args-own-proto-key.sse',
+    trap: 'whole args with an own "__proto__" key (and constructor.prototype): kept as own data, never walked',
+    events: [text('Updating the profile of customer CUS-2231. '), usage(120, 9), call('gemini-call-0', 'update_profile', ownProtoArgs()), usage(120, 38), finish('tool-calls', 'STOP')],
+    turn: { text: 'Updating the profile of customer CUS-2231. ', calls: ['gemini-call-0'] },
+  },
+  {
+    file: 'vertex-proto-dot-path.sse',
+    trap: 'streamed arguments at $.__proto__.isAdmin: unsafe-path, nothing reaches Object.prototype',
+    events: [text('Updating your account settings. ')],
+    error: unsafePath(0),
+  },
+  {
+    file: 'vertex-proto-bracket-path.sse',
+    trap: "streamed arguments at $['__proto__']['role'], continued across chunks: unsafe-path",
+    events: [text('Updating your account settings. ')],
+    error: unsafePath(0),
+  },
+  {
+    file: 'vertex-constructor-prototype-path.sse',
+    trap: 'streamed arguments at $["constructor"]["prototype"]["x"], second in its chunk: unsafe-path',
+    events: [text('Updating your account settings. ')],
+    error: unsafePath(1),
+  },
+  {
+    file: 'vertex-nested-proto-path.sse',
+    trap: 'streamed arguments at $.settings.__proto__.x, below an own object: unsafe-path',
+    events: [text('Switching you to the dark theme. ')],
+    error: unsafePath(0),
+  },
+  {
+    file: 'vertex-conflicting-paths.sse',
+    trap: 'a string at $.settings, then a value at $.settings.theme: an error, never an overwrite',
+    events: [text('Switching you to the dark theme. ')],
+    error: (error) => {
+      expect(error).toBeInstanceOf(ProviderPayloadError);
+      expect(error).toMatchObject({ code: 'invalid-field', retryable: false, field: `${partialArgs}[0].jsonPath` });
+    },
+  },
+  {
     file: 'truncated.sse',
     trap: 'the stream ended without finishReason: no finish',
     events: [text('Checking order'), usage(88, 3), text(' ORD-7781. '), usage(88, 9)],
@@ -186,6 +322,181 @@ describe('geminiContent: fixtures', () => {
       from(fixture('truncated.sse')).pipe(geminiContent(), assembleToolCalls(), requireFinish()),
     );
     expect(result.error).toBeInstanceOf(MissingFinishError);
+  });
+});
+
+describe('geminiContent: streams that report a finish reason on every chunk', () => {
+  it('reads past the first finish reason: each usage change once, the finish once, last', () => {
+    const result = collect(from(fixture('legacy-stop-every-chunk.sse')).pipe(geminiContent()));
+    expect(result.values.filter((e) => e.type === 'finish')).toEqual([finish('stop', 'STOP')]);
+    expect(result.values.at(-1)).toEqual(finish('stop', 'STOP'));
+    expect(result.values.filter((e) => e.type === 'usage')).toHaveLength(legacyCounts.length);
+  });
+
+  it('the cancelled legacy stream is retried, and the next attempt gives the whole answer', () => {
+    const states = collect(
+      attempts(fixture('legacy-stop-then-cancelled.sse'), fixture('legacy-stop-every-chunk.sse')).pipe(
+        retriedTurn(geminiContent(), turnId),
+      ),
+    );
+    expect(states.error).toBeUndefined();
+    const turn = states.values.at(-1);
+    expect(turn?.text).toBe(legacyAnswer.join(''));
+    expect(turn?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
+  });
+});
+
+describe('geminiContent: argument paths never reach a prototype', () => {
+  const polluted = ['isAdmin', 'role', 'x'];
+  afterEach(() => {
+    // Undo what an unsafe adapter would have done, so that one failure does not leak into other tests.
+    for (const key of polluted) delete (Object.prototype as Record<string, unknown>)[key];
+  });
+  const clean = () => {
+    const probe: Record<string, unknown> = {};
+    expect([probe.isAdmin, probe.role, probe.x]).toEqual([undefined, undefined, undefined]);
+    for (const key of polluted) expect(Object.hasOwn(Object.prototype, key)).toBe(false);
+  };
+
+  it.each([
+    'vertex-proto-dot-path.sse',
+    'vertex-proto-bracket-path.sse',
+    'vertex-constructor-prototype-path.sse',
+    'vertex-nested-proto-path.sse',
+  ])('%s: a typed unsafe-path error, Object.prototype untouched', (file) => {
+    const result = collect(from(fixture(file)).pipe(attemptPipeline(geminiContent())));
+    clean();
+    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toMatchObject({ code: 'unsafe-path', retryable: false });
+    expect(result.values.some((e) => e.type === 'tool-call')).toBe(false);
+  });
+
+  it.each([
+    ['__proto__', '$.__proto__'],
+    ['prototype', '$.a.prototype.b'],
+    ['constructor', "$.items[0]['constructor']"],
+  ])('a path step named %s is rejected wherever it is (%s)', (_, jsonPath) => {
+    const result = collect(from(streamedCall([{ jsonPath, stringValue: 'x' }])).pipe(geminiContent()));
+    clean();
+    expect(result.error).toMatchObject({ code: 'unsafe-path', field: `${partialArgs}[0].jsonPath` });
+  });
+
+  it.each([
+    [
+      'a value, then a path below it',
+      [
+        { jsonPath: '$.a', stringValue: 'x' },
+        { jsonPath: '$.a.b', numberValue: 1 },
+      ],
+    ],
+    [
+      'a path below, then a value at it',
+      [
+        { jsonPath: '$.a.b', numberValue: 1 },
+        { jsonPath: '$.a', boolValue: true },
+      ],
+    ],
+    [
+      'an object, then an index into it',
+      [
+        { jsonPath: '$.a.b', numberValue: 1 },
+        { jsonPath: '$.a[0]', numberValue: 2 },
+      ],
+    ],
+    [
+      'an array, then a name in it',
+      [
+        { jsonPath: '$.a[0]', numberValue: 1 },
+        { jsonPath: '$.a.length', numberValue: 0 },
+      ],
+    ],
+  ])('conflicting paths are an error, not an overwrite: %s', (_, partials) => {
+    const result = collect(from(streamedCall(partials)).pipe(geminiContent()));
+    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toMatchObject({ code: 'invalid-field', field: `${partialArgs}[1].jsonPath` });
+  });
+
+  it('the arguments built from paths are plain objects with own data properties', () => {
+    const result = collect(
+      from(
+        streamedCall([
+          { jsonPath: '$.order.id', stringValue: 'ORD-', willContinue: true },
+          { jsonPath: '$.order.id', stringValue: '7781' },
+          { jsonPath: "$['order']['lines'][0].sku", stringValue: 'BK-0042' },
+          { jsonPath: '$.hasOwnProperty', boolValue: true },
+        ]),
+      ).pipe(geminiContent()),
+    );
+    const args = (result.values[0] as { args: Record<string, { lines: object[] }> }).args;
+    expect(args).toEqual({ order: { id: 'ORD-7781', lines: [{ sku: 'BK-0042' }] }, hasOwnProperty: true });
+    expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
+    expect(Array.isArray(args.order?.lines)).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(args, 'order')).toMatchObject({
+      writable: true,
+      enumerable: true,
+    });
+  });
+
+  it('whole args with an own __proto__ key stay own data, through the clean turn', () => {
+    const states = collect(
+      from(fixture('args-own-proto-key.sse')).pipe(
+        attemptPipeline(geminiContent()),
+        cleanTurn({ turnId }),
+        accumulateTurn(),
+      ),
+    );
+    clean();
+    const args = states.values.at(-1)?.toolCalls[0]?.args as Record<string, unknown>;
+    expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
+    expect(Object.hasOwn(args, '__proto__')).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(args, '__proto__')?.value).toEqual({ isAdmin: true });
+    expect(args.isAdmin).toBeUndefined();
+    expect(JSON.stringify(args)).toBe(JSON.stringify(ownProtoArgs()));
+  });
+});
+
+describe('geminiContent: fields of the wrong type', () => {
+  const part = (functionCall: unknown): GeminiChunk =>
+    ({
+      candidates: [{ content: { parts: [{ text: 'Refunding. ' }, { functionCall }] }, finishReason: 'STOP' }],
+    }) as GeminiChunk;
+  const errorOf = (chunk: GeminiChunk) => collect(from([chunk]).pipe(geminiContent()));
+  const field = 'candidates[0].content.parts[1].functionCall';
+
+  it.each([
+    ['a number', 7781],
+    ['an object', { value: 'issue_refund' }],
+    ['an empty string', ''],
+    ['absent', undefined],
+  ])('a functionCall name that is %s: invalid-field, no call released', (_, name) => {
+    const result = errorOf(part({ name, args: refundArgs }));
+    expect(result.values).toEqual([text('Refunding. ')]);
+    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toMatchObject({ code: 'invalid-field', field: `${field}.name`, retryable: false });
+  });
+
+  it.each([
+    ['a string', '{"order_id":"ORD-7781"}'],
+    ['a number', 42],
+    ['an array', ['ORD-7781']],
+    ['a boolean', true],
+  ])('args that are %s: invalid-field, never {}', (_, args) => {
+    const result = errorOf(part({ name: 'issue_refund', args }));
+    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toMatchObject({ code: 'invalid-field', field: `${field}.args` });
+  });
+
+  it('absent args still mean {}', () => {
+    expect(errorOf(part({ name: 'list_orders' })).values).toEqual([
+      text('Refunding. '),
+      call('gemini-call-0', 'list_orders', {}),
+      finish('tool-calls', 'STOP'),
+    ]);
+  });
+
+  it('a streamed call with a numeric name: invalid-field', () => {
+    const result = errorOf(part({ name: 5, willContinue: true }));
+    expect(result.error).toMatchObject({ code: 'invalid-field', field: `${field}.name` });
   });
 });
 
@@ -235,6 +546,9 @@ describe('geminiContent: errors', () => {
     [403, 'PERMISSION_DENIED', false],
     [401, 'UNAUTHENTICATED', false],
     [404, 'NOT_FOUND', false],
+    [499, 'CANCELLED', true],
+    [409, 'ABORTED', true],
+    [400, 'FAILED_PRECONDITION', false],
     [502, undefined, true],
     [403, undefined, false],
     [undefined, undefined, true],
@@ -296,28 +610,36 @@ describe('geminiContent: errors', () => {
 
   it('an input that is not a chunk is a programming error, not retryable', () => {
     const error = errorOf(['data: {}' as unknown as GeminiChunk]);
-    expect(error).toBeInstanceOf(CleanturnError);
-    expect(error).toMatchObject({ retryable: false });
+    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toMatchObject({ code: 'not-a-payload', retryable: false });
   });
 
-  it('a functionCall without a name is a retryable ToolCallAssemblyError', () => {
-    const error = errorOf([{ candidates: [{ content: { parts: [{ functionCall: { args: { a: 1 } } }] } }] }]);
-    expect(error).toBeInstanceOf(ToolCallAssemblyError);
-    expect(error).toMatchObject({ problem: 'missing-name', argsText: '{"a":1}', retryable: true });
+  it('a streamed argument path it cannot read is invalid-field, naming the path', () => {
+    const result = collect(
+      from(streamedCall([{ jsonPath: '$..a', stringValue: 'x' }])).pipe(geminiContent()),
+    );
+    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toMatchObject({ code: 'invalid-field', field: `${partialArgs}[0].jsonPath` });
   });
 
-  it('a streamed call at a path it cannot read is a retryable ToolCallAssemblyError', () => {
+  it('pieces of a call that was never opened are an unknown-reference (retryable)', () => {
     const error = errorOf([
-      { candidates: [{ content: { parts: [{ functionCall: { name: 'f', willContinue: true } }] } }] },
       {
         candidates: [
           {
-            content: { parts: [{ functionCall: { partialArgs: [{ jsonPath: '$..a', stringValue: 'x' }] } }] },
+            content: {
+              parts: [
+                {
+                  functionCall: { partialArgs: [{ jsonPath: '$.a', stringValue: 'x' }], willContinue: true },
+                },
+              ],
+            },
           },
         ],
       },
     ]);
-    expect(error).toBeInstanceOf(ToolCallAssemblyError);
+    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toMatchObject({ code: 'unknown-reference', retryable: true });
   });
 
   it('a second streamed call closes the first', () => {
@@ -345,24 +667,79 @@ describe('geminiContent: errors', () => {
     ]);
   });
 
-  it('nothing follows the finish: later chunks are ignored, a later source error completes the stream', () => {
+  it('a finish reason is provisional: later chunks are read, a later error fails the attempt', () => {
     const later: GeminiChunk[] = [
-      { candidates: [{ content: { parts: [{ text: 'more' }] } }] },
+      { candidates: [{ content: { parts: [{ text: ' More.' }] } }] },
       { error: { code: 503 } },
     ];
-    const source = concat(
-      from([...fixture('crlf.sse'), ...later]),
-      throwError(() => new Error('terminated')),
-    );
-    const result = collect(source.pipe(geminiContent()));
+    const result = collect(from([...fixture('crlf.sse'), ...later]).pipe(geminiContent()));
     expect(result.values).toEqual([
       text('Refund '),
       usage(20, 2),
       text('started.'),
       usage(20, 4),
-      finish('stop', 'STOP'),
+      text(' More.'),
     ]);
-    expect(result.completed).toBe(true);
+    expect(result.error).toMatchObject({ status: 503, retryable: true });
+    const reset = collect(
+      concat(
+        from(fixture('crlf.sse')),
+        throwError(() => new Error('terminated')),
+      ).pipe(geminiContent()),
+    );
+    expect(reset.values.some((e) => e.type === 'finish')).toBe(false);
+    expect(reset.error).toMatchObject({ message: 'terminated' });
+  });
+
+  it('a streamed call open at the end: emitted after a finish reason, dropped without one', () => {
+    const open = streamedCall([{ jsonPath: '$.order_id', stringValue: 'ORD-7781' }]).slice(0, 2);
+    const finished = collect(
+      from([...open, { candidates: [{ finishReason: 'STOP' }] }]).pipe(geminiContent()),
+    );
+    expect(finished.values).toEqual([
+      call('gemini-call-0', 'update_profile', { order_id: 'ORD-7781' }),
+      finish('tool-calls', 'STOP'),
+    ]);
+    const truncated = collect(from(open).pipe(geminiContent()));
+    expect(truncated).toEqual({ values: [], error: undefined, completed: true });
+  });
+
+  it('STOP on every chunk does not cut a streamed call short', () => {
+    const stop = (parts: object[]): GeminiChunk => ({
+      candidates: [{ content: { parts }, finishReason: 'STOP' }],
+    });
+    const result = collect(
+      from([
+        stop([{ functionCall: { name: 'issue_refund', willContinue: true } }]),
+        stop([
+          {
+            functionCall: {
+              partialArgs: [{ jsonPath: '$.order_id', stringValue: 'ORD-', willContinue: true }],
+              willContinue: true,
+            },
+          },
+        ]),
+        stop([
+          {
+            functionCall: {
+              partialArgs: [{ jsonPath: '$.order_id', stringValue: '7781' }],
+              willContinue: true,
+            },
+          },
+        ]),
+        stop([
+          {
+            functionCall: {
+              partialArgs: [{ jsonPath: '$.amount', stringValue: 'full' }],
+              willContinue: true,
+            },
+          },
+        ]),
+        stop([{ functionCall: {} }]),
+        stop([]),
+      ]).pipe(geminiContent()),
+    );
+    expect(result.values).toEqual([refund('gemini-call-0'), finish('tool-calls', 'STOP')]);
   });
 
   it('only the first candidate is read', () => {
@@ -409,9 +786,9 @@ describe('geminiContent: linear in the stream size', () => {
 const sample: Record<'a' | 'b' | 'c', GeminiChunk> = {
   a: { candidates: [{ content: { parts: [{ text: 'Refund ' }] } }] },
   b: { candidates: [{ content: { parts: [{ text: 'started.' }] } }] },
-  c: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }] },
+  c: { candidates: [{ content: { parts: [] } }], usageMetadata: { promptTokenCount: 20, candidatesTokenCount: 4 } },
 };
-const sampleOut = { a: text('Refund '), b: text('started.'), c: finish('stop', 'STOP') };
+const sampleOut = { a: text('Refund '), b: text('started.'), c: usage(20, 4) };
 
 standardChecks<GeminiChunk>({
   name: 'geminiContent',
@@ -420,7 +797,31 @@ standardChecks<GeminiChunk>({
   expected: sampleOut,
 });
 
-describe('geminiContent: an error tail, frame by frame', () => {
+describe('geminiContent: frame by frame', () => {
+  const stop = (text: string): GeminiChunk => ({
+    candidates: [{ content: { parts: [{ text }] }, finishReason: 'STOP' }],
+  });
+  const scheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+
+  it('a finish reason on every chunk: the text at once, one finish when the source completes', () =>
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-x-y-z-|', { x: stop('Refund '), y: stop('started'), z: stop('.') });
+      expectObservable(source.pipe(geminiContent())).toBe('-a-b-c-(f|)', {
+        a: text('Refund '),
+        b: text('started'),
+        c: text('.'),
+        f: finish('stop', 'STOP'),
+      });
+      expectSubscriptions(source.subscriptions).toBe('^------!');
+    }));
+
+  it('an error after a finish reason fails the attempt, with no finish', () =>
+    scheduler().run(({ cold, expectObservable }) => {
+      const reset = new Error('connection reset');
+      const source = cold('-x-#', { x: stop('Refund ') }, reset);
+      expectObservable(source.pipe(geminiContent())).toBe('-a-#', { a: text('Refund ') }, reset);
+    }));
+
   it('errors at an error tail and unsubscribes from the source', () =>
     new TestScheduler((actual, expected) => expect(actual).toEqual(expected)).run(
       ({ cold, expectObservable, expectSubscriptions }) => {
