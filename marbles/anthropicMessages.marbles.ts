@@ -5,6 +5,7 @@ import { defineMarbles, delta, finish, text, usage } from 'cleanturn/testing';
 const v = {
   s: { type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 412, output_tokens: 2 } } },
   g: { type: 'ping' },
+  b: { type: 'content_block_start', index: 0, content_block: { type: 'text' } },
   a: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Checking order ORD-7781. ' } },
   c: { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'issue_refund', input: {} } },
   j: { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"order_id":"ORD-7781",' } },
@@ -22,11 +23,11 @@ export default defineMarbles({
   cases: [
     {
       title: 'text, a tool_use block whose arguments stream in fragments, and the finish',
-      source: /*   */ '-s-a-c-j-k-d-p-|',
+      source: /*   */ '-s-b-a-c-j-k-d-p-|',
       values: v,
       label: 'anthropicMessages()',
       operator: () => anthropicMessages(),
-      expected: /* */ '-U-A-C-J-K-W-F-|',
+      expected: /* */ '-U---A-C-J-K-W-F-|',
       // biome-ignore format: an aligned value table
       expectedValues: {
         U: usage(412, 2),
@@ -37,30 +38,30 @@ export default defineMarbles({
         W: usage(412, 58),
         F: finish('tool-calls', 'tool_use'),
       },
-      subscriptions: '^--------------!',
+      subscriptions: '^----------------!',
     },
     {
       title: 'an overloaded_error after some text: a retryable ProviderError',
-      source: /*   */ '-s-a-e-a-|',
+      source: /*   */ '-s-b-a-e-a-|',
       values: v,
       label: 'anthropicMessages()',
       operator: () => anthropicMessages(),
-      expected: /* */ '-U-A-#',
+      expected: /* */ '-U---A-#',
       expectedValues: { U: usage(412, 2), A: text('Checking order ORD-7781. ') },
       expectedError: new ProviderError('anthropic-messages', 'Overloaded', {
         retryable: true,
         code: 'overloaded_error',
         payload: v.e,
       }),
-      subscriptions: '^----!',
+      subscriptions: '^------!',
     },
     {
       title: 'a ping and a repeated message_start are ignored; a message_start with another id is a splice',
-      source: /*   */ '-s-g-s-a-x-a-|',
+      source: /*   */ '-s-g-s-b-a-x-a-|',
       values: v,
       label: 'anthropicMessages()',
       operator: () => anthropicMessages(),
-      expected: /* */ '-U-----A-#',
+      expected: /* */ '-U-------A-#',
       expectedValues: { U: usage(412, 2), A: text('Checking order ORD-7781. ') },
       expectedError: new ProviderError(
         'anthropic-messages',

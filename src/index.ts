@@ -40,9 +40,6 @@ export { retryAsEvents } from './retryAsEvents.js';
 export { tagAttempts } from './tagAttempts.js';
 export type { TurnPipelineOptions } from './turnPipeline.js';
 export { turnPipeline } from './turnPipeline.js';
-export type { UpstreamErrorFacts } from './upstreamErrors.js';
-// Upstream errors: one classification table
-export { isRetryableStatus, isRetryableUpstream, upstreamErrorCodes } from './upstreamErrors.js';
 export type {
   Attempted,
   FinishEvent,
@@ -62,3 +59,5 @@ export type {
   TurnEvent,
   UsageEvent,
 } from './types.js';
+export type { UpstreamErrorFacts } from './upstreamErrors.js';
+export { isRetryableStatus, isRetryableUpstream, upstreamErrorCodes } from './upstreamErrors.js';

@@ -1,14 +1,8 @@
-import {
-  CleanturnError,
-  type FinishReason,
-  type ProviderEvent,
-  type ToolCallDeltaEvent,
-  type UsageEvent,
-} from 'cleanturn';
-import { Observable, type OperatorFunction } from 'rxjs';
-import { subscribeLinked } from '../internal/subscribeLinked.js';
-import { ProviderError } from './errors.js';
-import { isRecord, isTransientStatus } from './shared.js';
+import { type FinishEvent, isRetryableUpstream, type ProviderEvent, type UsageEvent } from 'cleanturn';
+import type { OperatorFunction } from 'rxjs';
+import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
+import { type PayloadProblem, ProviderError, ProviderPayloadError } from './errors.js';
+import { argsObjectField, type FieldSite, indexField, isRecord, nameField, stringField } from './shared.js';
 
 /** Token counts as Anthropic reports them: cumulative; a missing or null field means "unchanged". */
 export interface AnthropicUsage {
@@ -24,24 +18,24 @@ export interface AnthropicMessageStartEvent {
   message: { id?: string; usage?: AnthropicUsage | null };
 }
 
-/** `content_block_start`: opens content block `index`; a `tool_use` block names the call's id and tool. */
+/** `content_block_start`: opens block `index` (a decimal string, via some proxies); `tool_use` is a call. */
 export interface AnthropicContentBlockStartEvent {
   type: 'content_block_start';
-  index: number;
+  index: number | string;
   content_block: { type: string; id?: string; name?: string; input?: unknown };
 }
 
 /** `content_block_delta`: a `text_delta` (`text`) or an `input_json_delta` (`partial_json`), among others. */
 export interface AnthropicContentBlockDeltaEvent {
   type: 'content_block_delta';
-  index: number;
+  index: number | string;
   delta: { type: string; text?: string; partial_json?: string };
 }
 
 /** `content_block_stop`: content block `index` is complete. */
 export interface AnthropicContentBlockStopEvent {
   type: 'content_block_stop';
-  index: number;
+  index: number | string;
 }
 
 /** `message_delta`: the stop reason and the cumulative usage. */
@@ -51,7 +45,7 @@ export interface AnthropicMessageDeltaEvent {
   usage?: AnthropicUsage | null;
 }
 
-/** `message_stop`: the end of the message. */
+/** `message_stop`: the end of the message, and of the stream. */
 export interface AnthropicMessageStopEvent {
   type: 'message_stop';
 }
@@ -63,9 +57,8 @@ export interface AnthropicErrorEvent {
 }
 
 /**
- * One event of an Anthropic Messages stream: what an SSE `data:` line parses to, or what the official SDK's
- * stream (`client.messages.create({ stream: true })`, `client.messages.stream()`) yields. Only the fields the
- * adapter reads are listed; events of other types (`ping`, and types added later) are accepted and ignored.
+ * One event of an Anthropic Messages stream: an SSE `data:` payload, or what the SDK's stream yields.
+ * Only the fields read are listed; other types (`ping`, types added later) are accepted and ignored.
  */
 export type AnthropicStreamEvent =
   | AnthropicMessageStartEvent
@@ -89,397 +82,279 @@ export interface AnthropicErrorInfo {
 /** Options of {@link anthropicMessages}. */
 export interface AnthropicMessagesOptions {
   /**
-   * Decides whether an error deserves a new attempt; return `undefined` to keep the default: `overloaded_error`,
-   * `api_error`, `rate_limit_error`, `timeout_error`, `conflict_error` and unknown types yes;
-   * `invalid_request_error`, `authentication_error`, `permission_error`, `not_found_error`, `request_too_large`,
-   * `billing_error` and the `memory_*` errors no; without a type, HTTP 408, 409, 429 and 5xx yes, other 4xx no.
+   * Decides whether an error deserves a new attempt; return `undefined` to keep the default: the table of
+   * `isRetryableUpstream` (from `cleanturn`) by error type, then HTTP status; an unknown type is retryable.
    */
   retryable?: (error: AnthropicErrorInfo) => boolean | undefined;
-}
-
-/** A `tool_use` content block of the message. */
-interface ToolBlock {
-  id: string | undefined;
-  /** The block's `input` at `content_block_start` (always `{}` from the API; a replay may fill it). */
-  startInput: unknown;
-  /** Whether any argument text was forwarded for it. */
-  hasArgs: boolean;
 }
 
 /**
  * Turns an Anthropic Messages stream into neutral {@link ProviderEvent}s.
  *
- * Text deltas become `text`. Each `tool_use` block becomes `tool-call-delta` fragments keyed by the block's
- * `index`: a first fragment at `content_block_start` with the call id, the tool name and no text, then one per
- * non-empty `partial_json`. Put `assembleToolCalls()` after it to get whole calls (a call without argument
- * text gets `{}`). Fragments rather than a whole call at `content_block_stop`: joining and parsing stay in one
- * place, linear in the argument size, and a garbled call gets the same retryable `ToolCallAssemblyError` in
- * every format. `message_start` and `message_delta` usage becomes `usage` (cumulative: each event carries the
- * current totals; input counts cache writes and reads), and `message_stop` becomes `finish`, with the last
- * `stop_reason` as `raw`:
+ * Text deltas become `text`. Each `tool_use` block becomes `tool-call-delta` fragments keyed by its `index`
+ * (a decimal string is read too): one at its start with the call id and tool name, then one per non-empty
+ * `partial_json` (or the start's whole `input`, if none streamed); `assembleToolCalls()` makes whole calls.
+ * Usage (cumulative, cache counts in input) becomes `usage`; `message_stop`, the end, gives the `finish` of
+ * the last `stop_reason` (as `raw`):
  *
  * | `stop_reason` | `reason` |
  * |---|---|
  * | `tool_use` | `tool-calls` |
  * | `end_turn`, `stop_sequence` | `stop`, or `tool-calls` when the message had a `tool_use` block |
  * | `max_tokens`, `model_context_window_exceeded` | `length` |
- * | `refusal` | `content-filter` |
+ * | `refusal` | `content-filter` (text streamed before it stays text: there is no separate refusal text) |
  * | `pause_turn` | `other`: the turn is not over; send the message back to let the model continue |
  * | none, anything else | `other` (`tool-calls` when there was a call) |
  *
- * - `ping`, thinking, citations, server tool blocks and unknown event types are ignored.
- * - A second `message_start` with the same id (a duplicated event) is ignored. One with a different id, or a
- *   second `tool_use` start at an open index with another id, means two generations were spliced into one
- *   stream (a proxy that retried on its own): the stream errors with a retryable {@link ProviderError} (code
- *   `spliced_stream`) rather than merge them, and `retryAsEvents` starts a clean attempt.
- * - An `error` event errors the stream with a {@link ProviderError} whose `retryable` follows the error type.
- *   Errors of the source that carry an Anthropic error (the SDK's `APIError`, thrown for an in-stream `error`
- *   event or a failed response) are classified the same way; other source errors pass through unchanged.
- * - A stream that ends before `message_stop` emits no `finish`: put `requireFinish()` after it. Everything
- *   after `message_stop` is ignored, and a source error after it completes the stream: nothing of an attempt
- *   follows its finish.
+ * - `ping`, thinking, citations, server tools and unknown types are ignored; nothing follows `message_stop`.
+ * - A delta or stop for a block never opened is a retryable {@link ProviderPayloadError} `unknown-reference`;
+ *   a `tool_use` without a name, or a `partial_json` that is not a string, is `invalid-field`.
+ * - A repeated `message_start` or block start is ignored; another message id, or another block at an open
+ *   index, is two generations spliced into one stream: a retryable {@link ProviderError} `spliced_stream`.
+ * - An `error` event, and an SDK `APIError` the source raises, are a {@link ProviderError} classified by
+ *   `isRetryableUpstream` (type, then status); other source errors pass unchanged.
+ * - A stream cut before `message_stop` has no `finish`, even after a `message_delta`: add `requireFinish()`.
  *
  * ```text
- * source:       -s-a-c-j-k-d-p-|     s: message_start, a: text_delta, c: tool_use start, j k: partial_json,
- *          anthropicMessages()         d: message_delta (tool_use), p: message_stop
- * result:       -U-A-C-J-K-W-F-|     U W: usage, A: text, C: first fragment (id, name, no text), J K: the
- *                                    fragments of block 1, F: finish tool-calls (raw tool_use)
+ * source:  -s-b-a-c-j-k-d-p-|   s: message_start, b: text block start, a: text_delta, c: tool_use start at 1,
+ *     anthropicMessages()       j k: partial_json, d: message_delta (tool_use, usage), p: message_stop
+ * result:  -U---A-C-J-K-W-F-|   U W: usage, A: text, C: first fragment (id, name), J K: the fragments,
+ *                               F: finish tool-calls (raw tool_use)
  * ```
- *
- * State: the message id, the `tool_use` blocks by index, the usage so far, the last stop reason.
  *
  * ## Example
  * ```ts
  * import Anthropic from '@anthropic-ai/sdk';
- * import { concatMap, defer } from 'rxjs';
- * import { accumulateTurn, assembleToolCalls, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
+ * import { defer } from 'rxjs';
+ * import { accumulateTurn, attemptPipeline, turnPipeline } from 'cleanturn';
  * import { anthropicMessages } from 'cleanturn/providers';
  *
  * const client = new Anthropic({ maxRetries: 0 }); // retries are the pipeline's, with events
- * const turn$ = defer(() =>
- *   client.messages.create({
- *     model: 'claude-sonnet-4-6',
- *     max_tokens: 1024,
- *     messages: [{ role: 'user', content: 'Please refund order ORD-7781: the book arrived damaged.' }],
- *     tools: [{ name: 'issue_refund', input_schema: { type: 'object', properties: { order_id: {} } } }],
- *     stream: true,
- *   }),
- * ).pipe(
- *   concatMap((stream) => stream), // the SDK's stream is an async iterable of events
- *   anthropicMessages(),
- *   assembleToolCalls(),
- *   requireFinish(),
- *   retryAsEvents({ count: 2 }),
- *   cleanTurn({ turnId: 'turn-42' }),
+ * const turn$ = defer(() => client.messages.stream(request)).pipe(
+ *   attemptPipeline(anthropicMessages()), // then assembleToolCalls and requireFinish
+ *   turnPipeline({ turnId: 'turn-42', retry: 2 }),
  * );
  * turn$.pipe(accumulateTurn()).subscribe((turn) => console.log(turn.text));
  * ```
  *
- * @see {@link ProviderError} for the errors it raises.
+ * @see {@link ProviderError} and {@link ProviderPayloadError} for the errors it raises.
  * @param options `retryable` overrides the retry decision for errors.
  * @returns An operator from Anthropic stream events to provider events.
  */
 export function anthropicMessages(
   options: AnthropicMessagesOptions = {},
 ): OperatorFunction<AnthropicStreamEvent, ProviderEvent> {
-  return function anthropicMessagesOperator(source) {
-    return new Observable<ProviderEvent>((subscriber) => {
-      // The id of the message this stream carries, from its first `message_start`.
-      let messageId: string | undefined;
-      // Whether a `message_start` was seen (a message without an id is still started once).
-      let started = false;
-      // The `tool_use` blocks of the message, by content-block index.
-      let toolBlocks = new Map<number, ToolBlock>();
-      // The current cumulative usage, field by field.
-      const usage: Record<keyof AnthropicUsage, number | undefined> = {
-        input_tokens: undefined,
-        output_tokens: undefined,
-        cache_creation_input_tokens: undefined,
-        cache_read_input_tokens: undefined,
-      };
-      // The last non-null `stop_reason`.
-      let stopReason: string | undefined;
-      // Whether the finish was emitted: everything after it is ignored.
-      let finished = false;
+  return decodeWith({ name: OPERATOR }, (sink) => createAnthropicDecoder(sink, options));
+}
 
-      const fail = (error: unknown) => {
-        toolBlocks = new Map();
-        subscriber.error(error);
-      };
-      const classify = (info: AnthropicErrorInfo): boolean => {
-        const decided = options.retryable?.(info);
-        return decided ?? isTransient(info);
-      };
-      const emitUsage = (reported: AnthropicUsage | null | undefined) => {
-        if (!isRecord(reported)) return;
-        let changed = false;
-        for (const field of usageFields) {
-          const value = reported[field];
-          if (typeof value === 'number') {
-            usage[field] = value;
-            changed = true;
-          }
-        }
-        if (!changed) return;
-        const event: UsageEvent = { type: 'usage' };
-        if (usage.input_tokens !== undefined) {
-          event.inputTokens =
-            usage.input_tokens +
-            (usage.cache_creation_input_tokens ?? 0) +
-            (usage.cache_read_input_tokens ?? 0);
-        }
-        if (usage.output_tokens !== undefined) event.outputTokens = usage.output_tokens;
-        subscriber.next(event);
-      };
-      const spliced = (what: string, payload: unknown) =>
-        fail(
-          new ProviderError('anthropic-messages', `two generations spliced into one stream: ${what}`, {
-            retryable: true,
-            code: 'spliced_stream',
-            payload,
-          }),
-        );
+/** The decoder of one Anthropic Messages stream, writing to `sink`: what {@link anthropicMessages} runs. */
+export function createAnthropicDecoder(sink: DecoderSink, options: AnthropicMessagesOptions = {}) {
+  return new AnthropicDecoder(sink, options) as Decoder<AnthropicStreamEvent>;
+}
 
-      const subscription = subscribeLinked(source, subscriber, {
-        next(event) {
-          if (subscriber.closed || finished) return; // nothing of the attempt follows its finish
-          if (!isRecord(event) || typeof event.type !== 'string') {
-            fail(notAnEvent(event));
-            return;
-          }
-          switch (event.type) {
-            case 'message_start': {
-              const { message } = event as AnthropicMessageStartEvent;
-              const id = isRecord(message) && typeof message.id === 'string' ? message.id : undefined;
-              if (started) {
-                if (id !== undefined && messageId !== undefined && id !== messageId) {
-                  spliced(`message ${id} started inside message ${messageId}`, event);
-                }
-                return; // a duplicate of the first `message_start`
-              }
-              started = true;
-              messageId = id;
-              emitUsage(isRecord(message) ? message.usage : undefined);
-              return;
-            }
-            case 'content_block_start': {
-              const { index, content_block: block } = event as AnthropicContentBlockStartEvent;
-              if (!isRecord(block) || block.type !== 'tool_use' || typeof index !== 'number') return;
-              const id = typeof block.id === 'string' ? block.id : undefined;
-              const open = toolBlocks.get(index);
-              if (open !== undefined) {
-                if (open.id !== id) spliced(`tool_use ${id} started at index ${index} of ${open.id}`, event);
-                return; // a duplicate start of the same block
-              }
-              toolBlocks.set(index, { id, startInput: block.input, hasArgs: false });
-              const delta: ToolCallDeltaEvent = { type: 'tool-call-delta', index, argsDelta: '' };
-              if (id !== undefined) delta.id = id;
-              if (typeof block.name === 'string') delta.name = block.name;
-              subscriber.next(delta);
-              return;
-            }
-            case 'content_block_delta': {
-              const { index, delta } = event as AnthropicContentBlockDeltaEvent;
-              if (!isRecord(delta)) return;
-              if (delta.type === 'text_delta') {
-                if (typeof delta.text === 'string' && delta.text !== '') {
-                  subscriber.next({ type: 'text', text: delta.text });
-                }
-              } else if (delta.type === 'input_json_delta') {
-                const block = toolBlocks.get(index);
-                if (
-                  block === undefined ||
-                  typeof delta.partial_json !== 'string' ||
-                  delta.partial_json === ''
-                ) {
-                  return; // a server tool's input, or the usual empty first fragment
-                }
-                block.hasArgs = true;
-                subscriber.next({ type: 'tool-call-delta', index, argsDelta: delta.partial_json });
-              }
-              return;
-            }
-            case 'content_block_stop': {
-              const { index } = event as AnthropicContentBlockStopEvent;
-              const block = toolBlocks.get(index);
-              if (block === undefined || block.hasArgs) return;
-              // No argument text streamed: a replayed block may carry its input whole in the start event.
-              if (isRecord(block.startInput) && Object.keys(block.startInput).length > 0) {
-                block.hasArgs = true;
-                subscriber.next({
-                  type: 'tool-call-delta',
-                  index,
-                  argsDelta: JSON.stringify(block.startInput),
-                });
-              }
-              return;
-            }
-            case 'message_delta': {
-              const { delta, usage: reported } = event as AnthropicMessageDeltaEvent;
-              if (isRecord(delta) && typeof delta.stop_reason === 'string') stopReason = delta.stop_reason;
-              emitUsage(reported);
-              return;
-            }
-            case 'message_stop': {
-              finished = true;
-              const reason = finishReason(stopReason, toolBlocks.size > 0);
-              subscriber.next(
-                stopReason === undefined
-                  ? { type: 'finish', reason }
-                  : { type: 'finish', reason, raw: stopReason },
-              );
-              return;
-            }
-            case 'error': {
-              const { error } = event as AnthropicErrorEvent;
-              const info = errorInfo(isRecord(error) ? error : {}, undefined);
-              let retryable: boolean;
-              try {
-                retryable = classify(info);
-              } catch (thrown) {
-                fail(thrown);
-                return;
-              }
-              fail(
-                new ProviderError('anthropic-messages', info.message, {
-                  retryable,
-                  code: info.type,
-                  payload: event,
-                }),
-              );
-              return;
-            }
-            default:
-              return; // `ping`, and types added after this adapter was written
-          }
-        },
-        error(error) {
-          if (finished) {
-            subscriber.complete(); // the attempt is complete: an error after its finish changes nothing
-            return;
-          }
-          const body = sdkErrorBody(error);
-          if (body === undefined) {
-            fail(error);
-            return;
-          }
-          const info = errorInfo(body.error, body.status);
-          try {
-            fail(
-              new ProviderError('anthropic-messages', info.message, {
-                retryable: classify(info),
-                code: info.type,
-                status: info.status,
-                payload: error,
-              }),
-            );
-          } catch (thrown) {
-            fail(thrown);
-          }
-        },
-        complete() {
-          toolBlocks = new Map();
-          subscriber.complete();
-        },
-      });
-      return () => {
-        toolBlocks = new Map();
-        subscription.unsubscribe();
-      };
-    });
+const OPERATOR = 'anthropicMessages';
+
+/** An opened content block; `input`: a call's whole start `input` (a replay), until arguments stream. */
+interface Block {
+  index: number;
+  type: string;
+  id: string | undefined;
+  input: string | undefined;
+}
+
+class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
+  /** The id of the first `message_start` (`null` before it; `undefined` when it had none). */
+  private messageId: string | undefined | null = null;
+  /** The content blocks opened so far, by index. */
+  private readonly blocks = new Map<number, Block>();
+  /** Whether a `tool_use` block was opened. */
+  private hadCall = false;
+  /** The current cumulative usage, field by field. */
+  private readonly usage: Record<keyof AnthropicUsage, number | undefined> = {
+    input_tokens: undefined,
+    output_tokens: undefined,
+    cache_creation_input_tokens: undefined,
+    cache_read_input_tokens: undefined,
   };
-}
+  /** The last non-null `stop_reason`. */
+  private stopReason: string | undefined;
+  /** Where a field is read, reused for every payload (an error copies what it needs). */
+  private readonly site: FieldSite = { operator: OPERATOR, payload: undefined, field: '' };
 
-const usageFields = [
-  'input_tokens',
-  'output_tokens',
-  'cache_creation_input_tokens',
-  'cache_read_input_tokens',
-] as const;
+  constructor(
+    private readonly sink: DecoderSink,
+    private readonly options: AnthropicMessagesOptions,
+  ) {}
 
-// A new attempt can succeed: the service was busy or broke down.
-const transientTypes = new Set([
-  'overloaded_error',
-  'api_error',
-  'rate_limit_error',
-  'timeout_error',
-  'conflict_error',
-]);
-// The same request fails again.
-const permanentTypes = new Set([
-  'invalid_request_error',
-  'authentication_error',
-  'permission_error',
-  'not_found_error',
-  'request_too_large',
-  'billing_error',
-  'memory_precondition_failed_error',
-  'memory_path_conflict_error',
-]);
-
-/** The default retry decision: by error type, then by HTTP status; unknown errors count as transient. */
-function isTransient(info: AnthropicErrorInfo): boolean {
-  if (info.type !== undefined) {
-    if (transientTypes.has(info.type)) return true;
-    if (permanentTypes.has(info.type)) return false;
+  next(event: AnthropicStreamEvent): void {
+    switch (event.type) {
+      case 'message_start': {
+        const { message } = event as AnthropicMessageStartEvent;
+        const id = stringField(isRecord(message) ? message.id : undefined, this.at(event, 'message.id'));
+        if (this.messageId === null) {
+          this.messageId = id;
+          this.emitUsage(isRecord(message) ? message.usage : undefined);
+        } else if (id !== undefined && this.messageId !== undefined && id !== this.messageId) {
+          throw spliced(`message ${id} started inside message ${this.messageId}`, event);
+        }
+        return; // a later `message_start` with the same id is a duplicate
+      }
+      case 'content_block_start': {
+        const index = this.index(event as AnthropicContentBlockStartEvent);
+        const { content_block: content } = event as AnthropicContentBlockStartEvent;
+        const type = this.type(isRecord(content) ? content.type : undefined, event, 'content_block.type');
+        const id =
+          type === 'tool_use' ? stringField(content.id, this.at(event, 'content_block.id')) : undefined;
+        const open = this.blocks.get(index);
+        if (open !== undefined) {
+          if (open.type === type && open.id === id) return; // a duplicate start of the same block
+          throw spliced(`${id ?? type} started at index ${index} of ${open.id ?? open.type}`, event);
+        }
+        if (type !== 'tool_use') {
+          this.blocks.set(index, { index, type, id, input: undefined });
+          return;
+        }
+        const name = nameField(content.name, this.at(event, 'content_block.name'));
+        const input = argsObjectField(content.input, this.at(event, 'content_block.input')) as object;
+        const whole = Object.keys(input).length === 0 ? undefined : JSON.stringify(input);
+        this.blocks.set(index, { index, type, id, input: whole });
+        this.hadCall = true;
+        const first = { type: 'tool-call-delta', index, name, argsDelta: '' } as const;
+        this.sink.event(id === undefined ? first : { ...first, id });
+        return;
+      }
+      case 'content_block_delta': {
+        const { delta } = event as AnthropicContentBlockDeltaEvent;
+        const block = this.block(event as AnthropicContentBlockDeltaEvent);
+        const kind = isRecord(delta) ? delta.type : undefined;
+        if (kind === 'text_delta') {
+          const text = stringField(delta.text, this.at(event, 'delta.text'));
+          if (text) this.sink.event({ type: 'text', text });
+        } else if (kind === 'input_json_delta') {
+          const json = stringField(delta.partial_json, this.at(event, 'delta.partial_json'));
+          if (!json || block.type !== 'tool_use') return; // the usual empty fragment; a server tool's input
+          block.input = undefined;
+          this.sink.event({ type: 'tool-call-delta', index: block.index, argsDelta: json });
+        } else this.type(kind, event, 'delta.type'); // other delta types are ignored
+        return;
+      }
+      case 'content_block_stop': {
+        const block = this.block(event as AnthropicContentBlockStopEvent);
+        if (block.input === undefined) return;
+        this.sink.event({ type: 'tool-call-delta', index: block.index, argsDelta: block.input }); // a replay
+        block.input = undefined;
+        return;
+      }
+      case 'message_delta': {
+        const { delta, usage } = event as AnthropicMessageDeltaEvent;
+        const stop = isRecord(delta) ? delta.stop_reason : undefined;
+        this.stopReason = stringField(stop, this.at(event, 'delta.stop_reason')) ?? this.stopReason;
+        this.emitUsage(usage);
+        return;
+      }
+      case 'message_stop':
+        this.sink.finish(finishEvent(this.stopReason, this.hadCall));
+        this.sink.end();
+        return;
+      case 'error': {
+        const { error } = event as AnthropicErrorEvent;
+        throw this.raised(isRecord(error) ? error : {}, event);
+      }
+      default:
+        this.type(event.type, event, 'type'); // `ping` and later types are ignored; no type is an error
+    }
   }
-  if (info.status !== undefined) {
-    return isTransientStatus(info.status);
+
+  /** An SDK `APIError` keeps the body `{ type: 'error', error: { type, message } }`, and the HTTP status. */
+  error(error: unknown): unknown {
+    if (!(error instanceof Error)) return undefined;
+    const { error: body, status } = error as { error?: unknown; status?: unknown };
+    const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+    const httpStatus = typeof status === 'number' ? status : undefined;
+    if (inner === undefined && httpStatus === undefined) return undefined; // a connection error: as it is
+    return this.raised(inner ?? { message: error.message }, error, httpStatus, error);
   }
-  return true;
-}
 
-function finishReason(stopReason: string | undefined, hadCall: boolean): FinishReason {
-  switch (stopReason) {
-    case 'tool_use':
-      return 'tool-calls';
-    case 'end_turn':
-    case 'stop_sequence':
-      return hadCall ? 'tool-calls' : 'stop';
-    case 'max_tokens':
-    case 'model_context_window_exceeded':
-      return 'length';
-    case 'refusal':
-      return 'content-filter';
-    case 'pause_turn':
-      return 'other';
-    default:
-      return hadCall ? 'tool-calls' : 'other';
+  /** The open block a delta or stop refers to, or an `unknown-reference` error. */
+  private block(event: AnthropicContentBlockDeltaEvent | AnthropicContentBlockStopEvent): Block {
+    const open = this.blocks.get(event.index as number); // the usual number; a string or a wrong index misses
+    if (open !== undefined) return open;
+    const index = this.index(event);
+    const block = this.blocks.get(index);
+    if (block !== undefined) return block;
+    throw unreadable('unknown-reference', `${event.type} for block ${index}, never opened`, 'index', event);
+  }
+
+  private index(event: { index: unknown }): number {
+    const index = indexField(event.index, this.at(event, 'index'));
+    if (index !== undefined) return index;
+    throw unreadable('invalid-field', 'expected a block index, got nothing', 'index', event);
+  }
+
+  /** A `type` field, which must be a string. */
+  private type(value: unknown, payload: unknown, field: string): string {
+    if (typeof value === 'string') return value;
+    throw unreadable('invalid-field', `expected a type (a string), got ${typeof value}`, field, payload);
+  }
+
+  private at(payload: unknown, field: string): FieldSite {
+    this.site.payload = payload;
+    this.site.field = field;
+    return this.site;
+  }
+
+  private emitUsage(reported: AnthropicUsage | null | undefined): void {
+    if (!isRecord(reported)) return;
+    const usage = this.usage;
+    let changed = false;
+    for (const key in usage) {
+      const value = reported[key as keyof AnthropicUsage];
+      if (typeof value !== 'number') continue;
+      usage[key as keyof AnthropicUsage] = value;
+      changed = true;
+    }
+    if (!changed) return;
+    const event: UsageEvent = { type: 'usage' };
+    if (usage.input_tokens !== undefined) {
+      event.inputTokens =
+        usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+    }
+    if (usage.output_tokens !== undefined) event.outputTokens = usage.output_tokens;
+    this.sink.event(event);
+  }
+
+  /** The ProviderError of an Anthropic error body: the `retryable` option decides, else the table. */
+  private raised(body: Record<string, unknown>, payload: unknown, status?: number, cause?: unknown) {
+    const code = typeof body.type === 'string' && body.type !== '' ? body.type : undefined;
+    const message =
+      typeof body.message === 'string' && body.message !== ''
+        ? body.message
+        : (code ?? (status === undefined ? 'the stream reported an error' : `HTTP ${status}`));
+    const retryable =
+      this.options.retryable?.({ type: code, status, message }) ??
+      isRetryableUpstream({ codes: [code], status });
+    return new ProviderError('anthropic-messages', message, { retryable, code, status, payload, cause });
   }
 }
 
-function errorInfo(
-  error: { type?: unknown; message?: unknown },
-  status: number | undefined,
-): AnthropicErrorInfo {
-  const type = typeof error.type === 'string' && error.type !== '' ? error.type : undefined;
-  const message =
-    typeof error.message === 'string' && error.message !== ''
-      ? error.message
-      : (type ?? (status === undefined ? 'the stream reported an error' : `HTTP ${status}`));
-  return { type, status, message };
+function unreadable(code: PayloadProblem, message: string, field: string, payload: unknown) {
+  return new ProviderPayloadError(OPERATOR, code, message, { field, payload });
 }
 
-/**
- * The Anthropic error inside an error the source raised: the SDK's `APIError` keeps the response body
- * `{ type: 'error', error: { type, message } }` as `error` and the HTTP status (undefined in a stream) as
- * `status`. Errors without either (connection resets, aborts) give undefined.
- */
-function sdkErrorBody(
-  error: unknown,
-): { error: { type?: unknown; message?: unknown }; status: number | undefined } | undefined {
-  if (!(error instanceof Error) || error instanceof CleanturnError) return undefined;
-  const { error: body, status } = error as { error?: unknown; status?: unknown };
-  const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
-  const httpStatus = typeof status === 'number' ? status : undefined;
-  if (inner === undefined && httpStatus === undefined) return undefined;
-  return { error: inner ?? { message: error.message }, status: httpStatus };
+function spliced(what: string, payload: unknown): ProviderError {
+  const message = `two generations spliced into one stream: ${what}`;
+  return new ProviderError('anthropic-messages', message, {
+    retryable: true,
+    code: 'spliced_stream',
+    payload,
+  });
 }
 
-function notAnEvent(input: unknown): CleanturnError {
-  const shown = typeof input === 'string' ? JSON.stringify(input.slice(0, 40)) : String(input);
-  return new CleanturnError(
-    `anthropicMessages: expected a parsed stream event (an object with a type), got ${typeof input} ${shown}`,
-    { retryable: false },
-  );
+/** The finish of a message by the table of {@link anthropicMessages}, with the stop reason as `raw`. */
+function finishEvent(raw: string | undefined, hadCall: boolean): FinishEvent {
+  let reason: FinishEvent['reason'] = raw === 'end_turn' || raw === 'stop_sequence' ? 'stop' : 'other';
+  if (raw === 'max_tokens' || raw === 'model_context_window_exceeded') reason = 'length';
+  else if (raw === 'refusal') reason = 'content-filter';
+  else if (raw !== 'pause_turn' && (hadCall || raw === 'tool_use')) reason = 'tool-calls';
+  return raw === undefined ? { type: 'finish', reason } : { type: 'finish', reason, raw };
 }

@@ -32,7 +32,7 @@ export type {
   AnthropicUsage,
 } from './anthropicMessages.js';
 export { anthropicMessages } from './anthropicMessages.js';
-export type { DecodeOptions, Decoder, DecoderFactory, DecoderSink, DecodeResult } from './decodeWith.js';
+export type { DecodeOptions, DecodeResult, Decoder, DecoderFactory, DecoderSink } from './decodeWith.js';
 export { decodeAll, decodeWith } from './decodeWith.js';
 export type { PayloadProblem, ProviderName } from './errors.js';
 export { ProviderError, ProviderPayloadError } from './errors.js';

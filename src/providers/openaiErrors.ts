@@ -88,18 +88,3 @@ export function sdkErrorBody(error: unknown): { body: OpenAIErrorBody; status?: 
   }
   return httpStatus === undefined ? undefined : { body: { message: error.message }, status: httpStatus };
 }
-
-// TEMPORARY (removed once every adapter reads through decodeWith).
-export function stringOf(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-export function sdkStreamErrorBody(error: unknown): OpenAIErrorBody | undefined {
-  if (!(error instanceof Error) || !('status' in error) || error.status !== undefined) return undefined;
-  const body = (error as { error?: unknown }).error;
-  return isRecord(body) ? (body as OpenAIErrorBody) : undefined;
-}
-export function notAPayload(operator: string, input: unknown): Error {
-  return new Error(
-    `${operator}: expected a parsed JSON payload; JSON.parse the SSE data first: ${String(input)}`,
-  );
-}

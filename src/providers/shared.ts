@@ -60,6 +60,3 @@ export function argsObjectField(value: unknown, site: FieldSite): unknown {
   if (typeof value === 'object' && !Array.isArray(value)) return value;
   throw invalid(site, 'an arguments object', value);
 }
-
-// TEMPORARY (removed once every adapter uses isRetryableUpstream).
-export { isRetryableStatus as isTransientStatus } from 'cleanturn';

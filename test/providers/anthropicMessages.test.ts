@@ -11,8 +11,14 @@ import {
   retryAsEvents,
   ToolCallAssemblyError,
 } from 'cleanturn';
-import { type AnthropicStreamEvent, anthropicMessages, ProviderError } from 'cleanturn/providers';
-import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import {
+  type AnthropicStreamEvent,
+  anthropicMessages,
+  type PayloadProblem,
+  ProviderError,
+  ProviderPayloadError,
+} from 'cleanturn/providers';
+import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -33,6 +39,17 @@ const T1 = 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP';
 const retryable = (code: string) => (error: unknown) => {
   expect(error).toBeInstanceOf(ProviderError);
   expect(error).toMatchObject({ provider: 'anthropic-messages', code, retryable: true });
+};
+
+/** A payload the adapter cannot read: a ProviderPayloadError naming the field (only unknown-reference retries). */
+const unreadable = (code: PayloadProblem, field: string) => (error: unknown) => {
+  expect(error).toBeInstanceOf(ProviderPayloadError);
+  expect(error).toMatchObject({
+    operator: 'anthropicMessages',
+    code,
+    field,
+    retryable: code === 'unknown-reference',
+  });
 };
 
 // biome-ignore format: a table of fixtures
@@ -172,6 +189,60 @@ const cases: FixtureCase[] = [
     events: [usage(412, 2), text('Refund started.'), usage(412, 9), finish('stop', 'end_turn')],
     turn: { text: 'Refund started.', calls: [] },
   },
+  {
+    file: 'compat-string-index.sse',
+    trap: 'decimal-string indexes (a proxy): the tool_use block at "1" is read, not dropped under a tool-calls finish',
+    events: [usage(412, 2), text('Checking order'), text(' ORD-7781. '), refund('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'), usage(412, 58), finish('tool-calls', 'tool_use')],
+    turn: { text: 'Checking order ORD-7781. ', calls: ['toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'] },
+  },
+  {
+    file: 'delta-unopened-block.sse',
+    trap: 'input_json_delta for a block never opened (its start was lost): a retryable unknown-reference',
+    events: [usage(412, 2), text('Checking order ORD-7781. ')],
+    error: unreadable('unknown-reference', 'index'),
+  },
+  {
+    file: 'stop-unopened-block.sse',
+    trap: 'content_block_stop for a block never opened: a retryable unknown-reference',
+    events: [usage(412, 2), text('Refund started.')],
+    error: unreadable('unknown-reference', 'index'),
+  },
+  {
+    file: 'tool-name-missing.sse',
+    trap: 'a tool_use block without a name: invalid-field, not a nameless call',
+    events: [usage(412, 2), text('Checking order ORD-7781. ')],
+    error: unreadable('invalid-field', 'content_block.name'),
+  },
+  {
+    file: 'compat-tool-name-number.sse',
+    trap: 'a tool_use block whose name is a number: invalid-field',
+    events: [usage(412, 2)],
+    error: unreadable('invalid-field', 'content_block.name'),
+  },
+  {
+    file: 'compat-partial-json-number.sse',
+    trap: 'partial_json that is a number: invalid-field, never a call with {}',
+    events: [usage(412, 2)],
+    error: unreadable('invalid-field', 'delta.partial_json'),
+  },
+  {
+    file: 'two-message-deltas.sse',
+    trap: 'two message_delta events, the first without a stop reason: usage from both, the last reason',
+    events: [usage(412, 2), text('Refund started.'), usage(412, 5), usage(412, 9), finish('stop', 'end_turn')],
+    turn: { text: 'Refund started.', calls: [] },
+  },
+  {
+    file: 'after-message-stop.sse',
+    trap: 'a second message after message_stop (the end marker) is ignored',
+    events: [usage(412, 2), text('Refund started.'), usage(412, 9), finish('stop', 'end_turn')],
+    turn: { text: 'Refund started.', calls: [] },
+  },
+  {
+    file: 'api-error-mid-call.sse',
+    trap: 'an api_error while a call streams: retryable, and the cut call is never released',
+    events: [usage(412, 2), text('Refunding now.')],
+    error: retryable('api_error'),
+  },
 ];
 
 describe('anthropicMessages: fixtures', () => {
@@ -287,7 +358,9 @@ describe('anthropicMessages: errors', () => {
     ['api_error', true],
     ['rate_limit_error', true],
     ['timeout_error', true],
+    ['conflict_error', true],
     ['a_type_from_the_future', true],
+    ['invalid_tool_input_error', false],
     ['invalid_request_error', false],
     ['authentication_error', false],
     ['permission_error', false],
@@ -365,6 +438,7 @@ describe('anthropicMessages: errors', () => {
     const error = errorOf(['{"type":"ping"}' as unknown as AnthropicStreamEvent]);
     expect(error).toBeInstanceOf(CleanturnError);
     expect(error).toMatchObject({ retryable: false });
+    expect(errorOf([{} as AnthropicStreamEvent])).toMatchObject({ code: 'invalid-field', field: 'type' });
   });
 
   it('another tool_use at an open index with a different id is a spliced stream', () => {
@@ -468,10 +542,14 @@ describe('anthropicMessages: linear in the stream size', () => {
 // biome-ignore format: an aligned value table
 const sample: Record<'a' | 'b' | 'c', AnthropicStreamEvent> = {
   a: { type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 10, output_tokens: 1 } } },
-  b: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Refund started.' } },
+  b: { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'list_orders', input: {} } },
   c: { type: 'message_stop' },
 };
-const sampleOut = { a: usage(10, 1), b: text('Refund started.'), c: finish('other') };
+const sampleOut = {
+  a: usage(10, 1),
+  b: delta(0, '', { id: 'toolu_1', name: 'list_orders' }),
+  c: finish('tool-calls'),
+};
 
 standardChecks<AnthropicStreamEvent>({
   name: 'anthropicMessages',

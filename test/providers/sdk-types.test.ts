@@ -85,7 +85,16 @@ type LocalErrorPayload = { error: { message: string; type: string; param: string
 type Payload = Wire<ChatCompletionChunk> | LocalErrorPayload;
 `;
 
+/**
+ * Local: what the SDK's types do not allow and servers still send (a string index, a numeric name): fixtures named
+ * `compat-…`, which the adapter reads or rejects with an error naming the field.
+ */
+const compatibleHeader = `
+type Payload = Record<string, unknown>;
+`;
+
 function headerFor(folder: string, file: string): string {
+  if (file.startsWith('compat-')) return compatibleHeader;
   if (folder === 'anthropic') return anthropicHeader;
   if (folder === 'gemini') return geminiHeader;
   if (file.startsWith('upstream-openai-chat')) return openaiChatHeader;
