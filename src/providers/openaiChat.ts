@@ -2,19 +2,19 @@ import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } fro
 import type { OperatorFunction } from 'rxjs';
 import { type DecoderSink, decodeWith } from './decodeWith.js';
 import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
-import { argumentsField, indexField, isRecord, stringField } from './shared.js';
+import { argumentsField, type FieldSite, indexField, isRecord, stringField } from './shared.js';
 
 /** A function name and argument fragment, as a tool-call delta (or the deprecated `function_call`) carries them. */
 export interface OpenAIChatFunctionDelta {
   name?: string | null;
-  /** A piece of the JSON argument text. */
-  arguments?: string | null;
+  /** A piece of the JSON argument text (some compatible servers send the arguments parsed, whole). */
+  arguments?: string | Readonly<Record<string, unknown>> | null;
 }
 
 /** One entry of `delta.tool_calls`: the first fragment of a call has `id` and `function.name`. */
 export interface OpenAIChatToolCallDelta {
-  /** Which parallel call the fragment belongs to (scoped to the choice). */
-  index?: number;
+  /** Which parallel call the fragment belongs to (scoped to the choice); a decimal string is read too. */
+  index?: number | string;
   id?: string | null;
   type?: string | null;
   function?: OpenAIChatFunctionDelta | null;
@@ -31,8 +31,8 @@ export interface OpenAIChatDelta {
 
 /** One entry of a chunk's `choices`. */
 export interface OpenAIChatChoice {
-  /** The choice's index; only above 0 when the request asked for `n > 1`. */
-  index?: number;
+  /** The choice's index; only above 0 when the request asked for `n > 1`. A decimal string is read too. */
+  index?: number | string;
   delta?: OpenAIChatDelta | null;
   /** `stop`, `length`, `tool_calls`, `content_filter`, `function_call`; null until the end. */
   finish_reason?: string | null;
@@ -101,9 +101,6 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  *   {@link ProviderPayloadError} naming the field. The deprecated `delta.function_call` is call #0. A
  *   fragment without `index` goes to the call with its `id`, or else to the latest call.
  *
- * State, per subscription: whether a call appeared, the refusal so far, the latest and highest call indexes
- * and the indexes by call id.
- *
  * ## Example
  * ```ts
  * import OpenAI from 'openai';
@@ -111,7 +108,7 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * import { assembleToolCalls, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
  * import { openaiChat } from 'cleanturn/providers';
  *
- * const client = new OpenAI();
+ * const client = new OpenAI({ maxRetries: 0 }); // the pipeline retries, and every retry is seen
  * const turn$ = defer(() =>
  *   client.chat.completions.create({
  *     model: 'gpt-4.1',
@@ -144,7 +141,8 @@ export function openaiChat(
 
 const name = 'openaiChat';
 
-/** One attempt of a Chat Completions stream. */
+/** One attempt of a Chat Completions stream. Fields of the expected type take a fast path; others are read by
+ * the shared readers, which name the field when they cannot read it. */
 class ChatDecoder {
   private readonly followed: number;
   // Whether a tool call appeared: it makes a `stop` into `tool-calls`.
@@ -159,6 +157,8 @@ class ChatDecoder {
   private maxIndex = -1;
   // The `finish_reason` seen.
   private reason: string | undefined;
+  // The payload being read, for the readers' errors.
+  private chunk: OpenAIChatChunk | undefined;
 
   constructor(
     private readonly sink: DecoderSink,
@@ -169,23 +169,18 @@ class ChatDecoder {
 
   next(chunk: OpenAIChatChunk): void {
     const error = chunk.error;
-    if (isRecord(error) || typeof error === 'string') {
+    if (isRecord(error) || typeof error === 'string')
       throw openaiError('openai-chat', error, chunk, this.options);
-    }
     if (chunk.object === 'error')
       throw openaiError('openai-chat', chunk as OpenAIErrorBody, chunk, this.options);
+    this.chunk = chunk;
     const choices = chunk.choices;
     if (Array.isArray(choices)) {
       for (let i = 0; i < choices.length; i++) {
         const choice = choices[i] as OpenAIChatChoice;
-        if (!isRecord(choice)) continue;
-        const at = `choices[${i}]`;
-        if (
-          (indexField(choice.index, { operator: name, payload: chunk, field: `${at}.index` }) ?? 0) !==
-          this.followed
-        )
-          continue;
-        this.choice(choice, chunk, at);
+        if (isRecord(choice) && (this.index(choice.index, i, -1) ?? 0) === this.followed) {
+          this.choice(choice, i);
+        }
       }
     }
     if (isRecord(chunk.usage)) {
@@ -201,7 +196,7 @@ class ChatDecoder {
       : openaiError('openai-chat', read.body, read.body, this.options, { status: read.status, cause: error });
   }
 
-  private choice(choice: OpenAIChatChoice, chunk: OpenAIChatChunk, at: string): void {
+  private choice(choice: OpenAIChatChoice, i: number): void {
     const delta = choice.delta;
     if (isRecord(delta)) {
       if (typeof delta.content === 'string' && delta.content !== '') {
@@ -215,13 +210,12 @@ class ChatDecoder {
         for (let j = 0; j < calls.length; j++) {
           const call = calls[j] as OpenAIChatToolCallDelta;
           if (!isRecord(call)) continue;
-          const field = `${at}.delta.tool_calls[${j}]`;
-          const site = { operator: name, payload: chunk, field: `${field}.index` };
-          this.fragment(indexField(call.index, site), call.id, call.function, chunk, field);
+          this.fragment(this.index(call.index, i, j), call.id, call.function, i, j);
         }
       }
-      if (isRecord(delta.function_call))
-        this.fragment(0, undefined, delta.function_call, chunk, `${at}.delta.function_call`);
+      if (isRecord(delta.function_call)) {
+        this.fragment(0, undefined, delta.function_call, i, -2);
+      }
     }
     if (typeof choice.finish_reason === 'string') {
       this.reason = choice.finish_reason;
@@ -234,22 +228,21 @@ class ChatDecoder {
     given: number | undefined,
     rawId: unknown,
     fn: OpenAIChatFunctionDelta | null | undefined,
-    chunk: OpenAIChatChunk,
-    field: string,
+    i: number,
+    j: number,
   ): void {
-    const id = stringField(rawId, { operator: name, payload: chunk, field: `${field}.id` }) || undefined;
+    const id = (typeof rawId === 'string' ? rawId : this.read(stringField, rawId, i, j, '.id')) || undefined;
     let callName: string | undefined;
     let argsDelta = '';
     if (isRecord(fn)) {
+      const { name: rawName, arguments: rawArgs } = fn;
       callName =
-        stringField(fn.name, { operator: name, payload: chunk, field: `${field}.function.name` }) ||
+        (typeof rawName === 'string' ? rawName : this.read(stringField, rawName, i, j, '.function.name')) ||
         undefined;
       argsDelta =
-        argumentsField(fn.arguments, {
-          operator: name,
-          payload: chunk,
-          field: `${field}.function.arguments`,
-        }) ?? '';
+        (typeof rawArgs === 'string'
+          ? rawArgs
+          : this.read(argumentsField, rawArgs, i, j, '.function.arguments')) ?? '';
     }
     let index: number;
     if (given !== undefined) index = given;
@@ -264,6 +257,28 @@ class ChatDecoder {
     if (id !== undefined) event.id = id;
     if (callName !== undefined) event.name = callName;
     this.sink.event(event);
+  }
+
+  /** An index: a non-negative integer as it is; anything else through `indexField`. */
+  private index(value: unknown, i: number, j: number): number | undefined {
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+    return this.read(indexField, value, i, j, '.index');
+  }
+
+  /**
+   * A field read by a shared reader (absent is undefined), which names it if it cannot read it: `choices[i]` +
+   * `suffix`, within `tool_calls[j]` (`j` ≥ 0) or `function_call` (`j` = -2). Positions stay numbers until then.
+   */
+  private read<T>(
+    reader: (value: unknown, site: FieldSite) => T | undefined,
+    value: unknown,
+    i: number,
+    j: number,
+    suffix: string,
+  ): T | undefined {
+    if (value === undefined || value === null) return undefined;
+    const call = j >= 0 ? `.delta.tool_calls[${j}]` : j === -2 ? '.delta.function_call' : '';
+    return reader(value, { operator: name, payload: this.chunk, field: `choices[${i}]${call}${suffix}` });
   }
 }
 
