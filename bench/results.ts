@@ -1,6 +1,7 @@
 // Turns a bench run into bench/RESULTS.md: the machine, every comparison with its ratios, and each target of
 // the issue with ✓ or ✗ and, for a miss, why.
 
+import type { AdapterRow } from './adapters.js';
 import type { EffectKeyResult } from './effectKeys.js';
 import type { FormatResult } from './endToEnd.js';
 import { bytes, type Machine, type Measured, mark, ms, rate, ratio, times, type Verdict } from './harness.js';
@@ -24,6 +25,7 @@ export interface RunResults {
   operatorsManyAttempts?: OperatorResult;
   /** Each operator of the pipeline on its own, on the workloads of items 1 and 1b. */
   stages?: StageResult[];
+  adapters?: AdapterRow[];
   openai?: FormatResult;
   anthropic?: FormatResult;
   scaling?: ScalingResult;

@@ -1,10 +1,11 @@
 // npm run bench: every comparison of the performance issue in one run, printed as ratios, written to
-// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,e2e,scaling,keys,memory,profile,
+// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,adapters,e2e,scaling,keys,memory,profile,
 // --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md).
 
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { benchAdapters, printAdapters } from './adapters.js';
 import { loadPackage } from './build.js';
 import { benchEffectKeys, printEffectKeys } from './effectKeys.js';
 import { benchAnthropic, benchOpenAI, printFormat } from './endToEnd.js';
@@ -77,6 +78,13 @@ if (wanted('stages')) {
   );
   results.stages = await benchAllStages(pkg.core, { quick });
   for (const r of results.stages) printStages(r);
+}
+if (wanted('adapters')) {
+  console.log(
+    '\nPer-adapter cost (100,000 parsed payloads: 1,000 turns × 100, each turn its own subscription)',
+  );
+  results.adapters = await benchAdapters(pkg.providers, { quick });
+  printAdapters(results.adapters);
 }
 if (wanted('e2e')) {
   console.log('\n2. End to end from bytes (100,000 SSE events in 16 KiB pieces, to the final clean turn)');

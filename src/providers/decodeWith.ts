@@ -58,64 +58,71 @@ export interface DecodeResult {
  * `ProviderPayloadError`; a source error after the end completes (a finished attempt never fails), before it
  * goes to the decoder to be read.
  */
+const OPEN = 0;
+const ENDED = 1;
+const FAILED = 2;
+
 class Decoding<In> implements DecoderSink {
   private held: FinishEvent | undefined;
-  /** `open` until the end marker or the source's completion (`ended`), or an error (`failed`). */
-  private state: 'open' | 'ended' | 'failed' = 'open';
+  /** `OPEN` until the end marker or the source's completion (`ENDED`), or an error (`FAILED`). */
+  private state = OPEN;
   private readonly decoder: Decoder<In>;
 
   constructor(
     create: DecoderFactory<In>,
     private readonly options: DecodeOptions,
-    private readonly emit: (event: ProviderEvent) => void,
+    private readonly out: { next(event: ProviderEvent): void },
   ) {
     this.decoder = create(this);
   }
 
   event(event: ProviderEvent): void {
-    if (this.state === 'open') this.emit(event);
+    if (this.state === OPEN) this.out.next(event);
   }
 
   finish(event: FinishEvent): void {
-    if (this.state === 'open') this.held = event;
+    if (this.state === OPEN) this.held = event;
   }
 
   end(): void {
-    if (this.state !== 'open') return;
-    this.state = 'ended';
+    if (this.state !== OPEN) return;
+    this.state = ENDED;
     const held = this.held;
     this.held = undefined;
-    if (held !== undefined) this.emit(held);
+    if (held !== undefined) this.out.next(held);
   }
 
-  /** Reads one input; throws what the stream must error with. */
+  /**
+   * Reads one input; throws what the stream must error with. Kept small: a decoder's error ends the stream (the
+   * operator errors, `decodeAll` stops), so nothing needs to catch it here.
+   */
   next(input: unknown): void {
-    if (this.state !== 'open') return;
-    if (typeof input === 'string' && input === this.options.endMarker) {
+    if (this.state !== OPEN) return;
+    if (typeof input === 'object' && input !== null && !Array.isArray(input)) this.decoder.next(input as In);
+    else this.notAnObject(input);
+  }
+
+  /** The end marker, or an input that is not a payload. */
+  private notAnObject(input: unknown): void {
+    const { endMarker, name } = this.options;
+    if (input === endMarker && endMarker !== undefined) {
       this.end();
       return;
     }
-    try {
-      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-        const marker = this.options.endMarker === undefined ? '' : ` or '${this.options.endMarker}'`;
-        const got = Array.isArray(input) ? 'an array' : typeof input;
-        throw new ProviderPayloadError(
-          this.options.name,
-          'not-a-payload',
-          `expected a parsed payload (an object)${marker}, got ${got}; JSON.parse the SSE data first`,
-          { payload: input },
-        );
-      }
-      this.decoder.next(input as In);
-    } catch (error) {
-      this.fail();
-      throw error;
-    }
+    this.fail();
+    const marker = endMarker === undefined ? '' : ` or '${endMarker}'`;
+    const got = Array.isArray(input) ? 'an array' : typeof input;
+    throw new ProviderPayloadError(
+      name,
+      'not-a-payload',
+      `expected a parsed payload (an object)${marker}, got ${got}; JSON.parse the SSE data first`,
+      { payload: input },
+    );
   }
 
   /** The source completed; throws what the stream must error with. */
   complete(): void {
-    if (this.state !== 'open') return;
+    if (this.state !== OPEN) return;
     try {
       this.decoder.end?.();
     } catch (error) {
@@ -127,7 +134,7 @@ class Decoding<In> implements DecoderSink {
 
   /** The source errored: what the stream ends with, or `undefined` to complete it (the end came first). */
   error(error: unknown): { error: unknown } | undefined {
-    if (this.state === 'ended') return undefined;
+    if (this.state === ENDED) return undefined;
     this.fail();
     if (error instanceof CleanturnError || this.decoder.error === undefined) return { error };
     try {
@@ -138,7 +145,7 @@ class Decoding<In> implements DecoderSink {
   }
 
   private fail(): void {
-    this.state = 'failed';
+    this.state = FAILED;
     this.held = undefined;
   }
 }
@@ -189,9 +196,7 @@ export function decodeWith<In>(
 ): OperatorFunction<In | string, ProviderEvent> {
   return (source) =>
     new Observable<ProviderEvent>((subscriber) => {
-      let decoding: Decoding<In> | undefined = new Decoding(create, options, (event) =>
-        subscriber.next(event),
-      );
+      let decoding: Decoding<In> | undefined = new Decoding(create, options, subscriber);
       const subscription = subscribeLinked(source, subscriber, {
         next(input) {
           decoding?.next(input);
@@ -235,7 +240,7 @@ export function decodeAll<In>(
   ending: { error: unknown } | 'complete' = 'complete',
 ): DecodeResult {
   const events: ProviderEvent[] = [];
-  const decoding = new Decoding(create, options, (event) => events.push(event));
+  const decoding = new Decoding(create, options, { next: (event) => events.push(event) });
   try {
     for (const payload of payloads) decoding.next(payload);
     if (ending === 'complete') decoding.complete();
