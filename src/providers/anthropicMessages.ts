@@ -228,10 +228,13 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
         const block = this.block(event as AnthropicContentBlockDeltaEvent);
         const kind = isRecord(delta) ? delta.type : undefined;
         if (kind === 'text_delta') {
-          const text = stringField(delta.text, this.at(event, 'delta.text'));
+          const given = delta.text;
+          const text = typeof given === 'string' ? given : stringField(given, this.at(event, 'delta.text'));
           if (text) this.sink.event({ type: 'text', text });
         } else if (kind === 'input_json_delta') {
-          const json = stringField(delta.partial_json, this.at(event, 'delta.partial_json'));
+          const given = delta.partial_json;
+          const json =
+            typeof given === 'string' ? given : stringField(given, this.at(event, 'delta.partial_json'));
           if (!json || block.type !== 'tool_use') return; // the usual empty fragment; a server tool's input
           block.input = undefined;
           this.sink.event({ type: 'tool-call-delta', index: block.index, argsDelta: json });

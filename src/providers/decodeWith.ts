@@ -1,5 +1,5 @@
 import { CleanturnError, type FinishEvent, type ProviderEvent } from 'cleanturn';
-import { Observable, type OperatorFunction } from 'rxjs';
+import { Observable, type Observer, type OperatorFunction } from 'rxjs';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { ProviderPayloadError } from './errors.js';
 
@@ -62,6 +62,9 @@ const OPEN = 0;
 const ENDED = 1;
 const FAILED = 2;
 
+/** Where a run of a decoder writes: the operator's subscriber, or `decodeAll`'s collector. */
+type Destination = Pick<Observer<ProviderEvent>, 'next' | 'error' | 'complete'>;
+
 class Decoding<In> implements DecoderSink {
   private held: FinishEvent | undefined;
   /** `OPEN` until the end marker or the source's completion (`ENDED`), or an error (`FAILED`). */
@@ -71,7 +74,7 @@ class Decoding<In> implements DecoderSink {
   constructor(
     create: DecoderFactory<In>,
     private readonly options: DecodeOptions,
-    private readonly out: { next(event: ProviderEvent): void },
+    private readonly out: Destination,
   ) {
     this.decoder = create(this);
   }
@@ -93,13 +96,48 @@ class Decoding<In> implements DecoderSink {
   }
 
   /**
-   * Reads one input; throws what the stream must error with. Kept small: a decoder's error ends the stream (the
-   * operator errors, `decodeAll` stops), so nothing needs to catch it here.
+   * Reads one input; throws what the stream must error with (the operator's subscription sends it on, and
+   * `decodeAll` stops), so nothing needs to catch it on this path.
    */
   next(input: unknown): void {
     if (this.state !== OPEN) return;
     if (typeof input === 'object' && input !== null && !Array.isArray(input)) this.decoder.next(input as In);
     else this.notAnObject(input);
+  }
+
+  /** The source completed: what is still open, then the held finish. */
+  complete(): void {
+    if (this.state === FAILED) return;
+    if (this.state === ENDED) {
+      this.out.complete();
+      return;
+    }
+    try {
+      this.decoder.end?.();
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.end();
+    this.out.complete();
+  }
+
+  /** The source errored: after the end the stream completes; before it, the decoder reads the error. */
+  error(error: unknown): void {
+    if (this.state === ENDED) {
+      this.out.complete();
+      return;
+    }
+    if (this.state === FAILED) return;
+    let read = error;
+    if (!(error instanceof CleanturnError) && this.decoder.error !== undefined) {
+      try {
+        read = this.decoder.error(error) ?? error;
+      } catch (thrown) {
+        read = thrown;
+      }
+    }
+    this.fail(read);
   }
 
   /** The end marker, or an input that is not a payload. */
@@ -109,7 +147,6 @@ class Decoding<In> implements DecoderSink {
       this.end();
       return;
     }
-    this.fail();
     const marker = endMarker === undefined ? '' : ` or '${endMarker}'`;
     const got = Array.isArray(input) ? 'an array' : typeof input;
     throw new ProviderPayloadError(
@@ -120,33 +157,10 @@ class Decoding<In> implements DecoderSink {
     );
   }
 
-  /** The source completed; throws what the stream must error with. */
-  complete(): void {
-    if (this.state !== OPEN) return;
-    try {
-      this.decoder.end?.();
-    } catch (error) {
-      this.fail();
-      throw error;
-    }
-    this.end();
-  }
-
-  /** The source errored: what the stream ends with, or `undefined` to complete it (the end came first). */
-  error(error: unknown): { error: unknown } | undefined {
-    if (this.state === ENDED) return undefined;
-    this.fail();
-    if (error instanceof CleanturnError || this.decoder.error === undefined) return { error };
-    try {
-      return { error: this.decoder.error(error) ?? error };
-    } catch (thrown) {
-      return { error: thrown };
-    }
-  }
-
-  private fail(): void {
+  private fail(error: unknown): void {
     this.state = FAILED;
     this.held = undefined;
+    this.out.error(error);
   }
 }
 
@@ -195,32 +209,10 @@ export function decodeWith<In>(
   create: DecoderFactory<In>,
 ): OperatorFunction<In | string, ProviderEvent> {
   return (source) =>
-    new Observable<ProviderEvent>((subscriber) => {
-      let decoding: Decoding<In> | undefined = new Decoding(create, options, subscriber);
-      const subscription = subscribeLinked(source, subscriber, {
-        next(input) {
-          decoding?.next(input);
-        },
-        error(error) {
-          const outcome = decoding?.error(error);
-          if (outcome === undefined) subscriber.complete();
-          else subscriber.error(outcome.error);
-        },
-        complete() {
-          try {
-            decoding?.complete();
-          } catch (error) {
-            subscriber.error(error);
-            return;
-          }
-          subscriber.complete();
-        },
-      });
-      return () => {
-        decoding = undefined;
-        subscription.unsubscribe();
-      };
-    });
+    new Observable<ProviderEvent>((subscriber) =>
+      // The run itself is the observer: one call per payload between the source and the decoder.
+      subscribeLinked(source, subscriber, new Decoding(create, options, subscriber)),
+    );
 }
 
 /**
@@ -239,17 +231,23 @@ export function decodeAll<In>(
   payloads: Iterable<In | string>,
   ending: { error: unknown } | 'complete' = 'complete',
 ): DecodeResult {
-  const events: ProviderEvent[] = [];
-  const decoding = new Decoding(create, options, { next: (event) => events.push(event) });
+  const result: DecodeResult = { events: [] };
+  const decoding = new Decoding(create, options, {
+    next: (event) => result.events.push(event),
+    error: (error) => {
+      result.error = error;
+    },
+    complete: () => {},
+  });
   try {
-    for (const payload of payloads) decoding.next(payload);
-    if (ending === 'complete') decoding.complete();
-    else {
-      const outcome = decoding.error(ending.error);
-      if (outcome !== undefined) return { events, error: outcome.error };
+    for (const payload of payloads) {
+      decoding.next(payload);
+      if ('error' in result) return result;
     }
   } catch (error) {
-    return { events, error };
+    return { events: result.events, error };
   }
-  return { events };
+  if (ending === 'complete') decoding.complete();
+  else decoding.error(ending.error);
+  return result;
 }

@@ -61,6 +61,10 @@ describe('decodeWith', () => {
       adapt([{ text: 'a', finish: 'stop' }, '[DONE]', { text: 'late', finish: 'length' }]).values,
     ).toEqual([text('a'), finish('stop')]);
     expect(adapt([{ finish: 'stop', end: true }, { text: 'late' }]).values).toEqual([finish('stop')]);
+    expect(adapt([{ text: 'a', finish: 'stop' }, '[DONE]'])).toEqual({
+      values: [text('a'), finish('stop')],
+      completed: true,
+    });
   });
 
   it('a source error after the end completes; before it, it fails the attempt and the finish is dropped', () => {
