@@ -70,10 +70,10 @@ describe('SqliteEffectLedger specifics', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('works on a database passed in, in a table of your choice, and leaves the database open', () => {
+  it('works on a database passed in, in a table of your choice, and leaves the database open', async () => {
     const db = new Database(join(dir, 'app.db'));
     const ledger = new SqliteEffectLedger({ database: db, table: 'agent_effects' });
-    const claim = ledger.claim('turn-1', 'k', { leaseMs: 1000 });
+    const claim = await ledger.claim('turn-1', 'k', { leaseMs: 1000 });
     expect(claim.status).toBe('claimed');
     ledger.close();
     expect(db.open).toBe(true);
@@ -91,12 +91,12 @@ describe('SqliteEffectLedger specifics', () => {
 
   it('purge() deletes the records past their retention', async () => {
     const ledger = new SqliteEffectLedger({ database: join(dir, 'purge.db'), retentionMs: 50 });
-    const claim = ledger.claim('turn-1', 'k', { leaseMs: 1 });
+    const claim = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
     if (claim.status !== 'claimed') throw new Error('expected a claim');
-    ledger.complete('turn-1', 'k', claim.token, 1);
+    await ledger.complete('turn-1', 'k', claim.token, 1);
     while (ledger.get('turn-1', 'k') !== undefined) await new Promise((r) => setTimeout(r, 20));
-    expect(ledger.purge()).toBe(1);
-    expect(ledger.purge()).toBe(0);
+    expect(await ledger.purge()).toBe(1);
+    expect(await ledger.purge()).toBe(0);
     ledger.close();
   });
 });
@@ -112,10 +112,10 @@ describe('a synchronous ledger as seen of dedupeByEffectKey', () => {
   ] as const) {
     it(`${name}: marks the calls whose keys are settled as repeats, not those claimed or absent`, async () => {
       const ledger = make();
-      const settled = ledger.claim(turnId, effectKey(turnId, refund), { leaseMs: 1000 });
+      const settled = await ledger.claim(turnId, effectKey(turnId, refund), { leaseMs: 1000 });
       if (settled.status !== 'claimed') throw new Error('expected a claim');
-      ledger.complete(turnId, effectKey(turnId, refund), settled.token, { refund_id: 're_1' });
-      ledger.claim(turnId, effectKey(turnId, lookup), { leaseMs: 1000 }); // claimed, not settled
+      await ledger.complete(turnId, effectKey(turnId, refund), settled.token, { refund_id: 're_1' });
+      await ledger.claim(turnId, effectKey(turnId, lookup), { leaseMs: 1000 }); // claimed, not settled
 
       const out = await lastValueFrom(
         from([refund, lookup]).pipe(dedupeByEffectKey({ turnId, seen: ledger.seen(turnId) }), toArray()),

@@ -1,8 +1,14 @@
-// A throwaway redis-server for a test file: started on a free port of 127.0.0.1, without persistence, and
-// stopped (and waited for) at the end. CI installs redis-server with apt-get.
+// A throwaway redis-server for a test file: started on a free port of 127.0.0.1 with its own data directory, and
+// stopped (and waited for) at the end. By default it persists as the Redis effect ledger requires (AOF,
+// appendfsync everysec); `startRedisServer({ persistence: 'none' })` starts one that forgets everything on a
+// restart. `kill()` and `restart()` simulate a crash and a restart on the same port and data directory.
+// CI installs redis-server with apt-get.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 
 /** A running redis-server. */
@@ -10,8 +16,22 @@ export interface RedisServer {
   port: number;
   /** A new client of the server; `stop()` closes every client it made. */
   client(): Redis;
-  /** Closes the clients, stops the server and waits for it to exit. */
+  /** Kills the server with SIGKILL (a crash: nothing is flushed) and waits for it to exit. */
+  kill(): Promise<void>;
+  /** Starts the server again on the same port and data directory, and resolves once it answers PING. */
+  restart(): Promise<void>;
+  /** Closes the clients, stops the server, waits for it to exit and removes its data directory. */
   stop(): Promise<void>;
+}
+
+/** How to start the server. */
+export interface RedisServerOptions {
+  /** `'aof'` (default): `appendonly yes`; `'none'`: no AOF and no RDB snapshots. */
+  persistence?: 'aof' | 'none';
+  /** The AOF's fsync policy. Default: `everysec`, Redis's own default. */
+  appendfsync?: 'always' | 'everysec' | 'no';
+  /** More command-line arguments (`['--maxmemory-policy', 'allkeys-lru']`, `['--rename-command', 'CONFIG', '']`). */
+  args?: string[];
 }
 
 const BINARY = process.env.REDIS_SERVER ?? 'redis-server';
@@ -28,12 +48,32 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Starts a redis-server and resolves once it answers PING. */
-export async function startRedisServer(): Promise<RedisServer> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(
+/** A started server process, and why it is gone once it is. */
+interface Running {
+  child: ChildProcess;
+  exited: Promise<void>;
+  dead(): Error | undefined;
+}
+
+function spawnServer(port: number, dir: string, options: RedisServerOptions): Running {
+  const persistence =
+    options.persistence === 'none'
+      ? ['--appendonly', 'no']
+      : ['--appendonly', 'yes', '--appendfsync', options.appendfsync ?? 'everysec'];
+  const child = spawn(
     BINARY,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      ...persistence,
+      ...(options.args ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -44,17 +84,24 @@ export async function startRedisServer(): Promise<RedisServer> {
     output += chunk.toString();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  // Why the server is gone, once it is.
   let dead: Error | undefined;
   child.once('error', (error) => {
     dead = new Error(`cannot start ${BINARY} (install redis-server): ${error.message}`);
   });
-  child.once('exit', (code) => {
-    dead ??= new Error(`${BINARY} exited with ${code}: ${output}`);
+  child.once('exit', (code, signal) => {
+    dead ??= new Error(`${BINARY} exited with ${code ?? signal}: ${output}`);
   });
+  return { child, exited, dead: () => dead };
+}
+
+/** Starts a redis-server and resolves once it answers PING. */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'cleanturn-redis-'));
+  let running = spawnServer(port, dir, options);
 
   // A safety net: should the test process end without stop(), the server ends with it.
-  const killOnExit = () => child.kill('SIGKILL');
+  const killOnExit = () => running.child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
   const clients: Redis[] = [];
@@ -63,38 +110,54 @@ export async function startRedisServer(): Promise<RedisServer> {
     clients.push(c);
     return c;
   };
+  const halt = async (signal: NodeJS.Signals) => {
+    const { child, exited } = running;
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+      await exited;
+    }
+  };
   const stop = async () => {
     await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
     clients.length = 0;
     process.removeListener('exit', killOnExit);
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await halt('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
   };
 
-  // Wait until it answers PING: poll with a short-lived client, for 20 s at the most.
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (dead !== undefined) {
-      await stop();
-      throw dead;
+  /** Waits until the server answers PING: polls with a short-lived client, for 20 s at the most. */
+  const ready = async () => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const dead = running.dead();
+      if (dead !== undefined) {
+        await stop();
+        throw dead;
+      }
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`redis-server on port ${port} did not answer PING within 20 s`);
+      }
+      const probe = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null });
+      probe.on('error', () => {});
+      try {
+        await probe.connect();
+        await probe.ping();
+        return;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      } finally {
+        probe.disconnect();
+      }
     }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`redis-server on port ${port} did not answer PING within 20 s`);
-    }
-    const probe = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    } finally {
-      probe.disconnect();
-    }
-  }
-  return { port, client, stop };
+  };
+  const kill = () => halt('SIGKILL');
+  const restart = async () => {
+    await halt('SIGKILL');
+    running = spawnServer(port, dir, options);
+    await ready();
+  };
+
+  await ready();
+  return { port, client, kill, restart, stop };
 }

@@ -12,6 +12,15 @@ import {
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
+import { LedgerPersistenceError, LedgerTimeoutError, type RedisLedgerOperation } from './errors.js';
+import { persistenceProblems } from './persistence.js';
+
+/**
+ * What the ledger does when the server can lose records (see {@link RedisEffectLedger}): `'require'` refuses with
+ * {@link LedgerPersistenceError}, `'warn'` emits a process warning (`CLEANTURN_REDIS_PERSISTENCE`) once and goes
+ * on, `'ignore'` does not ask.
+ */
+export type RedisPersistenceCheck = 'require' | 'warn' | 'ignore';
 
 /** Options of {@link RedisEffectLedger}. */
 export interface RedisEffectLedgerOptions {
@@ -21,7 +30,22 @@ export interface RedisEffectLedgerOptions {
   prefix?: string;
   /** How long completed and failed records are kept, in milliseconds. Default: 24 hours. */
   retentionMs?: number;
+  /**
+   * How long an operation waits for Redis, in milliseconds, whatever the client's own settings (ioredis retries a
+   * command for about a minute by default, and forever with `maxRetriesPerRequest: null`); then it fails with
+   * {@link LedgerTimeoutError} (retryable). Default: 5 000.
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Whether to check, at first use, that the server keeps records through a restart and under memory pressure,
+   * and what to do if not. Default: `'require'`: a server that forgets claims runs effects twice, silently, so
+   * the ledger refuses it unless told otherwise.
+   */
+  persistence?: RedisPersistenceCheck;
 }
+
+/** Default `commandTimeoutMs`. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 
 // Every script reads the server's clock, so leases mean the same to every machine whatever their clocks say.
 const NOW = `local t = redis.call('TIME')
@@ -107,6 +131,28 @@ const scripts = {
  * Redis server's clock (`TIME`), so machines with skewed clocks agree on them. Records expire with `PEXPIRE`:
  * a claim after its lease plus the retention, a settled record after the retention.
  *
+ * **What exactly-once needs from Redis.** A record Redis forgets is a claim nobody holds: the next executor claims
+ * the key again and the effect runs twice. So the server must keep the ledger's keys:
+ * - through a restart: AOF on (`appendonly yes`). RDB snapshots alone lose everything since the last one.
+ * - through a crash of the machine: `appendfsync always` (nothing lost; every write waits for the disk) or
+ *   `everysec` (Redis's default: a power loss or kernel crash can lose about the last second — up to two — of
+ *   claims and results; a crash of redis-server alone loses nothing, the write has reached the OS). `appendfsync
+ *   no` leaves it to the OS, about 30 s on Linux.
+ * - under memory pressure: `maxmemory-policy noeviction` (or no `maxmemory`). Every ledger key has a TTL, so the
+ *   `volatile-*` policies evict them as readily as the `allkeys-*` ones.
+ * - through a failover: replication is asynchronous, so a promoted replica can miss the last writes of the old
+ *   master; where that matters, run the ledger on a primary without automatic failover or accept that window.
+ * At first use (and again after a refusal) the ledger reads these settings with `CONFIG GET` (on every master of
+ * a Cluster), or from `INFO` where CONFIG is disabled, as on managed services (INFO does not show the fsync
+ * policy; it is then taken on trust). With `persistence: 'require'` (default) a server that can forget records
+ * is refused with {@link LedgerPersistenceError} before anything is written; `'warn'` warns once and goes on;
+ * `'ignore'` does not ask (for a server you have checked yourself, or where CONFIG and INFO are both refused).
+ * A handler always gets the effect key: a service idempotent on it (a payment API) closes these windows too.
+ *
+ * **Timeouts.** Every operation gives up after `commandTimeoutMs` with {@link LedgerTimeoutError}, whatever the
+ * client's retry settings, so a turn never waits on a dead server for longer. The command may still be sent when
+ * the client reconnects; a claim taken that way expires after its lease, like a crashed holder's.
+ *
  * Asynchronous, so it cannot serve as `seen` of `dedupeByEffectKey` (which needs a synchronous `has`); the
  * executor replays settled keys instead, which also gives the consumer their results.
  *
@@ -116,6 +162,7 @@ const scripts = {
  * import { executeTools } from 'cleanturn/effects';
  * import { RedisEffectLedger } from 'cleanturn/effects/redis';
  *
+ * // redis-server --appendonly yes --appendfsync everysec --maxmemory-policy noeviction
  * const ledger = new RedisEffectLedger({ client: new Redis(process.env.REDIS_URL) });
  * turn$.pipe(executeTools(handlers, { turnId, ledger }));
  * ```
@@ -127,9 +174,27 @@ export class RedisEffectLedger implements EffectLedger {
   readonly #prefix: string;
   /** How long settled records are kept. */
   readonly #retentionMs: number;
+  /** How long an operation waits for Redis. */
+  readonly #timeoutMs: number;
+  /** What to do with a server that can lose records. */
+  readonly #persistence: RedisPersistenceCheck;
+  /** The persistence check once it has passed (or warned); `undefined` before, or after a refusal or a failure. */
+  #checked: Promise<void> | undefined;
 
   constructor(options: RedisEffectLedgerOptions) {
     this.#client = options.client;
+    this.#timeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    if (!(Number.isFinite(this.#timeoutMs) && this.#timeoutMs > 0)) {
+      throw new RangeError(
+        `commandTimeoutMs must be a positive number of milliseconds, got ${options.commandTimeoutMs}`,
+      );
+    }
+    this.#persistence = options.persistence ?? 'require';
+    if (!['require', 'warn', 'ignore'].includes(this.#persistence)) {
+      throw new RangeError(
+        `persistence must be 'require', 'warn' or 'ignore', got ${String(options.persistence)}`,
+      );
+    }
     this.#prefix = options.prefix ?? 'cleanturn:effect';
     this.#retentionMs = Math.ceil(options.retentionMs ?? DEFAULT_RETENTION_MS);
     if (!(Number.isFinite(this.#retentionMs) && this.#retentionMs > 0)) {
@@ -145,7 +210,7 @@ export class RedisEffectLedger implements EffectLedger {
       throw new RangeError(`leaseMs must be a positive number of milliseconds, got ${options.leaseMs}`);
     }
     const token = globalThis.crypto.randomUUID();
-    const [status, value] = (await this.#run(scripts.claim, this.#key(scope, key), [
+    const [status, value] = (await this.#run('claim', scripts.claim, this.#key(scope, key), [
       token,
       String(leaseMs),
       String(this.#retentionMs),
@@ -172,12 +237,12 @@ export class RedisEffectLedger implements EffectLedger {
   }
 
   async release(scope: string, key: string, token: string): Promise<void> {
-    const ok = await this.#run(scripts.release, this.#key(scope, key), [token]);
+    const ok = await this.#run('release', scripts.release, this.#key(scope, key), [token]);
     if (ok !== 1) throw new LeaseLostError(scope, key);
   }
 
   async get(scope: string, key: string): Promise<EffectRecord | undefined> {
-    const reply = (await this.#run(scripts.get, this.#key(scope, key), [])) as
+    const reply = (await this.#run('get', scripts.get, this.#key(scope, key), [])) as
       | [string, string, string, string | null, string]
       | null;
     if (reply === null) return undefined;
@@ -203,7 +268,12 @@ export class RedisEffectLedger implements EffectLedger {
   ): Promise<void> {
     const args = [token, String(this.#retentionMs), status];
     if (payload !== undefined) args.push(payload);
-    const ok = await this.#run(scripts.settle, this.#key(scope, key), args);
+    const ok = await this.#run(
+      status === 'completed' ? 'complete' : 'fail',
+      scripts.settle,
+      this.#key(scope, key),
+      args,
+    );
     if (ok !== 1) throw new LeaseLostError(scope, key);
   }
 
@@ -212,13 +282,50 @@ export class RedisEffectLedger implements EffectLedger {
     return `${this.#prefix}:{${encodeURIComponent(scope)}}:${encodeURIComponent(key)}`;
   }
 
-  /** Runs a script by its SHA-1, loading it on first use (or after the server lost its script cache). */
-  async #run(s: Script, key: string, args: string[]): Promise<unknown> {
+  /**
+   * Runs a script by its SHA-1, loading it on first use (or after the server lost its script cache), after the
+   * persistence check; all of it within `commandTimeoutMs`.
+   */
+  #run(operation: RedisLedgerOperation, s: Script, key: string, args: string[]): Promise<unknown> {
+    return this.#withTimeout(operation, async () => {
+      await this.#check();
+      try {
+        return await this.#client.evalsha(s.sha, 1, key, ...args);
+      } catch (error) {
+        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+        return await this.#client.eval(s.source, 1, key, ...args);
+      }
+    });
+  }
+
+  /** Checks the server's persistence once (see the class comment); a refusal or a failure is checked again. */
+  #check(): Promise<void> {
+    if (this.#persistence === 'ignore') return Promise.resolve();
+    this.#checked ??= persistenceProblems(this.#client).then((problems) => {
+      if (problems.length === 0) return;
+      if (this.#persistence === 'require') throw new LedgerPersistenceError(problems);
+      process.emitWarning(new LedgerPersistenceError(problems).message, {
+        type: 'CleanturnWarning',
+        code: 'CLEANTURN_REDIS_PERSISTENCE',
+      });
+    });
+    const checked = this.#checked;
+    checked.catch(() => {
+      if (this.#checked === checked) this.#checked = undefined;
+    });
+    return checked;
+  }
+
+  /** Runs `operation`, or fails with {@link LedgerTimeoutError} once `commandTimeoutMs` has passed; the timer is always cleared. */
+  async #withTimeout<T>(operation: RedisLedgerOperation, run: () => Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new LedgerTimeoutError(operation, this.#timeoutMs)), this.#timeoutMs);
+    });
     try {
-      return await this.#client.evalsha(s.sha, 1, key, ...args);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return await this.#client.eval(s.source, 1, key, ...args);
+      return await Promise.race([run(), timeout]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

@@ -4,5 +4,7 @@
  *
  * @module
  */
-export type { RedisEffectLedgerOptions } from './RedisEffectLedger.js';
+export type { RedisLedgerOperation } from './errors.js';
+export { LedgerPersistenceError, LedgerTimeoutError } from './errors.js';
+export type { RedisEffectLedgerOptions, RedisPersistenceCheck } from './RedisEffectLedger.js';
 export { RedisEffectLedger } from './RedisEffectLedger.js';

@@ -1,30 +1,49 @@
 import Database from 'better-sqlite3';
 import type { EffectKeyLookup } from 'cleanturn';
 import {
+  type Awaitable,
   type ClaimOptions,
   type ClaimResult,
   DEFAULT_RETENTION_MS,
   decodeError,
   decodeResult,
+  type EffectLedger,
   type EffectRecord,
   encodeResult,
   LeaseLostError,
   type SerializedError,
-  type SyncEffectLedger,
 } from 'cleanturn/effects';
+import { LedgerBusyError, LedgerClosedError, type SqliteLedgerOperation } from './errors.js';
 
 /** Options of {@link SqliteEffectLedger}. */
 export interface SqliteEffectLedgerOptions {
   /**
    * A better-sqlite3 database, or the path of a database file to open (the ledger then owns it, turns on WAL
-   * and closes it in `close()`). Several processes on one machine may share the file.
+   * and closes it in `close()`). Several processes on one machine may share the file. A database passed in
+   * should be in WAL mode too (`db.pragma('journal_mode = WAL')`); its own busy timeout is left as it is for its
+   * other statements.
    */
   database: string | Database.Database;
   /** The table of the records, created if missing. Default: `cleanturn_effects`. */
   table?: string;
   /** How long completed and failed records are kept, in milliseconds. Default: 24 hours. */
   retentionMs?: number;
+  /**
+   * How long a write waits for the database's lock while another connection holds it, in milliseconds; then it
+   * fails with {@link LedgerBusyError} (retryable). The wait is asynchronous (short timers), never a blocking
+   * one: the event loop keeps running. 0: never wait. Default: 5 000.
+   */
+  busyTimeoutMs?: number;
 }
+
+/** Default `busyTimeoutMs`. */
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+/** The first pause before trying the lock again, in milliseconds; it doubles up to `MAX_BACKOFF_MS`. */
+const FIRST_BACKOFF_MS = 2;
+/** The longest pause between two tries of the lock, in milliseconds. */
+const MAX_BACKOFF_MS = 50;
+/** How often a claim deletes expired rows. */
+const PURGE_EVERY_MS = 60_000;
 
 /** A row of the records table. */
 interface Row {
@@ -35,8 +54,26 @@ interface Row {
   expires_at: number;
 }
 
-/** How often a claim deletes expired rows. */
-const PURGE_EVERY_MS = 60_000;
+/** The prepared statements, once the table exists. */
+interface Statements {
+  select: Database.Statement<[string, string], Row>;
+  upsert: Database.Statement<[string, string, string, string, number, string | null, number]>;
+  delete: Database.Statement<[string, string]>;
+  purge: Database.Statement<[number]>;
+}
+
+/** An operation waiting for the lock: its timer, and how to end it when the ledger closes. */
+interface Wait {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  operation: SqliteLedgerOperation;
+  reject: (error: unknown) => void;
+}
+
+/** Whether SQLite refused because another connection holds a lock (`SQLITE_BUSY*`, `SQLITE_LOCKED*`). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
+}
 
 /**
  * An effect ledger in a SQLite file: exactly once across restarts and across the processes of one machine.
@@ -46,8 +83,19 @@ const PURGE_EVERY_MS = 60_000;
  * Times come from this machine's clock, which all its processes share. For several machines, use
  * `RedisEffectLedger`.
  *
- * Synchronous (better-sqlite3 is), so it also serves as `seen` of `dedupeByEffectKey`. Expired rows are deleted
- * by `purge()`, which claims also run once a minute.
+ * **WAL, and no blocking.** A file the ledger opens is put in WAL mode (`journal_mode = WAL`, kept in the file):
+ * readers never wait for a writer, so `get` and `seen` answer at once even while another connection writes. The
+ * connection's busy timeout is 0 (for a database passed in, while the ledger's own statements run): SQLite's
+ * busy handler sleeps synchronously, and a lock held by another process (a backup, a migration, a long
+ * transaction) would stop the whole event loop — every stream, timer and stall check — for as long as it waits.
+ * Instead, a write that finds the lock taken tries again after a short timer (2 ms, doubling up to 50 ms) until
+ * `busyTimeoutMs`, then fails with {@link LedgerBusyError} (retryable; nothing written). A read that finds the
+ * database locked (rare in WAL: a crash recovery, a database not in WAL) fails at once with that error.
+ *
+ * **Answers.** `claim`, `complete`, `fail`, `release` and `purge` answer synchronously when the lock is free,
+ * which is nearly always, and with a promise while they wait for it: `await` them (or let `executeTools`, which
+ * takes both). `get` and `seen` are always synchronous, so the ledger also serves as `seen` of
+ * `dedupeByEffectKey`. Expired rows are deleted by `purge()`, which claims also run once a minute.
  *
  * Table (created if missing):
  * ```sql
@@ -73,42 +121,235 @@ const PURGE_EVERY_MS = 60_000;
  * ledger.close();
  * ```
  */
-export class SqliteEffectLedger implements SyncEffectLedger {
+export class SqliteEffectLedger implements EffectLedger {
   /** The database. */
   readonly #db: Database.Database;
   /** Whether `close()` closes the database (it was opened from a path). */
   readonly #owned: boolean;
+  /** The records table. */
+  readonly #table: string;
   /** How long settled records are kept. */
   readonly #retentionMs: number;
-  /** The prepared statements. */
-  readonly #sql: {
-    select: Database.Statement<[string, string], Row>;
-    upsert: Database.Statement<[string, string, string, string, number, string | null, number]>;
-    delete: Database.Statement<[string, string]>;
-    purge: Database.Statement<[number]>;
-  };
-  /** The transactions: read, check and write as one step. */
-  readonly #claim: (scope: string, key: string, leaseMs: number) => ClaimResult;
-  readonly #settle: (
-    scope: string,
-    key: string,
-    token: string,
-    status: 'completed' | 'failed',
-    payload: string | null,
-  ) => void;
-  readonly #release: (scope: string, key: string, token: string) => void;
+  /** How long a write waits for the lock. */
+  readonly #busyTimeoutMs: number;
+  /** The prepared statements; `undefined` until the table could be created (the lock may be taken at first). */
+  #sql: Statements | undefined;
+  /** The operations waiting for the lock. */
+  readonly #waits = new Set<Wait>();
   /** When claims last purged expired rows. */
   #purgedAt = 0;
 
   constructor(options: SqliteEffectLedgerOptions) {
     const table = options.table ?? 'cleanturn_effects';
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new RangeError(`not a plain SQL table name: ${table}`);
+    this.#table = table;
     this.#retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     if (!(Number.isFinite(this.#retentionMs) && this.#retentionMs > 0)) {
       throw new RangeError(`retentionMs must be a positive number of milliseconds, got ${this.#retentionMs}`);
     }
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    if (!(Number.isFinite(this.#busyTimeoutMs) && this.#busyTimeoutMs >= 0)) {
+      throw new RangeError(`busyTimeoutMs must be a number of milliseconds ≥ 0, got ${this.#busyTimeoutMs}`);
+    }
     this.#owned = typeof options.database === 'string';
-    this.#db = typeof options.database === 'string' ? new Database(options.database) : options.database;
+    this.#db =
+      typeof options.database === 'string'
+        ? new Database(options.database, { timeout: 0 })
+        : options.database;
+    try {
+      this.#attempt(() => undefined);
+    } catch (error) {
+      // The lock is taken: the table is created by the first operation that gets it.
+      if (!isBusy(error)) throw error;
+    }
+  }
+
+  claim(scope: string, key: string, options: ClaimOptions): Awaitable<ClaimResult> {
+    const { leaseMs } = options;
+    if (!(Number.isFinite(leaseMs) && leaseMs > 0)) {
+      throw new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
+    }
+    return this.#write('claim', (sql): ClaimResult => {
+      const now = Date.now();
+      if (now - this.#purgedAt >= PURGE_EVERY_MS) {
+        this.#purgedAt = now;
+        sql.purge.run(now);
+      }
+      const row = live(sql, scope, key, now);
+      if (row === undefined || row.status === 'claimed') {
+        if (row !== undefined && row.lease_until > now)
+          return { status: 'in-progress', until: row.lease_until };
+        const token = globalThis.crypto.randomUUID();
+        const leaseUntil = now + leaseMs;
+        sql.upsert.run(scope, key, 'claimed', token, leaseUntil, null, leaseUntil + this.#retentionMs);
+        return { status: 'claimed', token, reclaimed: row !== undefined };
+      }
+      return row.status === 'completed'
+        ? { status: 'completed', result: decodeResult(row.payload) }
+        : { status: 'failed', error: decodeError(row.payload ?? '{}') };
+    });
+  }
+
+  complete(scope: string, key: string, token: string, result: unknown): Awaitable<void> {
+    const payload = encodeResult(result);
+    return this.#settle('complete', scope, key, token, payload ?? null);
+  }
+
+  fail(scope: string, key: string, token: string, error: SerializedError): Awaitable<void> {
+    return this.#settle('fail', scope, key, token, JSON.stringify(error));
+  }
+
+  release(scope: string, key: string, token: string): Awaitable<void> {
+    return this.#write('release', (sql) => {
+      const row = live(sql, scope, key, Date.now());
+      if (row === undefined) return;
+      if (row.token !== token || row.status !== 'claimed') throw new LeaseLostError(scope, key);
+      sql.delete.run(scope, key);
+    });
+  }
+
+  /**
+   * The record of a key. Synchronous: in WAL mode a read never waits for a writer.
+   *
+   * @throws {LedgerBusyError} when the database is locked even for readers (rare: see the class comment).
+   */
+  get(scope: string, key: string): EffectRecord | undefined {
+    const row = this.#read('get', (sql) => live(sql, scope, key, Date.now()));
+    if (row === undefined) return undefined;
+    const { token, expires_at: expiresAt } = row;
+    switch (row.status) {
+      case 'claimed':
+        return { status: 'claimed', token, leaseUntil: row.lease_until, expiresAt };
+      case 'completed':
+        return { status: 'completed', token, result: decodeResult(row.payload), expiresAt };
+      case 'failed':
+        return { status: 'failed', token, error: decodeError(row.payload ?? '{}'), expiresAt };
+    }
+  }
+
+  /**
+   * The keys of a scope whose effects are settled (completed, or failed and recorded), as the `seen` option of
+   * `dedupeByEffectKey`: `cleanTurn({ turnId, seen: ledger.seen(turnId) })`. Synchronous, as `get`.
+   */
+  seen(scope: string): EffectKeyLookup {
+    return {
+      has: (key) => {
+        const status = this.#read('seen', (sql) => live(sql, scope, key, Date.now())?.status);
+        return status === 'completed' || status === 'failed';
+      },
+    };
+  }
+
+  /**
+   * Deletes the records whose retention has run out. Synchronous unless it has to wait for the lock.
+   *
+   * @returns How many were deleted.
+   */
+  purge(): Awaitable<number> {
+    return this.#write('purge', (sql) => sql.purge.run(Date.now()).changes);
+  }
+
+  /**
+   * Ends the operations still waiting for the lock with {@link LedgerClosedError} (their timers are cleared),
+   * and closes the database if the ledger opened it; a database passed in stays open.
+   */
+  close(): void {
+    for (const wait of this.#waits) {
+      clearTimeout(wait.timer);
+      wait.reject(new LedgerClosedError(wait.operation));
+    }
+    this.#waits.clear();
+    if (this.#owned && this.#db.open) this.#db.close();
+  }
+
+  /** Records an outcome, if the record is absent or still the caller's. */
+  #settle(
+    operation: 'complete' | 'fail',
+    scope: string,
+    key: string,
+    token: string,
+    payload: string | null,
+  ): Awaitable<void> {
+    const status = operation === 'complete' ? 'completed' : 'failed';
+    return this.#write(operation, (sql) => {
+      const now = Date.now();
+      const row = live(sql, scope, key, now);
+      if (row !== undefined && row.token !== token) throw new LeaseLostError(scope, key);
+      sql.upsert.run(scope, key, status, token, 0, payload, now + this.#retentionMs);
+    });
+  }
+
+  /**
+   * Runs `body` in an `IMMEDIATE` transaction (the write lock is taken before the read), now if the lock is
+   * free, else after short timers until `busyTimeoutMs`.
+   */
+  #write<R>(operation: SqliteLedgerOperation, body: (sql: Statements) => R): Awaitable<R> {
+    const transaction = (sql: Statements) => this.#db.transaction(body).immediate(sql);
+    try {
+      return this.#attempt(transaction);
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      if (this.#busyTimeoutMs === 0) throw new LedgerBusyError(operation, 0, error);
+    }
+    return this.#retry(operation, transaction);
+  }
+
+  /** Runs a read now; a locked database is an error at once. */
+  #read<R>(operation: SqliteLedgerOperation, body: (sql: Statements) => R): R {
+    try {
+      return this.#attempt(body);
+    } catch (error) {
+      if (isBusy(error)) throw new LedgerBusyError(operation, 0, error);
+      throw error;
+    }
+  }
+
+  /** Tries `body` again after a growing pause until it gets the lock or `busyTimeoutMs` has passed. */
+  #retry<R>(operation: SqliteLedgerOperation, body: (sql: Statements) => R): Promise<R> {
+    const deadline = Date.now() + this.#busyTimeoutMs;
+    return new Promise<R>((resolve, reject) => {
+      const wait: Wait = { timer: undefined, operation, reject };
+      let pause = FIRST_BACKOFF_MS;
+      const next = () => {
+        const left = deadline - Date.now();
+        // Jitter: two waiting processes do not retry in step.
+        const delay = Math.max(1, Math.min(left, pause * (0.5 + Math.random() / 2)));
+        pause = Math.min(pause * 2, MAX_BACKOFF_MS);
+        wait.timer = setTimeout(tryAgain, delay);
+      };
+      const tryAgain = () => {
+        try {
+          const value = this.#attempt(body);
+          this.#waits.delete(wait);
+          resolve(value);
+        } catch (error) {
+          if (isBusy(error) && Date.now() < deadline) return next();
+          this.#waits.delete(wait);
+          reject(isBusy(error) ? new LedgerBusyError(operation, this.#busyTimeoutMs, error) : error);
+        }
+      };
+      this.#waits.add(wait);
+      next();
+    });
+  }
+
+  /**
+   * Runs `body` with a busy timeout of 0, first creating the table and preparing the statements if that is not
+   * done yet. A database passed in gets its own busy timeout back afterwards.
+   */
+  #attempt<R>(body: (sql: Statements) => R): R {
+    const saved = this.#owned ? 0 : (this.#db.pragma('busy_timeout', { simple: true }) as number);
+    if (saved !== 0) this.#db.pragma('busy_timeout = 0');
+    try {
+      return body(this.#sql ?? this.#prepare());
+    } finally {
+      if (saved !== 0) this.#db.pragma(`busy_timeout = ${saved}`);
+    }
+  }
+
+  /** Turns on WAL (a file the ledger opened), creates the table if missing and prepares the statements. */
+  #prepare(): Statements {
+    const table = this.#table;
     if (this.#owned) this.#db.pragma('journal_mode = WAL');
     this.#db.exec(
       `CREATE TABLE IF NOT EXISTS ${table} (
@@ -134,108 +375,12 @@ export class SqliteEffectLedger implements SyncEffectLedger {
       delete: this.#db.prepare(`DELETE FROM ${table} WHERE scope = ? AND key = ?`),
       purge: this.#db.prepare(`DELETE FROM ${table} WHERE expires_at <= ?`),
     };
-
-    this.#claim = this.#immediate((scope: string, key: string, leaseMs: number): ClaimResult => {
-      const now = Date.now();
-      const row = this.#live(scope, key, now);
-      if (row === undefined || row.status === 'claimed') {
-        if (row !== undefined && row.lease_until > now)
-          return { status: 'in-progress', until: row.lease_until };
-        const token = globalThis.crypto.randomUUID();
-        const leaseUntil = now + leaseMs;
-        this.#sql.upsert.run(scope, key, 'claimed', token, leaseUntil, null, leaseUntil + this.#retentionMs);
-        return { status: 'claimed', token, reclaimed: row !== undefined };
-      }
-      return row.status === 'completed'
-        ? { status: 'completed', result: decodeResult(row.payload) }
-        : { status: 'failed', error: decodeError(row.payload ?? '{}') };
-    });
-    this.#settle = this.#immediate((scope, key, token, status, payload) => {
-      const now = Date.now();
-      const row = this.#live(scope, key, now);
-      if (row !== undefined && row.token !== token) throw new LeaseLostError(scope, key);
-      this.#sql.upsert.run(scope, key, status, token, 0, payload, now + this.#retentionMs);
-    });
-    this.#release = this.#immediate((scope: string, key: string, token: string) => {
-      const row = this.#live(scope, key, Date.now());
-      if (row === undefined) return;
-      if (row.token !== token || row.status !== 'claimed') throw new LeaseLostError(scope, key);
-      this.#sql.delete.run(scope, key);
-    });
+    return this.#sql;
   }
+}
 
-  claim(scope: string, key: string, options: ClaimOptions): ClaimResult {
-    const { leaseMs } = options;
-    if (!(Number.isFinite(leaseMs) && leaseMs > 0)) {
-      throw new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
-    }
-    const now = Date.now();
-    if (now - this.#purgedAt >= PURGE_EVERY_MS) {
-      this.#purgedAt = now;
-      this.purge();
-    }
-    return this.#claim(scope, key, leaseMs);
-  }
-
-  complete(scope: string, key: string, token: string, result: unknown): void {
-    const payload = encodeResult(result);
-    this.#settle(scope, key, token, 'completed', payload ?? null);
-  }
-
-  fail(scope: string, key: string, token: string, error: SerializedError): void {
-    this.#settle(scope, key, token, 'failed', JSON.stringify(error));
-  }
-
-  release(scope: string, key: string, token: string): void {
-    this.#release(scope, key, token);
-  }
-
-  get(scope: string, key: string): EffectRecord | undefined {
-    const row = this.#live(scope, key, Date.now());
-    if (row === undefined) return undefined;
-    const { token, expires_at: expiresAt } = row;
-    switch (row.status) {
-      case 'claimed':
-        return { status: 'claimed', token, leaseUntil: row.lease_until, expiresAt };
-      case 'completed':
-        return { status: 'completed', token, result: decodeResult(row.payload), expiresAt };
-      case 'failed':
-        return { status: 'failed', token, error: decodeError(row.payload ?? '{}'), expiresAt };
-    }
-  }
-
-  seen(scope: string): EffectKeyLookup {
-    return {
-      has: (key) => {
-        const status = this.#live(scope, key, Date.now())?.status;
-        return status === 'completed' || status === 'failed';
-      },
-    };
-  }
-
-  /**
-   * Deletes the records whose retention has run out.
-   *
-   * @returns How many were deleted.
-   */
-  purge(): number {
-    return this.#sql.purge.run(Date.now()).changes;
-  }
-
-  /** Closes the database if the ledger opened it; a database passed in stays open. */
-  close(): void {
-    if (this.#owned && this.#db.open) this.#db.close();
-  }
-
-  /** The row of a key unless its retention has run out. */
-  #live(scope: string, key: string, now: number): Row | undefined {
-    const row = this.#sql.select.get(scope, key);
-    return row === undefined || row.expires_at <= now ? undefined : row;
-  }
-
-  /** Wraps `body` in an `IMMEDIATE` transaction: the write lock is taken before the read. */
-  #immediate<A extends unknown[], R>(body: (...args: A) => R): (...args: A) => R {
-    const transaction = this.#db.transaction(body);
-    return (...args: A) => transaction.immediate(...args);
-  }
+/** The row of a key unless its retention has run out. */
+function live(sql: Statements, scope: string, key: string, now: number): Row | undefined {
+  const row = sql.select.get(scope, key);
+  return row === undefined || row.expires_at <= now ? undefined : row;
 }

@@ -4,5 +4,7 @@
  *
  * @module
  */
+export type { SqliteLedgerOperation } from './errors.js';
+export { LedgerBusyError, LedgerClosedError } from './errors.js';
 export type { SqliteEffectLedgerOptions } from './SqliteEffectLedger.js';
 export { SqliteEffectLedger } from './SqliteEffectLedger.js';
