@@ -11,9 +11,12 @@ export { isRetryableStatus };
 export class HttpStatusError extends CleanturnError {
   /** The HTTP status. */
   readonly status: number;
-  /** How long the server asked the client to wait (`retry-after`), in milliseconds. */
+  /**
+   * How long the server asked the client to wait, in milliseconds: `retry-after-ms` (OpenAI) when present, else
+   * `retry-after` (seconds or an HTTP date).
+   */
   readonly retryAfterMs: number | undefined;
-  /** The start of the response body (up to 2 KiB), for logs. */
+  /** The start of the response body (up to 4 KiB; the rest is not read), for logs. */
   readonly body: string;
 
   constructor(status: number, statusText: string, body: string, retryAfterMs: number | undefined) {
@@ -37,13 +40,13 @@ export class ConnectionError extends CleanturnError {
   }
 }
 
-/** No event arrived for the stall timeout; the attempt was aborted. Retryable. */
+/** No byte of the response arrived for the stall timeout; the attempt was aborted. Retryable. */
 export class StallError extends CleanturnError {
   /** The timeout that expired, in milliseconds. */
   readonly timeoutMs: number;
 
   constructor(timeoutMs: number) {
-    super(`no event for ${timeoutMs} ms: the stream stalled`, { retryable: true });
+    super(`no data for ${timeoutMs} ms: the stream stalled`, { retryable: true });
     this.timeoutMs = timeoutMs;
   }
 }
@@ -57,6 +60,77 @@ export class SseDataError extends CleanturnError {
     super(`SSE data is not JSON: ${JSON.stringify(data.slice(0, 80))}`, { retryable: true, cause });
     this.data = data;
   }
+}
+
+/**
+ * Buffered SSE text passed `maxBufferSize` (see `fromSSE`): a line that never ends, an event whose closing blank
+ * line never comes, or text outside SSE framing (an HTML page) that goes on and on. Not retryable: the same request
+ * would get the same answer, and reading on would only use more memory. The request is aborted.
+ */
+export class SseLimitError extends CleanturnError {
+  /** The limit that was passed, in characters. */
+  readonly limit: number;
+  /** What grew too long: an SSE line or event, or text outside SSE framing. */
+  readonly kind: 'event' | 'unframed';
+
+  constructor(limit: number, kind: 'event' | 'unframed') {
+    super(
+      kind === 'event'
+        ? `an SSE line or event passed maxBufferSize (${limit} characters) without ending`
+        : `text outside SSE framing passed maxBufferSize (${limit} characters)`,
+      { retryable: false },
+    );
+    this.limit = limit;
+    this.kind = kind;
+  }
+}
+
+/**
+ * A 2xx response that is not an event stream: a content type other than `text/event-stream` (a captive portal's
+ * HTML page, a JSON answer to a request that forgot to ask for streaming), or no body at all (a 204). Not
+ * retryable: the same request would get the same answer.
+ */
+export class NotEventStreamError extends CleanturnError {
+  /** The HTTP status. */
+  readonly status: number;
+  /** The `content-type` header, when the server sent one. */
+  readonly contentType: string | undefined;
+  /** The start of the response body (up to 4 KiB; the rest is not read), for logs. */
+  readonly body: string;
+
+  /**
+   * @param status The HTTP status.
+   * @param contentType The `content-type` header, if any.
+   * @param body The start of the body, or `undefined` when the response has none.
+   */
+  constructor(status: number, contentType: string | undefined, body: string | undefined) {
+    const got =
+      body === undefined
+        ? `HTTP ${status} without a body`
+        : `HTTP ${status} with ${contentType === undefined ? 'no content type' : `content type ${contentType}`}`;
+    super(
+      `expected an event stream (text/event-stream), got ${got}${body ? `: ${body.slice(0, 200)}` : ''}`,
+      {
+        retryable: false,
+      },
+    );
+    this.status = status;
+    this.contentType = contentType;
+    this.body = body ?? '';
+  }
+}
+
+/**
+ * How long a response asks the client to wait, in milliseconds: `retry-after-ms` (OpenAI sends it, in
+ * milliseconds) when it is readable, else `retry-after`. Undefined when neither is present or readable.
+ */
+export function retryAfterOf(headers: Headers, now: number = Date.now()): number | undefined {
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null) {
+    const trimmed = ms.trim();
+    if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed));
+  }
+  return parseRetryAfter(headers.get('retry-after'), now);
 }
 
 /**

@@ -4,15 +4,19 @@ import { SseDataError } from './errors.js';
 import type { SseMessage } from './fromSSE.js';
 
 /**
- * Parses each SSE message's `data` as JSON, for the provider adapters, and drops the `[DONE]` sentinel.
+ * Parses each SSE message's `data` as JSON, for the provider adapters, and completes at the `[DONE]` sentinel.
  *
- * A payload that is not JSON errors with a retryable {@link SseDataError}. The type `T` is what the adapter that
- * follows expects; it is asserted, not checked: adapters ignore payloads they do not know.
+ * `[DONE]` (OpenAI, the Vercel AI SDK, most compatible servers) says the stream is over: the result completes
+ * there and unsubscribes from the source, which closes the request. So an adapter that holds its finish until the
+ * end (`openaiChat` without a usage chunk) releases it at `[DONE]`, and what the connection does afterwards (a
+ * reset, or staying open) cannot fail the attempt. No adapter ever sees the sentinel as a payload, whatever its
+ * format. A payload that is not JSON errors with a retryable {@link SseDataError}. The type `T` is what the
+ * adapter that follows expects; it is asserted, not checked: adapters ignore payloads they do not know.
  *
  * ```text
- * source:       -a-b-d-|     a = data '{"x":1}', d = data '[DONE]'
+ * source:       -a-b-d-c-|   a = data '{"x":1}', d = data '[DONE]'
  *          sseJson()
- * result:       -A-B---|     A = { x: 1 }
+ * result:       -A-B-|       A = { x: 1 }; the source is unsubscribed at d
  * ```
  *
  * ## Example
@@ -23,7 +27,7 @@ import type { SseMessage } from './fromSSE.js';
  * fromSSE(makeRequest).pipe(sseJson(), openaiChat());
  * ```
  *
- * @returns An operator from SSE messages to parsed payloads.
+ * @returns An operator from SSE messages to parsed payloads, that ends at `[DONE]`.
  */
 export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
   return function sseJsonOperator(source) {
@@ -33,7 +37,10 @@ export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
         next(message) {
           // Reading `data` of something that is not a message throws: subscribeLinked makes it an error.
           const data = message.data;
-          if (data === '[DONE]') return;
+          if (data === '[DONE]') {
+            subscriber.complete();
+            return;
+          }
           let parsed: T;
           try {
             parsed = JSON.parse(data) as T;

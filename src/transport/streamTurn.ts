@@ -1,4 +1,5 @@
 import {
+  type AssembledEvent,
   accumulateTurn,
   attemptPipeline,
   type BackoffOptions,
@@ -11,7 +12,7 @@ import {
   type TurnState,
   turnPipeline,
 } from 'cleanturn';
-import { config, defer, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
+import { config, defer, Observable, type OperatorFunction, of, Subject, takeWhile, tap, timer } from 'rxjs';
 import { HttpStatusError } from './errors.js';
 import { fromSSE, type SseRequest } from './fromSSE.js';
 import { sseJson } from './sseJson.js';
@@ -27,8 +28,16 @@ export interface StreamTurnOptions<I = unknown> {
   turnId: string;
   /** Attempts allowed for this turn, the first included. Default 3. */
   maxAttempts?: number;
-  /** Abort an attempt after this many milliseconds without an event. Default 60 000; `0` turns it off. */
+  /**
+   * Abort an attempt (retryable) after this many milliseconds without a byte of the response. Default 60 000;
+   * `0` turns it off.
+   */
   stallTimeout?: number;
+  /**
+   * The most SSE text held at once, in characters (see `fromSSE`); past it the turn fails with a non-retryable
+   * `SseLimitError`. Default 16 MiB.
+   */
+  maxBufferSize?: number;
   /** The delay between attempts (see `backoff`); `false` retries at once. Default: `backoff()`'s defaults. */
   backoff?: BackoffOptions | false;
   /** The longest `retry-after` the turn will wait; a longer one fails the turn. Default 60 000 ms. */
@@ -52,12 +61,17 @@ export interface StreamTurnOptions<I = unknown> {
  * Composed only of public operators, as you would compose your own:
  *
  * ```text
- * fromSSE → sseJson → attemptPipeline(adapter)                          (one attempt)
+ * fromSSE → sseJson → attemptPipeline(adapter) → up to the finish       (one attempt)
  *   → turnPipeline({ turnId, early, seen, retry: { count: maxAttempts - 1, delay: backoff, honouring retry-after } })
  * ```
  *
- * Each attempt is a new request; an abandoned attempt's request is aborted. Errors that are not retryable
- * (a 401, an invalid request) end the turn at once; past `maxAttempts` the turn errors with
+ * Each attempt is a new request; an abandoned attempt's request is aborted. An attempt ends at its finish (the
+ * adapter releases it at the format's end: `[DONE]`, the usage chunk, `message_stop`…): its request is closed
+ * then, so a reset or a silent connection after the finish cannot fail or retry a finished turn. An adapter of
+ * your own therefore emits the attempt's `usage` before its `finish`, as the shipped adapters do.
+ *
+ * Errors that are not retryable (a 401, an invalid request, a response that is not an event stream, SSE text
+ * past `maxBufferSize`) end the turn at once; past `maxAttempts` the turn errors with
  * `RetriesExhaustedError` (with `maxAttempts: 1` nothing is retried, and the attempt's own error ends the turn,
  * as RxJS `retry` passes it through with a count of 0). `onReport` receives every attempt's usage, the abandoned ones too.
  *
@@ -87,6 +101,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     turnId,
     maxAttempts = 3,
     stallTimeout = 60_000,
+    maxBufferSize,
     maxRetryAfter = 60_000,
     early,
     seen,
@@ -105,7 +120,12 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       return fromSSE(({ signal }) => request({ attempt: current, signal }), {
         fetch: options.fetch,
         stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
-      }).pipe(sseJson<I>(), attemptPipeline(adapter));
+        maxBufferSize,
+      }).pipe(
+        sseJson<I>(),
+        attemptPipeline(adapter),
+        takeWhile<AssembledEvent<ProviderEvent>>(beforeFinish, true),
+      );
     });
     const events = oneAttempt.pipe(
       turnPipeline({
@@ -128,6 +148,11 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     if (onReport === undefined) return events;
     return reporting(events, turnId, onReport);
   });
+}
+
+/** Whether an event comes before its attempt's finish: the attempt ends with the finish, inclusive. */
+function beforeFinish(event: { type: string }): boolean {
+  return event.type !== 'finish';
 }
 
 /** Mirrors `events` and calls `onReport` exactly once when the turn ends, however it ends. */

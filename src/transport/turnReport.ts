@@ -1,4 +1,10 @@
-import { type AttemptOutcome, describeError, type TurnState, type Usage } from 'cleanturn';
+import {
+  type AttemptOutcome,
+  describeError,
+  RetriesExhaustedError,
+  type TurnState,
+  type Usage,
+} from 'cleanturn';
 
 /** One attempt in a {@link TurnReport}. */
 export interface AttemptReport {
@@ -69,7 +75,7 @@ export function toTurnReport(
     const reason =
       record.reason ??
       (live && end.outcome === 'failed' && end.error !== undefined
-        ? describeError(end.error)
+        ? ownReason(end.error)
         : live && end.outcome === 'cancelled'
           ? 'cancelled by the consumer'
           : undefined);
@@ -94,4 +100,16 @@ export function toTurnReport(
   };
   if (end.error !== undefined) report.error = end.error;
   return report;
+}
+
+/**
+ * Why the last attempt failed: its own error's reason. When the retries ran out, that is the last record of the
+ * `RetriesExhaustedError` (whose message only adds the count), not the wrapper's message.
+ */
+function ownReason(error: unknown): string {
+  if (error instanceof RetriesExhaustedError) {
+    const last = error.attempts[error.attempts.length - 1];
+    if (last !== undefined) return last.reason;
+  }
+  return describeError(error);
 }

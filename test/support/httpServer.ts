@@ -6,8 +6,15 @@ import type { AddressInfo } from 'node:net';
 export interface ScriptedResponse {
   status?: number;
   headers?: Record<string, string>;
-  /** The body, written in `chunks` pieces (default: one piece). */
+  /** The body, written in `chunks` pieces (default: one piece). Ignored when `stream` is given. */
   body: string | Uint8Array;
+  /**
+   * A body made on the fly (a hostile endless one): each piece is written with backpressure, and writing stops when
+   * the client closes the connection. The response ends after the last piece unless `hold` is set.
+   */
+  stream?: () => Iterable<string | Uint8Array> | AsyncIterable<string | Uint8Array>;
+  /** With `stream`: keep the socket open after the last piece instead of ending the response. */
+  hold?: boolean;
   /** Split the body into writes of this many bytes, with a macrotask between writes. */
   chunkSize?: number;
   /** Destroy the socket after this many body bytes (a reset mid-stream). */
@@ -84,6 +91,10 @@ export async function startServer(
 }
 
 async function respond(plan: ScriptedResponse, res: ServerResponse): Promise<void> {
+  if (plan.stream !== undefined) {
+    await respondStreamed(plan, plan.stream, res);
+    return;
+  }
   const body = typeof plan.body === 'string' ? Buffer.from(plan.body, 'utf8') : Buffer.from(plan.body);
   res.writeHead(plan.status ?? 200, { 'content-type': 'text/event-stream', ...plan.headers });
   const limit = Math.min(body.length, plan.destroyAfter ?? plan.endAfter ?? plan.stallAfter ?? body.length);
@@ -102,4 +113,29 @@ async function respond(plan: ScriptedResponse, res: ServerResponse): Promise<voi
   } else {
     res.end();
   }
+}
+
+/** Writes a generated body with backpressure until it ends or the client goes away. */
+async function respondStreamed(
+  plan: ScriptedResponse,
+  stream: NonNullable<ScriptedResponse['stream']>,
+  res: ServerResponse,
+): Promise<void> {
+  res.writeHead(plan.status ?? 200, { 'content-type': 'text/event-stream', ...plan.headers });
+  res.flushHeaders();
+  for await (const piece of stream()) {
+    if (res.destroyed || res.writableEnded) return;
+    if (!res.write(piece)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
+  }
+  if (!res.destroyed && !plan.hold) res.end();
 }

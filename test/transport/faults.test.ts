@@ -109,6 +109,32 @@ describe('named faults over a real socket', () => {
     expect(turn.report?.attempts[0]?.textLength).toBe(0);
   });
 
+  it('a 429 with retry-after-ms (OpenAI) is retried after that many milliseconds', async () => {
+    await expectCleanRetry({
+      status: 429,
+      headers: { 'retry-after-ms': '400', 'content-type': 'application/json' },
+      body: '{"error":{"type":"rate_limit_exceeded","code":"rate_limit_exceeded"}}',
+    });
+    const [first, second] = server?.requests ?? [];
+    expect((second?.receivedAt ?? 0) - (first?.receivedAt ?? 0)).toBeGreaterThanOrEqual(380);
+  });
+
+  it.each([
+    [
+      'a 200 text/html page (a captive portal)',
+      { headers: { 'content-type': 'text/html' }, body: '<html>Sign in</html>' },
+    ],
+    ['a 204 No Content', { status: 204, body: '' }],
+    ['a line that never ends', { body: 'data: {'.padEnd(40_000, 'x') }],
+  ] as const)('%s fails the turn at once, not retried', async (_, response) => {
+    server = await startServer([response, whole]);
+    const turn = await collectTurn(server.url, { maxBufferSize: 16_384 });
+    expect((turn.error as { name?: string }).name).toMatch(/^(NotEventStreamError|SseLimitError)$/);
+    expect((turn.error as { retryable?: boolean }).retryable).toBe(false);
+    expect(server.requests).toHaveLength(1);
+    expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['failed']);
+  });
+
   it('a 401 is not retried', async () => {
     server = await startServer([
       { status: 401, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid api key"}' },
@@ -158,6 +184,8 @@ describe('named faults over a real socket', () => {
     expect(server.requests).toHaveLength(3);
     expect(turn.executed).toEqual([]);
     expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'abandoned', 'failed']);
+    // Each attempt's own reason: the last one's is not the "gave up after 3 attempt(s): …" of the turn's error.
+    for (const attempt of turn.report?.attempts ?? []) expect(attempt.reason).toMatch(/^the stream broke/);
   });
 
   it('unsubscribing aborts the request: the server sees the connection close', async () => {

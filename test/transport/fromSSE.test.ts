@@ -40,6 +40,26 @@ describe('fromSSE', () => {
     ]);
   });
 
+  it.each([
+    ['in one piece', undefined],
+    ['in pieces of 1 byte', 1],
+    ['in pieces of 4 bytes', 4],
+  ])(
+    'CR-only line endings: the last event is kept when the body ends right after its \\r\\r (%s)',
+    async (_, chunkSize) => {
+      const url = await serve({ body: 'data: a\r\rid: 2\rdata: b1\rdata: b2\r\r', chunkSize });
+      expect(await collect(url)).toEqual([
+        { data: 'a', event: undefined },
+        { data: 'b1\nb2', event: undefined, id: '2' },
+      ]);
+    },
+  );
+
+  it('CR-only line endings: an event without its blank line at the end is still not emitted', async () => {
+    const url = await serve({ body: 'data: a\r\rdata: cut\r' });
+    expect((await collect(url)).map((m) => m.data)).toEqual(['a']);
+  });
+
   it('decodes UTF-8 split across reads', async () => {
     const url = await serve({ body: 'data: 📦 ünï ✓\n\n', chunkSize: 1 });
     expect((await collect(url)).map((m) => m.data)).toEqual(['📦 ünï ✓']);
@@ -51,6 +71,23 @@ describe('fromSSE', () => {
     const messages = await collect(url);
     expect(messages[1]?.event).toBe('raw');
     expect(JSON.parse(messages[1]?.data ?? '')).toEqual({ error: { code: 503, status: 'UNAVAILABLE' } });
+  });
+
+  it.each([
+    ['a keep-alive line before the last event', 'data: {"a":1}\n\nping\ndata: {"a":2}\n\n'],
+    ['a keep-alive line between the last event and the tail', 'data: {"a":1}\n\ndata: {"a":2}\n\nping\n'],
+    ['whitespace lines before the tail', 'data: {"a":1}\n\ndata: {"a":2}\n\n  \n'],
+  ])('the raw JSON tail is kept after unframed lines: %s', async (_, head) => {
+    const tail = '{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n';
+    const url = await serve({ body: `${head}${tail}`, chunkSize: 5 });
+    const messages = await collect(url);
+    expect(messages.map((m) => m.event ?? 'message')).toEqual(['message', 'message', 'raw']);
+    expect(JSON.parse(messages[2]?.data ?? '')).toEqual({ error: { code: 503, status: 'UNAVAILABLE' } });
+  });
+
+  it('the raw JSON tail without a final line break is kept', async () => {
+    const url = await serve({ body: 'data: {"a":1}\n\n{"error":{"code":500}}' });
+    expect((await collect(url)).at(-1)).toEqual({ event: 'raw', data: '{"error":{"code":500}}' });
   });
 
   it.each([
@@ -170,9 +207,17 @@ describe('fromSSE', () => {
 });
 
 describe('sseJson', () => {
-  it('parses data as JSON and drops [DONE]', async () => {
-    const url = await serve({ body: 'data: {"x":1}\n\ndata: [1,2]\n\ndata: [DONE]\n\n' });
+  it('parses data as JSON and completes at [DONE]: nothing after it is read', async () => {
+    const url = await serve({ body: 'data: {"x":1}\n\ndata: [1,2]\n\ndata: [DONE]\n\ndata: {"late":1}\n\n' });
     expect(await lastValueFrom(fromSSE(() => url).pipe(sseJson(), toArray()))).toEqual([{ x: 1 }, [1, 2]]);
+  });
+
+  it('completes at [DONE] and closes a connection that stays open after it', async () => {
+    const body = 'data: {"x":1}\n\ndata: [DONE]\n\n';
+    const url = await serve({ body, stallAfter: body.length });
+    expect(await lastValueFrom(fromSSE(() => url).pipe(sseJson(), toArray()))).toEqual([{ x: 1 }]);
+    for (let i = 0; i < 200 && server?.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(server?.aborted).toBe(1);
   });
 
   it('errors with a retryable SseDataError on a payload that is not JSON', async () => {

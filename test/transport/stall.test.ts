@@ -1,9 +1,17 @@
-// fromSSE's stall timer is not re-armed per event (that cost more than the parsing): it fires once per
-// timeout and re-sets itself for what remains after the latest activity. These tests pin the behaviour: a
-// stream that keeps talking never stalls, however long it lasts; a silent one does.
+// fromSSE's stall timer is not re-armed per read (that cost more than the parsing): it fires once per
+// timeout and re-sets itself for what remains after the latest bytes. These tests pin the behaviour: a
+// stream that keeps talking never stalls, however long it lasts, even inside one long event; a silent one does.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fromSSE, StallError } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startServer, type TestServer } from '../support/httpServer.js';
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
 
 const encoder = new TextEncoder();
 
@@ -62,5 +70,25 @@ describe('fromSSE stall timeout', () => {
     });
     expect(seen).toEqual(['0', '1', '2']);
     expect(error).toBeInstanceOf(StallError);
+  });
+
+  it('counts bytes, not only whole events: a 100 KB event that arrives slowly is no stall', async () => {
+    // 100 pieces of 1 KB, 20 ms apart: 2 s for one event, twice the 1 s timeout, with 50× margin on every gap.
+    const payload = 'p'.repeat(100 * 1024);
+    const body = `data: ${payload}\n\n`;
+    server = await startServer([
+      {
+        body: '',
+        stream: async function* () {
+          for (let offset = 0; offset < body.length; offset += 1024) {
+            if (offset > 0) await sleep(20);
+            yield body.slice(offset, offset + 1024);
+          }
+        },
+      },
+    ]);
+    const url = server.url;
+    const messages = await lastValueFrom(fromSSE(() => url, { stallTimeout: 1_000 }).pipe(toArray()));
+    expect(messages.map((m) => m.data.length)).toEqual([payload.length]);
   });
 });
