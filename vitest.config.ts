@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^cleanturn\/acp$/, replacement: src('acp/index.ts') },
       { find: /^cleanturn\/effects\/sqlite$/, replacement: src('effects/sqlite/index.ts') },
       { find: /^cleanturn\/effects\/redis$/, replacement: src('effects/redis/index.ts') },
+      { find: /^cleanturn\/effects\/postgres$/, replacement: src('effects/postgres/index.ts') },
       { find: /^cleanturn\/effects$/, replacement: src('effects/index.ts') },
       { find: /^cleanturn$/, replacement: src('index.ts') },
     ],

@@ -1,11 +1,12 @@
 // Many processes: several workers receive the same turns (duplicate delivery) and race on one effect ledger,
-// Redis (a real redis-server started for this file) or a SQLite file shared on one machine. Every effect runs
-// once, and every worker reports the same result for it.
+// Redis (a real redis-server started for this file), a SQLite file shared on one machine, or PostgreSQL (a real
+// server started for this file). Every effect runs once, and every worker reports the same result for it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakePayments } from './fixtures/payments.js';
+import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
 import { jsonLines, startFixture, stopFixtures } from './processes.js';
 import { type RedisServer, startRedisServer } from './redisServer.js';
 
@@ -22,14 +23,18 @@ interface ResultLine {
 }
 
 let redis: RedisServer;
+let postgres: PostgresServer | undefined;
 beforeAll(async () => {
-  redis = await startRedisServer();
-});
+  [redis, postgres] = await Promise.all([
+    startRedisServer(),
+    postgresTests.skip ? undefined : startPostgresServer(),
+  ]);
+}, 60_000);
 afterAll(async () => {
-  await redis?.stop();
-});
+  await Promise.all([redis?.stop(), postgres?.stop()]);
+}, 60_000);
 
-describe.each(['redis', 'sqlite'] as const)(
+describe.each(['redis', 'sqlite', 'postgres'] as const)(
   '%s ledger: duplicate delivery to many worker processes',
   (kind) => {
     let dir: string;
@@ -45,9 +50,13 @@ describe.each(['redis', 'sqlite'] as const)(
 
     it(`${WORKERS} workers × ${TURNS} turns × ${CALLS_PER_TURN} refunds: each refund runs once`, {
       timeout: 60_000,
+      skip: kind === 'postgres' && postgresTests.skip,
     }, async () => {
       const workers = Array.from({ length: WORKERS }, () =>
-        startFixture('raceWorker.ts', [dir, kind, String(TURNS)], { REDIS_PORT: String(redis.port) }),
+        startFixture('raceWorker.ts', [dir, kind, String(TURNS)], {
+          REDIS_PORT: String(redis.port),
+          PG_URL: postgres?.url ?? '',
+        }),
       );
       await Promise.all(workers.map((w) => w.line((line) => line === 'READY')));
       for (const w of workers) w.process.stdin?.write('go\n');

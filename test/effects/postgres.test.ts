@@ -1,0 +1,265 @@
+// The PostgreSQL effect ledger against a real server started for this file: the conformance suite (several
+// pools, as several processes would have), then what is particular to it: tables, the server's clock, typed
+// errors for a database that refuses, goes away or lacks the table, and input that `text` cannot hold.
+// The crash-restart matrix and the multi-process race run it in crashRestart.test.ts and race.test.ts.
+import { LeaseLostError } from 'cleanturn/effects';
+import {
+  PostgresEffectLedger,
+  PostgresLedgerError,
+  PostgresLedgerUsageError,
+} from 'cleanturn/effects/postgres';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describeLedgerConformance, until } from './conformance.js';
+import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
+
+let server: PostgresServer;
+let tables = 0;
+/** A table name no other test uses. */
+const freshTable = (name: string) => `${name}_${++tables}`;
+
+async function rejection(call: () => unknown): Promise<unknown> {
+  try {
+    await call();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 }, () => {
+  beforeAll(async () => {
+    server = await startPostgresServer();
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  }, 60_000);
+
+  describeLedgerConformance('PostgresEffectLedger', ({ retentionMs }) => {
+    const table = freshTable('conformance');
+    const pools: pg.Pool[] = [];
+    return {
+      open: () => {
+        const pool = server.pool({ max: 3 });
+        pools.push(pool);
+        return new PostgresEffectLedger({ pool, table, retentionMs });
+      },
+      close: async () => {
+        await pools[0]?.query(`DROP TABLE IF EXISTS ${table}`);
+        await Promise.all(pools.map((p) => p.end()));
+      },
+    };
+  });
+
+  describe('PostgresEffectLedger specifics', () => {
+    let pool: pg.Pool;
+    beforeAll(() => {
+      pool = server.pool({ max: 4 });
+    });
+
+    it('creates the table of your choice (schema-qualified too), and leaves the pool open', async () => {
+      await pool.query('CREATE SCHEMA IF NOT EXISTS agent');
+      const ledger = new PostgresEffectLedger({ pool, table: 'agent.effects' });
+      const claim = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
+      expect(claim).toMatchObject({ status: 'claimed', reclaimed: false });
+      const { rows } = await pool.query('SELECT scope, key, status, claims FROM agent.effects');
+      expect(rows).toEqual([{ scope: 'turn-1', key: 'k', status: 'claimed', claims: 1 }]);
+      const index = await pool.query(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = 'agent' AND tablename = 'effects' ORDER BY 1",
+      );
+      expect(index.rows.map((r) => r.indexname)).toEqual(['effects_expires_at', 'effects_pkey']);
+    });
+
+    it('ledgers that start together create the table once, without colliding', async () => {
+      const table = freshTable('together');
+      const pools = Array.from({ length: 6 }, () => server.pool({ max: 1 }));
+      const ledgers = pools.map((p) => new PostgresEffectLedger({ pool: p, table }));
+      const answers = await Promise.all(ledgers.map((l) => l.claim('turn-1', 'k', { leaseMs: 60_000 })));
+      expect(answers.filter((a) => a.status === 'claimed')).toHaveLength(1);
+      expect(answers.filter((a) => a.status === 'in-progress')).toHaveLength(5);
+      await Promise.all(pools.map((p) => p.end()));
+    });
+
+    it('counts takeovers in the claims column: above 1 means a lease ran out', async () => {
+      const table = freshTable('claims');
+      const ledger = new PostgresEffectLedger({ pool, table });
+      await ledger.claim('turn-1', 'k', { leaseMs: 1 });
+      let second: Awaited<ReturnType<typeof ledger.claim>> | undefined;
+      await until(async () => {
+        second = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
+        return second.status === 'claimed';
+      });
+      expect(second).toMatchObject({ reclaimed: true });
+      const { rows } = await pool.query(`SELECT claims FROM ${table}`);
+      expect(rows).toEqual([{ claims: 2 }]);
+    });
+
+    it('measures leases on the server clock: a client clock an hour ahead changes nothing', async () => {
+      const ledger = new PostgresEffectLedger({ pool, table: freshTable('clock') });
+      const hour = 60 * 60 * 1000;
+      const realNow = Date.now.bind(Date);
+      const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + hour);
+      try {
+        const first = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
+        expect(first.status).toBe('claimed');
+        const second = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
+        // Still in progress (an hour-ahead clock would have expired it), and `until` is on this machine's clock.
+        expect(second.status).toBe('in-progress');
+        const until = (second as { until: number }).until;
+        expect(until).toBeGreaterThan(Date.now());
+        expect(until).toBeLessThanOrEqual(Date.now() + 60_000);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+
+    it('stores results that jsonb would refuse or change: NUL in a string, key order, big numbers', async () => {
+      const ledger = new PostgresEffectLedger({ pool, table: freshTable('payload') });
+      const claim = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
+      if (claim.status !== 'claimed') throw new Error('expected a claim');
+      const result = { z: 'a\u0000b', a: [1.5, 1e21, -0.000001], long: 'x'.repeat(100_000) };
+      await ledger.complete('turn-1', 'k', claim.token, result);
+      const replay = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
+      expect(replay).toEqual({ status: 'completed', result });
+      expect(Object.keys((replay as { result: object }).result)).toEqual(['z', 'a', 'long']);
+    });
+
+    it('purge() deletes the records past their retention', async () => {
+      const table = freshTable('purge');
+      const ledger = new PostgresEffectLedger({ pool, table, retentionMs: 50 });
+      const claim = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
+      if (claim.status !== 'claimed') throw new Error('expected a claim');
+      await ledger.complete('turn-1', 'k', claim.token, 1);
+      await until(async () => (await ledger.get('turn-1', 'k')) === undefined);
+      expect(await ledger.purge()).toBe(1);
+      expect(await ledger.purge()).toBe(0);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 0 }]);
+    });
+
+    it('refuses bad options and input that text cannot hold, before it sends anything', async () => {
+      const query = vi.fn();
+      const spy = { query } as unknown as pg.Pool;
+      for (const options of [
+        { pool: spy, table: 'x; DROP TABLE y' },
+        { pool: spy, table: 'a.b.c' },
+        { pool: spy, table: '"quoted"' },
+        { pool: spy, retentionMs: 0 },
+        { pool: spy, retentionMs: Number.NaN },
+        { pool: spy, queryTimeoutMs: -1 },
+        { pool: {} as pg.Pool },
+        {} as { pool: pg.Pool },
+      ]) {
+        expect(() => new PostgresEffectLedger(options)).toThrow(PostgresLedgerUsageError);
+      }
+      const ledger = new PostgresEffectLedger({ pool: spy });
+      for (const write of [
+        () => ledger.claim('turn-1', 'k', { leaseMs: 0 }),
+        () => ledger.claim('turn-1', 'k', { leaseMs: Number.POSITIVE_INFINITY }),
+        () => ledger.claim('turn\u00001', 'k', { leaseMs: 1000 }),
+        () => ledger.get('turn-1', 'k\uD800'),
+        () => ledger.complete('turn\u0000', 'k', 't', 1),
+        () => ledger.release('turn-1', '\uDC00', 't'),
+      ]) {
+        const error = await rejection(write);
+        expect(error).toBeInstanceOf(PostgresLedgerUsageError);
+        expect(error).toMatchObject({ retryable: false });
+      }
+      expect(query).not.toHaveBeenCalled();
+      // A pair of surrogates is a character like any other.
+      expect(await new PostgresEffectLedger({ pool, table: freshTable('emoji') }).get('turn-🦀', 'k')).toBe(
+        undefined,
+      );
+    });
+
+    it('without createTable, a missing table is a typed error that says what to do, not retryable', async () => {
+      const ledger = new PostgresEffectLedger({ pool, table: freshTable('absent'), createTable: false });
+      const error = await rejection(() => ledger.claim('turn-1', 'k', { leaseMs: 1000 }));
+      expect(error).toBeInstanceOf(PostgresLedgerError);
+      expect(error).toMatchObject({ code: '42P01', operation: 'claim', retryable: false });
+      expect((error as Error).message).toMatch(/createTable/);
+      await ledger.ensureTable(); // a no-op
+    });
+
+    it('a database that refuses connections is a retryable typed error; the next call tries again', async () => {
+      // Port 1 of the loopback: nothing listens there.
+      const refused = new pg.Pool({ host: '127.0.0.1', port: 1, user: 'postgres' });
+      refused.on('error', () => {});
+      const ledger = new PostgresEffectLedger({ pool: refused });
+      for (const call of [
+        () => ledger.ensureTable(),
+        () => ledger.claim('turn-1', 'k', { leaseMs: 1000 }),
+        () => ledger.get('turn-1', 'k'),
+      ]) {
+        const error = await rejection(call);
+        expect(error).toBeInstanceOf(PostgresLedgerError);
+        expect(error).toMatchObject({ retryable: true, code: 'ECONNREFUSED', operation: 'create table' });
+      }
+      await refused.end();
+    });
+
+    it('gives up after queryTimeoutMs on a row locked by a transaction that does not end: retryable', async () => {
+      const table = freshTable('stuck');
+      const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 300 });
+      const first = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
+      if (first.status !== 'claimed') throw new Error('expected a claim');
+      const holder = await pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT 1 FROM ${table} WHERE key = 'k' FOR UPDATE`);
+        const error = await rejection(() => ledger.claim('turn-1', 'k', { leaseMs: 60_000 }));
+        expect(error).toBeInstanceOf(PostgresLedgerError);
+        expect(error).toMatchObject({ retryable: true, code: 'ETIMEDOUT', operation: 'claim' });
+        expect((error as Error).message).toMatch(/queryTimeoutMs/);
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+      // The abandoned statement ran once the lock was free: its claim expires after its lease, like a crash's.
+      await until(async () => (await ledger.get('turn-1', 'k'))?.token !== first.token);
+      expect(await ledger.claim('turn-1', 'k', { leaseMs: 60_000 })).toEqual({
+        status: 'in-progress',
+        until: expect.any(Number),
+      });
+    });
+
+    it('a connection killed in the middle of a claim is a retryable typed error, and nothing is lost', async () => {
+      const table = freshTable('killed');
+      const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 60_000 });
+      const first = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
+      if (first.status !== 'claimed') throw new Error('expected a claim');
+      // Another session holds the row, so the next claim (a takeover) waits on its lock…
+      const holder = await pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT 1 FROM ${table} WHERE key = 'k' FOR UPDATE`);
+        const blocked = rejection(() => ledger.claim('turn-1', 'k', { leaseMs: 60_000 }));
+        let pid: number | undefined;
+        // Asked outside the holder's transaction, which would see one snapshot of pg_stat_activity throughout.
+        await until(async () => {
+          const { rows } = await pool.query(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'",
+          );
+          pid = rows[0]?.pid;
+          return pid !== undefined;
+        });
+        // …and is terminated there, as a server restart or a failover would.
+        await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+        const error = await blocked;
+        expect(error).toBeInstanceOf(PostgresLedgerError);
+        expect(error).toMatchObject({ retryable: true, code: '57P01', operation: 'claim' });
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+      // The claim never happened: the first holder's record stands, and a retry takes it over.
+      expect(await ledger.get('turn-1', 'k')).toMatchObject({ status: 'claimed', token: first.token });
+      expect(await ledger.claim('turn-1', 'k', { leaseMs: 60_000 })).toMatchObject({
+        status: 'claimed',
+        reclaimed: true,
+      });
+      expect(await rejection(() => ledger.complete('turn-1', 'k', first.token, 1))).toBeInstanceOf(
+        LeaseLostError,
+      );
+    });
+  });
+});
