@@ -1,23 +1,25 @@
 import type { EffectKeyLookup } from 'cleanturn';
 import { LeaseLostError } from './errors.js';
-import { decodeError, decodeResult, encodeResult } from './json.js';
+import { encodeResult } from './json.js';
+import {
+  checkDuration,
+  type Decision,
+  decide,
+  isLive,
+  isSettled,
+  type LedgerAnswers,
+  type LedgerOperation,
+  type SettleAnswer,
+  type StoredRecord,
+} from './ledgerRules.js';
 import type { ClaimOptions, ClaimResult, EffectRecord, SerializedError, SyncEffectLedger } from './types.js';
+
+export { checkDuration } from './ledgerRules.js';
 
 /** Options of {@link MemoryEffectLedger}. */
 export interface MemoryEffectLedgerOptions {
   /** How long completed and failed records are kept, in milliseconds. Default: 24 hours. */
   retentionMs?: number;
-}
-
-/** A record as this ledger keeps it: results and errors as JSON text, as a durable ledger would. */
-interface StoredRecord {
-  status: 'claimed' | 'completed' | 'failed';
-  token: string;
-  /** Lease end (claimed records). */
-  leaseUntil: number;
-  /** JSON of the result (completed) or of the error (failed). */
-  payload: string | undefined;
-  expiresAt: number;
 }
 
 /** 24 hours, as Stripe keeps idempotency keys. */
@@ -34,7 +36,8 @@ const SWEEP_EVERY_MS = 60_000;
  * JSON text, exactly as the durable ledgers store them, so a test against this ledger sees what production
  * will.
  *
- * Synchronous, so it also serves as `seen` of `dedupeByEffectKey`.
+ * Synchronous, so it also serves as `seen` of `dedupeByEffectKey`. The rules are those of every ledger, in one
+ * place (`decide` of the ledger rules); this class only keeps the records, in a map per scope.
  *
  * ## Example
  * ```ts
@@ -46,7 +49,7 @@ const SWEEP_EVERY_MS = 60_000;
  * ```
  */
 export class MemoryEffectLedger implements SyncEffectLedger {
-  /** Records by scope, then key. */
+  /** Records by scope, then key: results and errors as JSON text, as a durable ledger keeps them. */
   readonly #scopes = new Map<string, Map<string, StoredRecord>>();
   /** How long settled records are kept. */
   readonly #retentionMs: number;
@@ -61,86 +64,76 @@ export class MemoryEffectLedger implements SyncEffectLedger {
     const leaseMs = checkDuration(options.leaseMs, 'leaseMs');
     const now = Date.now();
     if (now - this.#sweptAt >= SWEEP_EVERY_MS) this.#sweep(now);
-    const record = this.#live(scope, key, now);
-    if (record === undefined || record.status === 'claimed') {
-      if (record !== undefined && record.leaseUntil > now) {
-        return { status: 'in-progress', until: record.leaseUntil };
-      }
-      const token = globalThis.crypto.randomUUID();
-      const leaseUntil = now + leaseMs;
-      this.#put(scope, key, {
-        status: 'claimed',
-        token,
-        leaseUntil,
-        payload: undefined,
-        expiresAt: leaseUntil + this.#retentionMs,
-      });
-      return { status: 'claimed', token, reclaimed: record !== undefined };
-    }
-    return record.status === 'completed'
-      ? { status: 'completed', result: decodeResult(record.payload) }
-      : { status: 'failed', error: decodeError(record.payload as string) };
+    const token = globalThis.crypto.randomUUID();
+    return this.#apply(scope, key, now, { type: 'claim', token, leaseMs, retentionMs: this.#retentionMs });
   }
 
   complete(scope: string, key: string, token: string, result: unknown): void {
     const payload = encodeResult(result);
-    this.#settle(scope, key, token, 'completed', payload);
+    const answer = this.#apply(scope, key, Date.now(), {
+      type: 'complete',
+      token,
+      payload,
+      retentionMs: this.#retentionMs,
+    });
+    settled(answer, scope, key);
   }
 
   fail(scope: string, key: string, token: string, error: SerializedError): void {
-    this.#settle(scope, key, token, 'failed', JSON.stringify(error));
+    const answer = this.#apply(scope, key, Date.now(), {
+      type: 'fail',
+      token,
+      error,
+      retentionMs: this.#retentionMs,
+    });
+    settled(answer, scope, key);
   }
 
   release(scope: string, key: string, token: string): void {
-    const record = this.#live(scope, key, Date.now());
-    if (record === undefined) return;
-    if (record.token !== token || record.status !== 'claimed') throw new LeaseLostError(scope, key);
-    this.#delete(scope, key);
+    settled(this.#apply(scope, key, Date.now(), { type: 'release', token }), scope, key);
+  }
+
+  /**
+   * Extends the caller's claim: its lease ends `leaseMs` from now (for a handler that runs longer than it
+   * thought). A holder whose lease has ended may still renew while nobody has claimed the key since.
+   *
+   * @returns `true` when the caller still holds the claim and it was extended; `false` when the claim is lost
+   *   (another holder claimed, the key was settled or released, or its record is gone), and nothing changed.
+   * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
+   */
+  renew(scope: string, key: string, token: string, leaseMs: number): boolean {
+    checkDuration(leaseMs, 'leaseMs');
+    return this.#apply(scope, key, Date.now(), {
+      type: 'renew',
+      token,
+      leaseMs,
+      retentionMs: this.#retentionMs,
+    });
   }
 
   get(scope: string, key: string): EffectRecord | undefined {
-    const record = this.#live(scope, key, Date.now());
-    if (record === undefined) return undefined;
-    const { token, expiresAt } = record;
-    switch (record.status) {
-      case 'claimed':
-        return { status: 'claimed', token, leaseUntil: record.leaseUntil, expiresAt };
-      case 'completed':
-        return { status: 'completed', token, result: decodeResult(record.payload), expiresAt };
-      case 'failed':
-        return { status: 'failed', token, error: decodeError(record.payload as string), expiresAt };
-    }
+    return decide(this.#scopes.get(scope)?.get(key), Date.now(), { type: 'get' }).answer;
   }
 
   seen(scope: string): EffectKeyLookup {
-    return {
-      has: (key) => {
-        const status = this.#live(scope, key, Date.now())?.status;
-        return status === 'completed' || status === 'failed';
-      },
-    };
+    return { has: (key) => isSettled(this.#scopes.get(scope)?.get(key), Date.now()) };
   }
 
-  /** Writes a settled record if the key is absent or still carries `token`. */
-  #settle(
+  /** Decides `operation` on the key's record and applies the write. */
+  #apply<O extends LedgerOperation>(
     scope: string,
     key: string,
-    token: string,
-    status: 'completed' | 'failed',
-    payload: string | undefined,
-  ): void {
-    const now = Date.now();
-    const record = this.#live(scope, key, now);
-    if (record !== undefined && record.token !== token) throw new LeaseLostError(scope, key);
-    this.#put(scope, key, { status, token, leaseUntil: 0, payload, expiresAt: now + this.#retentionMs });
-  }
-
-  /** The record of a key unless its retention has run out (then it is dropped). */
-  #live(scope: string, key: string, now: number): StoredRecord | undefined {
-    const record = this.#scopes.get(scope)?.get(key);
-    if (record === undefined || record.expiresAt > now) return record;
-    this.#delete(scope, key);
-    return undefined;
+    now: number,
+    operation: O,
+  ): LedgerAnswers[O['type']] {
+    const { answer, write }: Decision<LedgerAnswers[O['type']]> = decide(
+      this.#scopes.get(scope)?.get(key),
+      now,
+      operation,
+    );
+    if (write.type === 'put') this.#put(scope, key, write.record);
+    else if (write.type === 'delete') this.#delete(scope, key);
+    return answer;
   }
 
   #put(scope: string, key: string, record: StoredRecord): void {
@@ -162,16 +155,13 @@ export class MemoryEffectLedger implements SyncEffectLedger {
   #sweep(now: number): void {
     this.#sweptAt = now;
     for (const [scope, records] of this.#scopes) {
-      for (const [key, record] of records) if (record.expiresAt <= now) records.delete(key);
+      for (const [key, record] of records) if (!isLive(record, now)) records.delete(key);
       if (records.size === 0) this.#scopes.delete(scope);
     }
   }
 }
 
-/** Checks a duration option: a positive, finite number of milliseconds. */
-export function checkDuration(value: number, name: string): number {
-  if (!(Number.isFinite(value) && value > 0)) {
-    throw new RangeError(`${name} must be a positive number of milliseconds, got ${value}`);
-  }
-  return value;
+/** Throws {@link LeaseLostError} when a settling operation was fenced off. */
+function settled(answer: SettleAnswer, scope: string, key: string): void {
+  if (answer === 'lease-lost') throw new LeaseLostError(scope, key);
 }

@@ -54,9 +54,34 @@ export function serializeError(error: unknown): SerializedError {
   return serialized;
 }
 
-/** Decodes a stored {@link SerializedError}. */
-export function decodeError(text: string): SerializedError {
-  return JSON.parse(text) as SerializedError;
+/**
+ * Decodes a stored {@link SerializedError}: the one way every ledger reads a failed record. It never throws: a
+ * missing or unreadable payload (a row written by hand, a damaged record) gives `Error` / "the recorded error
+ * could not be read" / not retryable, a field of the wrong type is replaced by its default (`name` `Error`,
+ * `retryable` false) or left out (`code`), and fields that are not part of a {@link SerializedError} are dropped.
+ *
+ * @param text The stored JSON text (`null` or `undefined` when there is none).
+ * @returns A whole {@link SerializedError}.
+ */
+export function decodeError(text: string | null | undefined): SerializedError {
+  let parsed: unknown;
+  try {
+    parsed = text === null || text === undefined ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const object =
+    typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {};
+  const error: SerializedError = {
+    name: typeof object.name === 'string' ? object.name : 'Error',
+    message: typeof object.message === 'string' ? object.message : 'the recorded error could not be read',
+    retryable: object.retryable === true,
+  };
+  const code = object.code;
+  if (typeof code === 'string' || (typeof code === 'number' && Number.isFinite(code))) error.code = code;
+  return error;
 }
 
 /** Throws an {@link EffectResultError} at the first value under `value` that is not JSON data. */

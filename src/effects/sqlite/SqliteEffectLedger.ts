@@ -4,15 +4,21 @@ import {
   type Awaitable,
   type ClaimOptions,
   type ClaimResult,
+  checkDuration,
   DEFAULT_RETENTION_MS,
-  decodeError,
-  decodeResult,
+  decide,
   type EffectLedger,
   type EffectRecord,
   encodeResult,
+  isSettled,
   LeaseLostError,
+  type LedgerAnswers,
+  type LedgerOperation,
   type SerializedError,
+  type SettleAnswer,
+  type StoredRecord,
 } from 'cleanturn/effects';
+
 import { LedgerBusyError, LedgerClosedError, type SqliteLedgerOperation } from './errors.js';
 
 /** Options of {@link SqliteEffectLedger}. */
@@ -80,6 +86,8 @@ function isBusy(error: unknown): boolean {
  *
  * Records are keyed by scope (the turn id) and effect key. Every read-check-write runs in an `IMMEDIATE`
  * transaction, so concurrent processes on one file serialise on SQLite's write lock and exactly one claim wins.
+ * Inside it the ledger reads the row, asks the ledger rules shared by every ledger (`decide`) and writes what
+ * they say: this class only stores.
  * Times come from this machine's clock, which all its processes share. For several machines, use
  * `RedisEffectLedger`.
  *
@@ -143,14 +151,12 @@ export class SqliteEffectLedger implements EffectLedger {
     const table = options.table ?? 'cleanturn_effects';
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new RangeError(`not a plain SQL table name: ${table}`);
     this.#table = table;
-    this.#retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
-    if (!(Number.isFinite(this.#retentionMs) && this.#retentionMs > 0)) {
-      throw new RangeError(`retentionMs must be a positive number of milliseconds, got ${this.#retentionMs}`);
-    }
-    this.#busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
-    if (!(Number.isFinite(this.#busyTimeoutMs) && this.#busyTimeoutMs >= 0)) {
-      throw new RangeError(`busyTimeoutMs must be a number of milliseconds ≥ 0, got ${this.#busyTimeoutMs}`);
-    }
+    this.#retentionMs = checkDuration(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
+    this.#busyTimeoutMs = checkDuration(
+      options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+      'busyTimeoutMs',
+      true,
+    );
     this.#owned = typeof options.database === 'string';
     this.#db =
       typeof options.database === 'string'
@@ -165,47 +171,50 @@ export class SqliteEffectLedger implements EffectLedger {
   }
 
   claim(scope: string, key: string, options: ClaimOptions): Awaitable<ClaimResult> {
-    const { leaseMs } = options;
-    if (!(Number.isFinite(leaseMs) && leaseMs > 0)) {
-      throw new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
-    }
-    return this.#write('claim', (sql): ClaimResult => {
+    const leaseMs = checkDuration(options.leaseMs, 'leaseMs');
+    return this.#write('claim', (sql) => {
       const now = Date.now();
       if (now - this.#purgedAt >= PURGE_EVERY_MS) {
         this.#purgedAt = now;
         sql.purge.run(now);
       }
-      const row = live(sql, scope, key, now);
-      if (row === undefined || row.status === 'claimed') {
-        if (row !== undefined && row.lease_until > now)
-          return { status: 'in-progress', until: row.lease_until };
-        const token = globalThis.crypto.randomUUID();
-        const leaseUntil = now + leaseMs;
-        sql.upsert.run(scope, key, 'claimed', token, leaseUntil, null, leaseUntil + this.#retentionMs);
-        return { status: 'claimed', token, reclaimed: row !== undefined };
-      }
-      return row.status === 'completed'
-        ? { status: 'completed', result: decodeResult(row.payload) }
-        : { status: 'failed', error: decodeError(row.payload ?? '{}') };
+      const token = globalThis.crypto.randomUUID();
+      return apply(sql, scope, key, now, { type: 'claim', token, leaseMs, retentionMs: this.#retentionMs });
     });
   }
 
   complete(scope: string, key: string, token: string, result: unknown): Awaitable<void> {
     const payload = encodeResult(result);
-    return this.#settle('complete', scope, key, token, payload ?? null);
+    return this.#settle('complete', scope, key, {
+      type: 'complete',
+      token,
+      payload,
+      retentionMs: this.#retentionMs,
+    });
   }
 
   fail(scope: string, key: string, token: string, error: SerializedError): Awaitable<void> {
-    return this.#settle('fail', scope, key, token, JSON.stringify(error));
+    return this.#settle('fail', scope, key, { type: 'fail', token, error, retentionMs: this.#retentionMs });
   }
 
   release(scope: string, key: string, token: string): Awaitable<void> {
-    return this.#write('release', (sql) => {
-      const row = live(sql, scope, key, Date.now());
-      if (row === undefined) return;
-      if (row.token !== token || row.status !== 'claimed') throw new LeaseLostError(scope, key);
-      sql.delete.run(scope, key);
-    });
+    return this.#settle('release', scope, key, { type: 'release', token });
+  }
+
+  /**
+   * Extends the caller's claim: its lease ends `leaseMs` from now (for a handler that runs longer than it
+   * thought). A holder whose lease has ended may still renew while nobody has claimed the key since. Synchronous
+   * unless it has to wait for the lock, as `claim`.
+   *
+   * @returns `true` when the caller still holds the claim and it was extended; `false` when the claim is lost
+   *   (another holder claimed, the key was settled or released, or its record is gone), and nothing changed.
+   * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
+   */
+  renew(scope: string, key: string, token: string, leaseMs: number): Awaitable<boolean> {
+    checkDuration(leaseMs, 'leaseMs');
+    return this.#write('renew', (sql) =>
+      apply(sql, scope, key, Date.now(), { type: 'renew', token, leaseMs, retentionMs: this.#retentionMs }),
+    );
   }
 
   /**
@@ -214,17 +223,7 @@ export class SqliteEffectLedger implements EffectLedger {
    * @throws {LedgerBusyError} when the database is locked even for readers (rare: see the class comment).
    */
   get(scope: string, key: string): EffectRecord | undefined {
-    const row = this.#read('get', (sql) => live(sql, scope, key, Date.now()));
-    if (row === undefined) return undefined;
-    const { token, expires_at: expiresAt } = row;
-    switch (row.status) {
-      case 'claimed':
-        return { status: 'claimed', token, leaseUntil: row.lease_until, expiresAt };
-      case 'completed':
-        return { status: 'completed', token, result: decodeResult(row.payload), expiresAt };
-      case 'failed':
-        return { status: 'failed', token, error: decodeError(row.payload ?? '{}'), expiresAt };
-    }
+    return this.#read('get', (sql) => decide(select(sql, scope, key), Date.now(), { type: 'get' }).answer);
   }
 
   /**
@@ -234,8 +233,8 @@ export class SqliteEffectLedger implements EffectLedger {
   seen(scope: string): EffectKeyLookup {
     return {
       has: (key) => {
-        const status = this.#read('seen', (sql) => live(sql, scope, key, Date.now())?.status);
-        return status === 'completed' || status === 'failed';
+        const record = this.#read('seen', (sql) => select(sql, scope, key));
+        return isSettled(record, Date.now());
       },
     };
   }
@@ -262,20 +261,16 @@ export class SqliteEffectLedger implements EffectLedger {
     if (this.#owned && this.#db.open) this.#db.close();
   }
 
-  /** Records an outcome, if the record is absent or still the caller's. */
+  /** Runs `complete`, `fail` or `release`; a fenced-off caller gets {@link LeaseLostError}. */
   #settle(
-    operation: 'complete' | 'fail',
+    operation: 'complete' | 'fail' | 'release',
     scope: string,
     key: string,
-    token: string,
-    payload: string | null,
+    decided: LedgerOperation & { type: typeof operation },
   ): Awaitable<void> {
-    const status = operation === 'complete' ? 'completed' : 'failed';
     return this.#write(operation, (sql) => {
-      const now = Date.now();
-      const row = live(sql, scope, key, now);
-      if (row !== undefined && row.token !== token) throw new LeaseLostError(scope, key);
-      sql.upsert.run(scope, key, status, token, 0, payload, now + this.#retentionMs);
+      const answer: SettleAnswer = apply(sql, scope, key, Date.now(), decided);
+      if (answer === 'lease-lost') throw new LeaseLostError(scope, key);
     });
   }
 
@@ -379,8 +374,33 @@ export class SqliteEffectLedger implements EffectLedger {
   }
 }
 
-/** The row of a key unless its retention has run out. */
-function live(sql: Statements, scope: string, key: string, now: number): Row | undefined {
+/** The stored record of a key, as the ledger rules take it (expired or not: the rules decide). */
+function select(sql: Statements, scope: string, key: string): StoredRecord | undefined {
   const row = sql.select.get(scope, key);
-  return row === undefined || row.expires_at <= now ? undefined : row;
+  if (row === undefined) return undefined;
+  return {
+    status: row.status,
+    token: row.token,
+    leaseUntil: row.lease_until,
+    payload: row.payload ?? undefined,
+    expiresAt: row.expires_at,
+  };
+}
+
+/** Decides `operation` on the key's row and writes what the rules say; call it inside the transaction. */
+function apply<O extends LedgerOperation>(
+  sql: Statements,
+  scope: string,
+  key: string,
+  now: number,
+  operation: O,
+): LedgerAnswers[O['type']] {
+  const { answer, write } = decide(select(sql, scope, key), now, operation);
+  if (write.type === 'put') {
+    const { status, token, leaseUntil, payload, expiresAt } = write.record;
+    sql.upsert.run(scope, key, status, token, leaseUntil, payload ?? null, expiresAt);
+  } else if (write.type === 'delete') {
+    sql.delete.run(scope, key);
+  }
+  return answer;
 }

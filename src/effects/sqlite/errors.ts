@@ -11,6 +11,7 @@ export type SqliteLedgerOperation =
   | 'complete'
   | 'fail'
   | 'release'
+  | 'renew'
   | 'purge'
   | 'get'
   | 'seen'
