@@ -46,3 +46,50 @@ export class MissingEffectKeyError extends CleanturnError {
     });
   }
 }
+
+/**
+ * A handler ran longer than `handlerTimeoutMs` of {@link executeTools}: its `signal` was aborted with this error
+ * and the call was reported as failed. Whether the effect happened is unknown (the handler may still be running),
+ * so its claim is neither released nor recorded: it expires after `leaseMs`, as a crashed holder's does, and the
+ * next run takes it over as in doubt (`reclaimed`). Retryable.
+ */
+export class HandlerTimeoutError extends CleanturnError {
+  /** The tool's name. */
+  readonly toolName: string;
+  /** The call's effect key. */
+  readonly effectKey: string;
+  /** The timeout that ran out, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(toolName: string, effectKey: string, timeoutMs: number) {
+    super(
+      `tool ${toolName} (effect ${effectKey}) did not settle within ${timeoutMs} ms (handlerTimeoutMs); whether its effect happened is unknown`,
+      { retryable: true },
+    );
+    this.toolName = toolName;
+    this.effectKey = effectKey;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * An effect is in doubt and was not run again (`inDoubt: 'report'` of {@link executeTools}): an earlier holder
+ * claimed it and its lease expired without an outcome, so the effect may or may not have happened. It is
+ * recorded as this failure, so later runs replay it instead of running the effect: check with the service (by
+ * the effect key) what happened. Not retryable.
+ */
+export class EffectInDoubtError extends CleanturnError {
+  /** The ledger scope (turn id). */
+  readonly scope: string;
+  /** The effect key. */
+  readonly key: string;
+
+  constructor(scope: string, key: string) {
+    super(
+      `effect ${key} of ${scope} is in doubt: an earlier holder's lease expired without an outcome, so it may or may not have happened; not run again`,
+      { retryable: false },
+    );
+    this.scope = scope;
+    this.key = key;
+  }
+}

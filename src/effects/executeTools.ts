@@ -16,7 +16,13 @@ import {
   throwError,
   timer,
 } from 'rxjs';
-import { EffectResultError, LeaseLostError, MissingEffectKeyError } from './errors.js';
+import {
+  EffectInDoubtError,
+  EffectResultError,
+  HandlerTimeoutError,
+  LeaseLostError,
+  MissingEffectKeyError,
+} from './errors.js';
 import { encodeResult, serializeError } from './json.js';
 import { checkDuration, MemoryEffectLedger } from './MemoryEffectLedger.js';
 import type {
@@ -25,6 +31,8 @@ import type {
   JsonValue,
   SerializedError,
   ToolContext,
+  ToolExecutedEvent,
+  ToolFailedEvent,
   ToolHandler,
   ToolHandlers,
   ToolResultEvent,
@@ -47,11 +55,31 @@ export interface ExecuteToolsOptions {
    */
   order?: 'calls' | 'completion';
   /**
-   * How long a claim holds while its handler runs, in milliseconds. Choose it longer than the slowest handler:
-   * past it, another process may take the key over and run the handler again (with the same key). It is also
-   * how long a restart waits for the claim of a process that crashed mid-effect. Default: 60 000.
+   * How long a claim holds, in milliseconds. While a handler runs, its lease is renewed every `leaseMs / 3`
+   * (with a ledger that has `renew`; the built-in ones do), so a handler may run longer than it: the lease is
+   * how long a restart waits for the claim of a process that crashed mid-effect. With a ledger without `renew`,
+   * choose it longer than the slowest handler: past it, another process may take the key over and run the
+   * handler again (with the same key). Default: 60 000.
    */
   leaseMs?: number;
+  /**
+   * How long a handler may run, in milliseconds; then its `signal` is aborted (reason: {@link HandlerTimeoutError})
+   * and the call is reported as `failed` with that error at once. Its claim is neither released nor recorded,
+   * since the handler may still be running: it expires after `leaseMs`, and the next run takes it over as in
+   * doubt (see `inDoubt`). Default: none (a handler may run as long as it keeps its lease).
+   */
+  handlerTimeoutMs?: number;
+  /**
+   * What to do with a claim taken over from an earlier holder whose lease expired without an outcome
+   * (`reclaimed`: that holder crashed, hung or timed out mid-effect, so the effect may or may not have happened):
+   * - `'run'` (default): run the handler again with the same effect key and `reclaimed: true` in its context,
+   *   and report `executed` with `reclaimed: true`. Right for services idempotent on the key (a payment API with
+   *   an `Idempotency-Key`), which is what the handler is asked to pass the key to; and it is what a crash
+   *   recovery needs to make progress without a human.
+   * - `'report'`: run nothing; record the key as failed with {@link EffectInDoubtError} and report that, so that
+   *   later runs replay it too. For effects a service cannot deduplicate: someone checks and decides.
+   */
+  inDoubt?: 'run' | 'report';
   /**
    * What to do when another holder is running the same effect: `'wait'` (default) polls the ledger until the
    * effect is settled and replays it, or until the other lease expires and takes it over; `'report'` emits an
@@ -76,6 +104,9 @@ const DEFAULT_POLL_MS = 100;
 
 /** A handler's outcome as a value: handler failures are results, not stream errors. */
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** How a leased handler run ended: it settled (`lost`: its lease was lost meanwhile), or it timed out. */
+type LeasedRun = { settled: Settled; lost: boolean } | { timedOut: HandlerTimeoutError };
 
 /**
  * Runs the tool calls of a clean turn with your handlers, at most once per effect key across retries,
@@ -102,12 +133,20 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
  * `dedupeByEffectKey` (or a second call with a key this subscription already ran) never runs its handler; it
  * is answered with its key's outcome, from this subscription or from the ledger.
  *
+ * Leases: while a handler runs, its claim's lease is renewed every `leaseMs / 3` (when the ledger has `renew`),
+ * so that nobody takes over a live handler. When a renewal says the lease is lost (or renewals keep failing
+ * past the lease), the handler's `signal` is aborted with `LeaseLostError` and its result carries
+ * `leaseLost: true`; so does a result whose completion was fenced off. `handlerTimeoutMs` bounds a handler.
+ *
  * The outcomes:
- * - `executed`: the handler ran now; `reclaimed: true` when it took over an expired claim.
+ * - `executed`: the handler ran now; `reclaimed: true` when it took over an expired claim (in doubt: see
+ *   `inDoubt`); `leaseLost: true` when its lease was lost while it ran (its result is not the recorded one).
  * - `replayed`: the effect ran before (in an earlier run, or under an earlier call of this turn with the same
  *   key); `result` is the recorded one.
  * - `failed`: the handler threw (`replayed: false`, with `cause`) or its recorded failure was replayed (also
- *   for a repeat whose key left no record anywhere: `NoRecordedResultError`).
+ *   for a repeat whose key left no record anywhere: `NoRecordedResultError`); `HandlerTimeoutError` past
+ *   `handlerTimeoutMs`; `EffectInDoubtError` for a reclaimed claim with `inDoubt: 'report'`; `LeaseLostError`
+ *   (with `leaseLost: true`) when the handler failed after its lease was lost.
  * - `unknown-tool`: no handler has that name; the ledger is not touched.
  * - `in-progress`: another holder is running it (only with `inProgress: 'report'`).
  *
@@ -138,8 +177,8 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
  * @see {@link MemoryEffectLedger}, `SqliteEffectLedger` and `RedisEffectLedger`; {@link EffectLedger} for the
  *   promises a ledger keeps.
  * @param handlers Tool handlers by tool name.
- * @param options `turnId`, and optionally `ledger`, `concurrency`, `order`, `leaseMs`, `inProgress`, `pollMs`,
- *   `recordFailure`.
+ * @param options `turnId`, and optionally `ledger`, `concurrency`, `order`, `leaseMs`, `handlerTimeoutMs`,
+ *   `inDoubt`, `inProgress`, `pollMs`, `recordFailure`.
  * @returns An operator from the clean turn stream to one `tool-result` per tool call.
  */
 export function executeTools(
@@ -156,6 +195,14 @@ export function executeTools(
   } = options;
   const leaseMs = checkDuration(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
   const pollMs = checkDuration(options.pollMs ?? DEFAULT_POLL_MS, 'pollMs');
+  const handlerTimeoutMs =
+    options.handlerTimeoutMs === undefined
+      ? undefined
+      : checkDuration(options.handlerTimeoutMs, 'handlerTimeoutMs');
+  const inDoubt = options.inDoubt ?? 'run';
+  if (inDoubt !== 'run' && inDoubt !== 'report') {
+    throw new RangeError(`inDoubt must be 'run' or 'report', got ${String(inDoubt)}`);
+  }
   if (!(concurrency >= 1 && (Number.isInteger(concurrency) || concurrency === Number.POSITIVE_INFINITY))) {
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
   }
@@ -185,8 +232,14 @@ export function executeTools(
       return of({ ...base, outcome: 'unknown-tool', error });
     }
     const attempt = (): Observable<ToolResultEvent> =>
-      awaited(() => ledger.claim(turnId, call.effectKey, { leaseMs })).pipe(
-        mergeMap((claim): Observable<ToolResultEvent> => {
+      defer(() => {
+        // The lease runs at least `leaseMs` from when the claim was sent.
+        const sentAt = Date.now();
+        return awaited(() => ledger.claim(turnId, call.effectKey, { leaseMs })).pipe(
+          map((claim) => ({ claim, sentAt })),
+        );
+      }).pipe(
+        mergeMap(({ claim, sentAt }): Observable<ToolResultEvent> => {
           switch (claim.status) {
             case 'completed':
               return of({ ...base, outcome: 'replayed', result: claim.result });
@@ -199,7 +252,11 @@ export function executeTools(
               return timer(Math.max(1, Math.min(pollMs, claim.until - Date.now()))).pipe(mergeMap(attempt));
             case 'claimed':
               // Not a repeat: a `tool-call` whose key this subscription meets for the first time.
-              if (!repeat) return execute(call as KeyedToolCall, handler, claim.token, claim.reclaimed);
+              if (!repeat) {
+                if (claim.reclaimed && inDoubt === 'report')
+                  return reportInDoubt(call as KeyedToolCall, claim.token);
+                return execute(call as KeyedToolCall, handler, claim.token, claim.reclaimed, sentAt);
+              }
               // A repeat whose key has no record: give the claim back and answer from this subscription's
               // outcome of the key (a failure that was not recorded), or say that there is none.
               return awaited(() => ledger.release(turnId, call.effectKey, claim.token)).pipe(
@@ -220,39 +277,64 @@ export function executeTools(
     return attempt();
   }
 
-  /** Runs the handler of a claimed call and records its outcome. */
+  /** Records a reclaimed key as in doubt (`inDoubt: 'report'`), without running its handler. */
+  function reportInDoubt(call: KeyedToolCall, token: string): Observable<ToolResultEvent> {
+    return settle('fail', call, token, new EffectInDoubtError(turnId, call.effectKey), false);
+  }
+
+  /** Runs the handler of a claimed call, renewing its lease meanwhile, and records its outcome. */
   function execute(
     call: KeyedToolCall,
     handler: ToolHandler,
     token: string,
     reclaimed: boolean,
+    claimedAt: number,
   ): Observable<ToolResultEvent> {
     const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
     const context = { effectKey: call.effectKey, turnId, call, reclaimed };
-    return runHandler(handler, call.args, context).pipe(
-      mergeMap((settled): Observable<ToolResultEvent> => {
+    return runLeased(handler, call, context, token, claimedAt).pipe(
+      mergeMap((run): Observable<ToolResultEvent> => {
+        if ('timedOut' in run) {
+          // The handler may still be running: leave the claim to expire, as a crashed holder's.
+          const error = serializeError(run.timedOut);
+          return of({ ...base, outcome: 'failed', error, replayed: false, cause: run.timedOut });
+        }
+        const { settled, lost } = run;
         if (settled.ok) {
-          const executed: ToolResultEvent = {
+          const executed: ToolExecutedEvent = {
             ...base,
             outcome: 'executed',
             result: settled.value as JsonValue | undefined,
             reclaimed,
           };
+          const lostLease: ToolExecutedEvent = { ...executed, leaseLost: true };
           return defer(() => {
             // Checked here too, so that a ledger of one's own that forgets to check cannot store a non-JSON result.
             encodeResult(settled.value);
             return awaited(() => ledger.complete(turnId, call.effectKey, token, settled.value));
           }).pipe(
-            map(() => executed),
+            map(() => (lost ? lostLease : executed)),
             catchError((error: unknown) => {
               // The effect ran, but its result cannot be stored: record that as a failure, so that no later run
               // repeats an effect known to have happened.
-              if (error instanceof EffectResultError) return settle('fail', call, token, error);
-              // Another holder took the key over after our lease expired; its record stands, our result is real.
-              if (error instanceof LeaseLostError) return of(executed);
+              if (error instanceof EffectResultError) return settle('fail', call, token, error, lost);
+              // Another holder took the key over after our lease was lost; its record stands, our result is real.
+              if (error instanceof LeaseLostError) return of(lostLease);
               return throwError(() => error);
             }),
           );
+        }
+        if (lost) {
+          // Aborted because the lease was lost: another holder's record (or claim) stands; write nothing.
+          const error = serializeError(new LeaseLostError(turnId, call.effectKey));
+          return of({
+            ...base,
+            outcome: 'failed',
+            error,
+            replayed: false,
+            cause: settled.error,
+            leaseLost: true,
+          });
         }
         let record: boolean;
         try {
@@ -260,9 +342,96 @@ export function executeTools(
         } catch (error) {
           return throwError(() => error);
         }
-        return settle(record ? 'fail' : 'release', call, token, settled.error);
+        return settle(record ? 'fail' : 'release', call, token, settled.error, false);
       }),
     );
+  }
+
+  /**
+   * Runs a handler while renewing its lease every `leaseMs / 3` (when the ledger can), and within
+   * `handlerTimeoutMs`. A renewal that answers `false`, or renewals that keep failing until the lease would have
+   * ended, abort the handler's signal with {@link LeaseLostError}; the timeout aborts it with
+   * {@link HandlerTimeoutError} and ends the run at once. Every timer is cleared when the handler settles, times
+   * out, or the subscriber unsubscribes.
+   */
+  function runLeased(
+    handler: ToolHandler,
+    call: KeyedToolCall,
+    context: Omit<ToolContext, 'signal'>,
+    token: string,
+    claimedAt: number,
+  ): Observable<LeasedRun> {
+    return new Observable<LeasedRun>((subscriber) => {
+      const controller = new AbortController();
+      let lost = false;
+      let over = false;
+      // When the last renewal that succeeded was sent (the lease runs at least `leaseMs` from then).
+      let renewedAt = claimedAt;
+      let renewing = false;
+      const lose = () => {
+        if (lost || over) return;
+        lost = true;
+        // The handler timeout, if any, still bounds the handler.
+        clearInterval(heartbeat);
+        controller.abort(new LeaseLostError(turnId, call.effectKey));
+      };
+      const renew = (): void => {
+        if (lost || over) return;
+        if (Date.now() - renewedAt >= leaseMs) {
+          lose();
+          return;
+        }
+        if (renewing || ledger.renew === undefined) return;
+        renewing = true;
+        const sentAt = Date.now();
+        const answered = (ok: boolean) => {
+          renewing = false;
+          if (ok) renewedAt = Math.max(renewedAt, sentAt);
+          else lose();
+        };
+        const failed = () => {
+          // A renewal that failed (a network error, a timeout) is tried again at the next beat, until the lease
+          // would have ended.
+          renewing = false;
+          if (Date.now() - renewedAt >= leaseMs) lose();
+        };
+        try {
+          const answer = ledger.renew(turnId, call.effectKey, token, leaseMs);
+          if (isThenable(answer)) answer.then(answered, failed);
+          else answered(answer);
+        } catch {
+          failed();
+        }
+      };
+      const heartbeat =
+        ledger.renew === undefined ? undefined : setInterval(renew, Math.max(1, Math.floor(leaseMs / 3)));
+      const deadline =
+        handlerTimeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              if (over) return;
+              const error = new HandlerTimeoutError(call.name, call.effectKey, handlerTimeoutMs);
+              stop();
+              controller.abort(error);
+              subscriber.next({ timedOut: error });
+              subscriber.complete();
+            }, handlerTimeoutMs);
+      function stop() {
+        clearInterval(heartbeat);
+        clearTimeout(deadline);
+      }
+      const inner = runHandler(handler, call.args, context, controller).subscribe((settled) => {
+        over = true;
+        stop();
+        subscriber.next({ settled, lost });
+        subscriber.complete();
+      });
+      return () => {
+        over = true;
+        stop();
+        inner.unsubscribe();
+      };
+    });
   }
 
   /** Records (`fail`) or releases a failed call and emits its `failed` result. */
@@ -271,9 +440,10 @@ export function executeTools(
     call: KeyedToolCall,
     token: string,
     cause: unknown,
+    lost: boolean,
   ): Observable<ToolResultEvent> {
     const error = serializeError(cause);
-    const failed: ToolResultEvent = {
+    const failed: ToolFailedEvent = {
       type: 'tool-result',
       effectKey: call.effectKey,
       call,
@@ -282,13 +452,14 @@ export function executeTools(
       replayed: false,
       cause,
     };
+    const lostLease: ToolFailedEvent = { ...failed, leaseLost: true };
     return awaited(() =>
       how === 'fail'
         ? ledger.fail(turnId, call.effectKey, token, error)
         : ledger.release(turnId, call.effectKey, token),
     ).pipe(
-      map(() => failed),
-      catchError((e: unknown) => (e instanceof LeaseLostError ? of(failed) : throwError(() => e))),
+      map(() => (lost ? lostLease : failed)),
+      catchError((e: unknown) => (e instanceof LeaseLostError ? of(lostLease) : throwError(() => e))),
     );
   }
 
@@ -366,16 +537,16 @@ function awaited<T>(call: () => Awaitable<T>): Observable<T> {
 
 /**
  * Runs a handler and emits its outcome once as a {@link Settled} value. Accepts a plain value, a promise (or
- * any thenable) or an observable (its first value; none means `undefined`). Unsubscribing before it settles
- * aborts `signal`.
+ * any thenable) or an observable (its first value; none means `undefined`). The handler's `signal` is
+ * `controller`'s (the caller aborts it for a lost lease or a timeout); unsubscribing before it settles aborts it.
  */
 function runHandler(
   handler: ToolHandler,
   args: unknown,
   context: Omit<ToolContext, 'signal'>,
+  controller: AbortController,
 ): Observable<Settled> {
   return new Observable<Settled>((subscriber) => {
-    const controller = new AbortController();
     // Whether the handler has settled; only an unsettled handler is aborted on unsubscribe.
     let done = false;
     const settle = (settled: Settled) => {

@@ -7,12 +7,27 @@
  */
 
 // Errors
-export { EffectResultError, LeaseLostError, MissingEffectKeyError } from './errors.js';
+export {
+  EffectInDoubtError,
+  EffectResultError,
+  HandlerTimeoutError,
+  LeaseLostError,
+  MissingEffectKeyError,
+} from './errors.js';
 export type { ExecuteToolsOptions } from './executeTools.js';
 // The executor
 export { DEFAULT_LEASE_MS, executeTools } from './executeTools.js';
 // For ledger authors: the storage rules every ledger applies
 export { decodeError, decodeResult, encodeResult, serializeError } from './json.js';
+export type {
+  Decision,
+  LedgerAnswers,
+  LedgerOperation,
+  LedgerWrite,
+  SettleAnswer,
+  StoredRecord,
+} from './ledgerRules.js';
+export { checkDuration, decide, isLeaseLive, isLive, isSettled, toEffectRecord } from './ledgerRules.js';
 export type { MemoryEffectLedgerOptions } from './MemoryEffectLedger.js';
 // Ledgers
 export { DEFAULT_RETENTION_MS, MemoryEffectLedger } from './MemoryEffectLedger.js';

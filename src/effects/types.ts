@@ -144,6 +144,17 @@ export interface EffectLedger {
   release(scope: string, key: string, token: string): Awaitable<void>;
   /** The record of a key, or `undefined` when there is none (never written, released, or past retention). */
   get(scope: string, key: string): Awaitable<EffectRecord | undefined>;
+  /**
+   * Extends the caller's claim while its handler runs: {@link executeTools} calls it every `leaseMs / 3`, so
+   * that a handler slower than its lease is not taken over and run a second time. A holder whose lease has ended
+   * may still renew while nobody has claimed the key since. Optional: a ledger without it keeps working, without
+   * the heartbeat (a handler slower than `leaseMs` may then be taken over, as before).
+   *
+   * @returns `true` when the caller still holds the claim and its lease now ends `leaseMs` from now; `false`
+   *   when the claim is lost (another holder claimed the key, it was settled or released, or its record is
+   *   gone), and nothing was changed.
+   */
+  renew?(scope: string, key: string, token: string, leaseMs: number): Awaitable<boolean>;
 }
 
 /**
@@ -156,6 +167,7 @@ export interface SyncEffectLedger extends EffectLedger {
   fail(scope: string, key: string, token: string, error: SerializedError): void;
   release(scope: string, key: string, token: string): void;
   get(scope: string, key: string): EffectRecord | undefined;
+  renew?(scope: string, key: string, token: string, leaseMs: number): boolean;
   /**
    * The keys of a scope whose effects are settled (completed, or failed and recorded), as the `seen` option of
    * `dedupeByEffectKey`: `cleanTurn({ turnId, seen: ledger.seen(turnId) })`.
@@ -174,9 +186,16 @@ export interface ToolContext {
   turnId: string;
   /** The whole tool call: name, provider id, attempt, arguments. */
   call: KeyedToolCall;
-  /** Aborts when the consumer unsubscribes before the handler settles. */
+  /**
+   * Aborts when the handler should stop, before it settles: the consumer unsubscribed (reason: an `AbortError`),
+   * the claim's lease was lost to another holder (reason: `LeaseLostError`), or `handlerTimeoutMs` ran out
+   * (reason: `HandlerTimeoutError`). Pass it on (`fetch(url, { signal })`) or call `signal.throwIfAborted()`.
+   */
   signal: AbortSignal;
-  /** An earlier holder's lease expired without an outcome: its effect may already have happened. */
+  /**
+   * An earlier holder's lease expired without an outcome: its effect may already have happened (the effect is
+   * in doubt). Pass `effectKey` to the service as its idempotency key, or check with it before acting again.
+   */
   reclaimed: boolean;
 }
 
@@ -203,8 +222,18 @@ interface ToolResultBase {
 export interface ToolExecutedEvent extends ToolResultBase {
   outcome: 'executed';
   result: JsonValue | undefined;
-  /** An earlier holder's lease had expired: this was a second run with the same key (after a crash). */
+  /**
+   * An earlier holder's lease had expired: this was a second run with the same key (after a crash), so the
+   * effect is in doubt: it may have happened twice unless the service is idempotent on the effect key.
+   */
   reclaimed: boolean;
+  /**
+   * Present (and `true`) only when this run's lease was lost while its handler ran: a renewal said another
+   * holder had the key, renewals kept failing past the lease, or the completion was fenced off
+   * (`LeaseLostError`). The handler did return `result`, but the record may be another holder's (whose
+   * effect may have run too): `result` is not what later runs replay. Absent on a run that kept its lease.
+   */
+  leaseLost?: true;
 }
 
 /** The effect had already run (in this process or another): `result` is the stored one. */
@@ -220,6 +249,13 @@ export interface ToolFailedEvent extends ToolResultBase {
   replayed: boolean;
   /** What the handler threw, when it failed in this process just now. */
   cause?: unknown;
+  /**
+   * Present (and `true`) only when this run's lease was lost while its handler ran (see
+   * {@link ToolExecutedEvent.leaseLost}): `error` is then a `LeaseLostError` (with the handler's own error as
+   * `cause`) when the handler failed after being aborted, and the failure was not recorded (another holder's
+   * record stands).
+   */
+  leaseLost?: true;
 }
 
 /** No handler has the call's name. Nothing ran and the ledger was not touched. */

@@ -30,6 +30,17 @@ function asyncLedger(inner: EffectLedger): EffectLedger {
   };
 }
 
+/** The same ledger, synchronous if it was, without `renew` (a ledger of one's own from before it): no heartbeat. */
+function withoutRenew(inner: EffectLedger): EffectLedger {
+  return {
+    claim: (...args) => inner.claim(...args),
+    complete: (...args) => inner.complete(...args),
+    fail: (...args) => inner.fail(...args),
+    release: (...args) => inner.release(...args),
+    get: (...args) => inner.get(...args),
+  };
+}
+
 /** Runs calls through executeTools and collects the results. */
 function run(calls: TurnEvent[], handlers: ToolHandlers, options: Parameters<typeof executeTools>[1]) {
   return lastValueFrom(from(calls).pipe(executeTools(handlers, options), toArray()));
@@ -347,7 +358,8 @@ describe('executeTools', () => {
         });
       });
 
-      it('a handler that outlives its lease: another holder takes over; both report what their handler did', async () => {
+      // With a ledger that renews, the slow holder keeps its lease (see leases.test.ts); without renew it cannot.
+      it('a handler that outlives its lease (no renew): another holder takes over; both report what their handler did', async () => {
         const ledger = make();
         const gate = deferred<void>();
         const slow = firstValueFrom(
@@ -359,7 +371,7 @@ describe('executeTools', () => {
                   return { by: 'slow' };
                 },
               },
-              { turnId, ledger, leaseMs: 50 },
+              { turnId, ledger: withoutRenew(ledger), leaseMs: 50 },
             ),
           ),
         );
@@ -372,7 +384,7 @@ describe('executeTools', () => {
         expect(fast).toMatchObject({ outcome: 'executed', reclaimed: true, result: { by: 'fast' } });
         gate.resolve();
         // The slow holder's completion is fenced off; it still reports what its handler returned.
-        expect(await slow).toMatchObject({ outcome: 'executed', result: { by: 'slow' } });
+        expect(await slow).toMatchObject({ outcome: 'executed', result: { by: 'slow' }, leaseLost: true });
         expect(await ledger.get(turnId, refund.effectKey)).toMatchObject({
           status: 'completed',
           result: { by: 'fast' },

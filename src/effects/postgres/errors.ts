@@ -4,6 +4,7 @@ import { CleanturnError, describeError } from 'cleanturn';
 export type PostgresLedgerOperation =
   | 'create table'
   | 'claim'
+  | 'renew'
   | 'complete'
   | 'fail'
   | 'release'

@@ -6,7 +6,7 @@
 import { CleanturnError } from 'cleanturn';
 
 /** The ledger operations, as the errors name them. */
-export type RedisLedgerOperation = 'claim' | 'complete' | 'fail' | 'release' | 'get';
+export type RedisLedgerOperation = 'claim' | 'complete' | 'fail' | 'release' | 'renew' | 'get';
 
 /**
  * Redis did not answer within the ledger's `commandTimeoutMs` (the server is down, unreachable or stalled), so the
