@@ -118,10 +118,9 @@ export class RetriesExhaustedError extends CleanturnError {
   constructor(attempts: readonly FailedAttempt[], failures: number = attempts.length) {
     const reason = attempts[attempts.length - 1]?.reason ?? '';
     const summary = `gave up after ${failures} attempt(s)`;
-    super(reason === '' ? summary : `${summary}: ${reason}`, {
-      retryable: false,
-      cause: attempts[attempts.length - 1]?.error,
-    });
+    // No `cause`: the last failure is in the message already and its error in `attempts`; a cause would make every
+    // printer of error chains repeat it.
+    super(reason === '' ? summary : `${summary}: ${reason}`, { retryable: false });
     this.attempts = attempts;
     this.failures = failures;
   }
