@@ -322,7 +322,6 @@ describe('retryAsEvents: errors it does not retry', () => {
         expect.objectContaining({
           name: 'RetriesExhaustedError',
           retryable: false,
-          cause: boom,
           attempts: [
             { attempt: 1, reason: 'connection reset', error: boom, emitted: 0 },
             { attempt: 2, reason: 'connection reset', error: boom, emitted: 0 },

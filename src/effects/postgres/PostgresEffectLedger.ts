@@ -281,7 +281,6 @@ export class PostgresEffectLedger implements EffectLedger {
   async renew(scope: string, key: string, token: string, leaseMs: number): Promise<boolean> {
     checkText(scope, key);
     const lease = duration('leaseMs', leaseMs);
-    // 'renew' is not yet in PostgresLedgerOperation (errors.ts is not this change's); the message names it right.
     const renewed = await this.#query('renew', this.#sql.renew, [
       scope,
       key,

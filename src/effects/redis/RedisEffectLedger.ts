@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   type ClaimOptions,
   type ClaimResult,
+  checkDuration,
   DEFAULT_RETENTION_MS,
   decodeError,
   decodeResult,
@@ -195,12 +196,10 @@ export class RedisEffectLedger implements EffectLedger {
 
   constructor(options: RedisEffectLedgerOptions) {
     this.#client = options.client;
-    this.#timeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
-    if (!(Number.isFinite(this.#timeoutMs) && this.#timeoutMs > 0)) {
-      throw new RangeError(
-        `commandTimeoutMs must be a positive number of milliseconds, got ${options.commandTimeoutMs}`,
-      );
-    }
+    this.#timeoutMs = checkDuration(
+      options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+      'commandTimeoutMs',
+    );
     this.#persistence = options.persistence ?? 'require';
     if (!['require', 'warn', 'ignore'].includes(this.#persistence)) {
       throw new RangeError(
@@ -208,19 +207,11 @@ export class RedisEffectLedger implements EffectLedger {
       );
     }
     this.#prefix = options.prefix ?? 'cleanturn:effect';
-    this.#retentionMs = Math.ceil(options.retentionMs ?? DEFAULT_RETENTION_MS);
-    if (!(Number.isFinite(this.#retentionMs) && this.#retentionMs > 0)) {
-      throw new RangeError(
-        `retentionMs must be a positive number of milliseconds, got ${options.retentionMs}`,
-      );
-    }
+    this.#retentionMs = Math.ceil(checkDuration(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs'));
   }
 
   async claim(scope: string, key: string, options: ClaimOptions): Promise<ClaimResult> {
-    const leaseMs = Math.ceil(options.leaseMs);
-    if (!(Number.isFinite(leaseMs) && leaseMs > 0)) {
-      throw new RangeError(`leaseMs must be a positive number of milliseconds, got ${options.leaseMs}`);
-    }
+    const leaseMs = Math.ceil(checkDuration(options.leaseMs, 'leaseMs'));
     const token = globalThis.crypto.randomUUID();
     const [status, value] = (await this.#run('claim', scripts.claim, this.#key(scope, key), [
       token,
@@ -264,11 +255,7 @@ export class RedisEffectLedger implements EffectLedger {
    * @throws {LedgerTimeoutError} when Redis does not answer within `commandTimeoutMs`.
    */
   async renew(scope: string, key: string, token: string, leaseMs: number): Promise<boolean> {
-    const lease = Math.ceil(leaseMs);
-    if (!(Number.isFinite(lease) && lease > 0)) {
-      throw new RangeError(`leaseMs must be a positive number of milliseconds, got ${leaseMs}`);
-    }
-    // 'renew' is not yet in RedisLedgerOperation (errors.ts is not this change's); the message names it right.
+    const lease = Math.ceil(checkDuration(leaseMs, 'leaseMs'));
     const ok = await this.#run('renew', scripts.renew, this.#key(scope, key), [
       token,
       String(lease),
