@@ -7,10 +7,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import pg from 'pg';
+import { captureOutput, freePort } from '../support/serverProcess.js';
 
 /** A running PostgreSQL server. */
 export interface PostgresServer {
@@ -63,18 +63,6 @@ const MISSING = 'PostgreSQL not found: install the Debian package postgresql (or
 export const postgresTests: { skip: boolean } = { skip: binaries === undefined && process.env.CI !== 'true' };
 if (postgresTests.skip) console.warn(`skipping the PostgreSQL tests: ${MISSING}`);
 
-/** A port that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
 /** As root: the uid and gid of the user the server runs as (`postgres`, else `nobody`). Otherwise nothing. */
 function serverUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
@@ -106,18 +94,12 @@ async function run(
   user: { uid: number; gid: number } | undefined,
 ): Promise<void> {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...user });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = captureOutput(child);
   const [code] = (await Promise.race([
     once(child, 'exit'),
     once(child, 'error').then(([e]) => Promise.reject(e)),
   ])) as [number | null];
-  if (code !== 0) throw new Error(`${command} exited with ${code}: ${output}`);
+  if (code !== 0) throw new Error(`${command} exited with ${code}: ${output()}`);
 }
 
 /** Starts a PostgreSQL server in a new temporary folder and resolves once it answers a query. */
@@ -180,13 +162,7 @@ async function startOn(
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], ...user },
   );
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = captureOutput(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // Why the server is gone, once it is.
   let dead: Error | undefined;
@@ -194,9 +170,9 @@ async function startOn(
     dead = new Error(`cannot start ${postgres}: ${error.message}`);
   });
   child.once('exit', (code, signal) => {
-    dead ??= /could not bind|already in use/i.test(output)
-      ? new PortTakenError(`port ${port} taken: ${output}`)
-      : new Error(`${postgres} exited with ${code ?? signal}: ${output}`);
+    dead ??= /could not bind|already in use/i.test(output())
+      ? new PortTakenError(`port ${port} taken: ${output()}`)
+      : new Error(`${postgres} exited with ${code ?? signal}: ${output()}`);
   });
 
   // A safety net: should the test process end without stop(), the server ends with it (immediate shutdown).
@@ -251,7 +227,7 @@ async function startOn(
     }
     if (Date.now() > deadline) {
       await halt();
-      throw new Error(`postgres on port ${port} did not answer within 30 s: ${output}`);
+      throw new Error(`postgres on port ${port} did not answer within 30 s: ${output()}`);
     }
     const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
     probe.on('error', () => {});

@@ -4,12 +4,11 @@
 // restart. `kill()` and `restart()` simulate a crash and a restart on the same port and data directory.
 // CI installs redis-server with apt-get.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { captureOutput, freePort } from '../support/serverProcess.js';
 
 /** A running redis-server. */
 export interface RedisServer {
@@ -35,18 +34,6 @@ export interface RedisServerOptions {
 }
 
 const BINARY = process.env.REDIS_SERVER ?? 'redis-server';
-
-/** A port that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** A started server process, and why it is gone once it is. */
 interface Running {
@@ -76,20 +63,14 @@ function spawnServer(port: number, dir: string, options: RedisServerOptions): Ru
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const output = captureOutput(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let dead: Error | undefined;
   child.once('error', (error) => {
     dead = new Error(`cannot start ${BINARY} (install redis-server): ${error.message}`);
   });
   child.once('exit', (code, signal) => {
-    dead ??= new Error(`${BINARY} exited with ${code ?? signal}: ${output}`);
+    dead ??= new Error(`${BINARY} exited with ${code ?? signal}: ${output()}`);
   });
   return { child, exited, dead: () => dead };
 }
