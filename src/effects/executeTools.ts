@@ -24,7 +24,8 @@ import {
   MissingEffectKeyError,
 } from './errors.js';
 import { encodeResult, serializeError } from './json.js';
-import { checkDuration, MemoryEffectLedger } from './MemoryEffectLedger.js';
+import { checkDuration } from './ledgerRules.js';
+import { MemoryEffectLedger } from './MemoryEffectLedger.js';
 import type {
   Awaitable,
   EffectLedger,

@@ -1,6 +1,7 @@
 import {
   type ClaimOptions,
   type ClaimResult,
+  checkDuration,
   DEFAULT_RETENTION_MS,
   decodeError,
   decodeResult,
@@ -392,12 +393,16 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 }
 
-/** Checks a duration: a positive, finite number of milliseconds, rounded up to a whole one. */
+/**
+ * Checks a duration by the ledgers' one rule (`checkDuration`), rounded up to a whole millisecond; a bad one is
+ * this ledger's typed usage error.
+ */
 function duration(name: string, value: number): number {
-  if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+  try {
+    return Math.ceil(checkDuration(value, name));
+  } catch {
     throw new PostgresLedgerUsageError(name, `must be a positive number of milliseconds, got ${value}`);
   }
-  return Math.ceil(value);
 }
 
 /** Checks that PostgreSQL `text` holds a scope and a key unchanged. */
