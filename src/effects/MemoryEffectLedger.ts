@@ -14,8 +14,6 @@ import {
 } from './ledgerRules.js';
 import type { ClaimOptions, ClaimResult, EffectRecord, SerializedError, SyncEffectLedger } from './types.js';
 
-export { checkDuration } from './ledgerRules.js';
-
 /** Options of {@link MemoryEffectLedger}. */
 export interface MemoryEffectLedgerOptions {
   /** How long completed and failed records are kept, in milliseconds. Default: 24 hours. */
