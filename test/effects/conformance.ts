@@ -271,57 +271,50 @@ export function describeLedgerConformance(name: string, makeStore: MakeStore): v
       await a.complete(scope, key, token, { refund_id: 're_1', note: undefined });
       expect(await b.claim(scope, key, LONG)).toEqual({ status: 'completed', result: { refund_id: 're_1' } });
     });
-  });
 
-  describe(`${name}: renew`, () => {
-    let store: LedgerStore;
-    let a: EffectLedger;
-    let b: EffectLedger;
-    const key = '5eed5eed5eed5eed';
-    beforeAll(async () => {
-      store = await makeStore({ retentionMs: DAY });
-      a = store.open();
-      b = store.open();
-    });
-    afterAll(async () => {
-      await store?.close();
-    });
-    /** The ledger's `renew`, or a skip where the ledger has none (it is optional). */
-    const renewOf = (ledger: EffectLedger, skip: (note: string) => void) => {
-      const renew = (ledger as { renew?: EffectLedger['renew'] }).renew;
-      if (renew === undefined) skip('this ledger has no renew');
-      return (renew as NonNullable<EffectLedger['renew']>).bind(ledger);
-    };
+    // On the same two handles as the rules above, under a key of its own.
+    describe('renew', () => {
+      const key = '5eed5eed5eed5eed';
+      /** The ledger's `renew`, or a skip where the ledger has none (it is optional). */
+      const renewOf = (ledger: EffectLedger, skip: (note: string) => void) => {
+        const renew = (ledger as { renew?: EffectLedger['renew'] }).renew;
+        if (renew === undefined) skip('this ledger has no renew');
+        return (renew as NonNullable<EffectLedger['renew']>).bind(ledger);
+      };
 
-    it('renews the holder’s lease even after it ended, while nobody has taken the key over', async (context) => {
-      const renew = renewOf(a, context.skip);
-      const scope = freshScope();
-      const token = expectClaimed(await a.claim(scope, key, SHORT));
-      await until(async () => {
-        const record = await b.get(scope, key);
-        return record?.status === 'claimed' && record.leaseUntil < Date.now();
+      it('renews the holder’s lease even after it ended, while nobody has taken the key over', async (context) => {
+        const renew = renewOf(a, context.skip);
+        const scope = freshScope();
+        const token = expectClaimed(await a.claim(scope, key, SHORT));
+        await until(async () => {
+          const record = await b.get(scope, key);
+          return record?.status === 'claimed' && record.leaseUntil < Date.now();
+        });
+        expect(await renew(scope, key, token, 60_000)).toBe(true);
+        // The renewed lease is live again for everyone, and the record is still the holder's.
+        expect(await b.claim(scope, key, SHORT)).toEqual({
+          status: 'in-progress',
+          until: expect.any(Number),
+        });
+        await a.complete(scope, key, token, { renewed: true });
+        expect(await b.claim(scope, key, SHORT)).toEqual({ status: 'completed', result: { renewed: true } });
       });
-      expect(await renew(scope, key, token, 60_000)).toBe(true);
-      // The renewed lease is live again for everyone, and the record is still the holder's.
-      expect(await b.claim(scope, key, SHORT)).toEqual({ status: 'in-progress', until: expect.any(Number) });
-      await a.complete(scope, key, token, { renewed: true });
-      expect(await b.claim(scope, key, SHORT)).toEqual({ status: 'completed', result: { renewed: true } });
-    });
 
-    it('answers false, and changes nothing, for a released, settled, other or absent claim', async (context) => {
-      const renew = renewOf(a, context.skip);
-      const scope = freshScope();
-      expect(await renew(scope, key, 'no-such-token', 60_000)).toBe(false);
-      expect(await a.get(scope, key)).toBeUndefined();
-      const first = expectClaimed(await a.claim(scope, key, LONG));
-      await a.release(scope, key, first);
-      expect(await renew(scope, key, first, 60_000)).toBe(false);
-      expect(await a.get(scope, key)).toBeUndefined();
-      const second = expectClaimed(await b.claim(scope, key, LONG));
-      expect(await renew(scope, key, first, 60_000)).toBe(false);
-      await b.fail(scope, key, second, declined);
-      expect(await renew(scope, key, second, 60_000)).toBe(false);
-      expect(await a.claim(scope, key, LONG)).toEqual({ status: 'failed', error: declined });
+      it('answers false, and changes nothing, for a released, settled, other or absent claim', async (context) => {
+        const renew = renewOf(a, context.skip);
+        const scope = freshScope();
+        expect(await renew(scope, key, 'no-such-token', 60_000)).toBe(false);
+        expect(await a.get(scope, key)).toBeUndefined();
+        const first = expectClaimed(await a.claim(scope, key, LONG));
+        await a.release(scope, key, first);
+        expect(await renew(scope, key, first, 60_000)).toBe(false);
+        expect(await a.get(scope, key)).toBeUndefined();
+        const second = expectClaimed(await b.claim(scope, key, LONG));
+        expect(await renew(scope, key, first, 60_000)).toBe(false);
+        await b.fail(scope, key, second, declined);
+        expect(await renew(scope, key, second, 60_000)).toBe(false);
+        expect(await a.claim(scope, key, LONG)).toEqual({ status: 'failed', error: declined });
+      });
     });
   });
 
