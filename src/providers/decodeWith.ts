@@ -52,12 +52,6 @@ export interface DecodeResult {
   error?: unknown;
 }
 
-/**
- * The one run of a decoder: the rules every adapter shares. Nothing after the end; a finish is held until the
- * source completes or the end marker arrives, the last one winning; an input that is not a payload is a
- * `ProviderPayloadError`; a source error after the end completes (a finished attempt never fails), before it
- * goes to the decoder to be read.
- */
 const OPEN = 0;
 const ENDED = 1;
 const FAILED = 2;
@@ -65,6 +59,12 @@ const FAILED = 2;
 /** Where a run of a decoder writes: the operator's subscriber, or `decodeAll`'s collector. */
 type Destination = Pick<Observer<ProviderEvent>, 'next' | 'error' | 'complete'>;
 
+/**
+ * The one run of a decoder: the rules every adapter shares. Nothing after the end; a finish is held until the
+ * source completes or the end marker arrives, the last one winning; an input that is not a payload is a
+ * `ProviderPayloadError`; a source error after the end completes (a finished attempt never fails), before it
+ * goes to the decoder to be read.
+ */
 class Decoding<In> implements DecoderSink {
   private held: FinishEvent | undefined;
   /** `OPEN` until the end marker or the source's completion (`ENDED`), or an error (`FAILED`). */
@@ -240,10 +240,7 @@ export function decodeAll<In>(
     complete: () => {},
   });
   try {
-    for (const payload of payloads) {
-      decoding.next(payload);
-      if ('error' in result) return result;
-    }
+    for (const payload of payloads) decoding.next(payload); // what cannot be read throws
   } catch (error) {
     return { events: result.events, error };
   }
