@@ -2,7 +2,7 @@ import { type FinishReason, isRetryableUpstream, type ProviderEvent, type ToolCa
 import type { OperatorFunction } from 'rxjs';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { ProviderError, ProviderPayloadError } from './errors.js';
-import { argsObjectField, isRecord, nameField } from './shared.js';
+import { argsObjectField, isRecord, nameField, nonEmptyText } from './shared.js';
 
 /** A piece of answer text: `text` in `streamText` parts, `delta` in UI message chunks. */
 export interface AiSdkTextDeltaPart {
@@ -247,7 +247,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
         throw this.upstreamError((part as AiSdkErrorPart).error ?? (part as AiSdkErrorPart).errorText, part);
       case 'abort': {
         const { reason } = part as AiSdkAbortPart;
-        const message = textOf(reason) ?? 'the stream was aborted';
+        const message = nonEmptyText(reason) ?? 'the stream was aborted';
         const info: AiSdkErrorInfo = { code: 'aborted', status: undefined, message, error: reason };
         throw this.providerError(info, /timeout of \d+ms exceeded/i.test(message), part);
       }
@@ -305,7 +305,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     let status = errorStatus(record.statusCode) ?? errorStatus(record.status);
     for (const body of [record, record.error, data?.error, data]) {
       if (!isRecord(body)) continue;
-      codes.push(textOf(body.code), textOf(body.type), textOf(body.status));
+      codes.push(nonEmptyText(body.code), nonEmptyText(body.type), nonEmptyText(body.status));
       status ??= errorStatus(body.code);
     }
     const flag = typeof record.isRetryable === 'boolean' ? record.isRetryable : undefined;
@@ -334,14 +334,10 @@ function errorStatus(value: unknown): number | undefined {
   return typeof value === 'number' ? value : undefined;
 }
 
-function textOf(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
 /** The message of an error or of the error it wraps, three levels deep at most (an error may wrap itself). */
 function errorMessage(error: unknown, depth = 0): string | undefined {
-  if (!isRecord(error)) return textOf(error);
-  return textOf(error.message) ?? (depth < 3 ? errorMessage(error.error, depth + 1) : undefined);
+  if (!isRecord(error)) return nonEmptyText(error);
+  return nonEmptyText(error.message) ?? (depth < 3 ? errorMessage(error.error, depth + 1) : undefined);
 }
 
 /** A call's id: a non-empty string, or an `invalid-field` error (two missing ids are not "the same call"). */

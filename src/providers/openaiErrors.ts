@@ -1,7 +1,7 @@
 // What the two OpenAI adapters share: reading an OpenAI error body as a ProviderError.
 import { isRetryableUpstream } from 'cleanturn';
 import { ProviderError, type ProviderName } from './errors.js';
-import { isRecord } from './shared.js';
+import { isRecord, nonEmptyText } from './shared.js';
 
 /**
  * The error body OpenAI sends inside a stream: the `error` of a Chat Completions `{"error": {…}}` payload, the
@@ -37,10 +37,6 @@ export interface OpenAIErrorOptions {
   retryable?: (error: OpenAIErrorInfo) => boolean | undefined;
 }
 
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
 /**
  * The {@link ProviderError} for an OpenAI error body. Throws what the `retryable` option throws.
  *
@@ -58,10 +54,10 @@ export function openaiError(
 ): ProviderError {
   const fields: OpenAIErrorBody = typeof body === 'string' ? { message: body } : body;
   const info: OpenAIErrorInfo = {
-    type: text(fields.type),
-    code: text(fields.code),
+    type: nonEmptyText(fields.type),
+    code: nonEmptyText(fields.code),
     status: typeof fields.code === 'number' ? fields.code : extra.status,
-    message: text(fields.message) ?? 'the stream reported an error',
+    message: nonEmptyText(fields.message) ?? 'the stream reported an error',
   };
   const retryable =
     options.retryable?.(info) ?? isRetryableUpstream({ codes: [info.code, info.type], status: info.status });

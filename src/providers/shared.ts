@@ -7,6 +7,11 @@ export function isRecord<T>(value: T): value is T & Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
+/** A non-empty string as it is; anything else (an empty string, a number, absent) is undefined. */
+export function nonEmptyText(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
 /** Where a field was read: the operator, the payload and the field's path, for the error if it is wrong. */
 export interface FieldSite {
   operator: string;
