@@ -38,6 +38,8 @@ export { resetOnRetry } from './resetOnRetry.js';
 export type { RetryAsEventsOptions } from './retryAsEvents.js';
 export { retryAsEvents } from './retryAsEvents.js';
 export { tagAttempts } from './tagAttempts.js';
+export type { ToolResultDoubt, ToolResultStatus } from './toolResultStatus.js';
+export { toolResultStatus } from './toolResultStatus.js';
 export type { TurnPipelineOptions } from './turnPipeline.js';
 export { turnPipeline } from './turnPipeline.js';
 export type {

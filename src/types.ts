@@ -149,4 +149,8 @@ export interface ToolResultLike {
   result?: unknown;
   /** Why it failed, when it failed. */
   error?: unknown;
+  /** `true` when the run took over an expired claim: an earlier run may have performed the effect too. */
+  reclaimed?: boolean;
+  /** `true` when the run's lease was lost while it ran: another holder may have performed the effect too. */
+  leaseLost?: boolean;
 }

@@ -18,6 +18,8 @@
  *   entry's status to that call's result.
  * - `outcome` (on a tool call's update from its result): the executor's outcome, e.g. `executed` or
  *   `replayed` (the effect had already happened and its stored result was returned).
+ * - `inDoubt` (on a tool call's update from its result, when set): `reclaimed` or `lease-lost`, the effect
+ *   may have happened twice (see `toolResultStatus`); an editor shows the result with a warning.
  */
 export const acpMetaKeys = {
   reset: 'cleanturn/reset',
@@ -25,6 +27,7 @@ export const acpMetaKeys = {
   attempt: 'cleanturn/attempt',
   outcome: 'cleanturn/outcome',
   repeat: 'cleanturn/repeat',
+  inDoubt: 'cleanturn/inDoubt',
 } as const;
 
 /** The value under `_meta['cleanturn/reset']`: a retry happened, and what it voids. */

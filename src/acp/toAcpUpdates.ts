@@ -1,6 +1,12 @@
 import type { SessionNotification, ToolKind } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
-import { AttemptTracker, type ReleasedCall, type ToolResultLike, type TurnEvent } from 'cleanturn';
+import {
+  AttemptTracker,
+  type ReleasedCall,
+  type ToolResultLike,
+  type TurnEvent,
+  toolResultStatus,
+} from 'cleanturn';
 import { defer, mergeMap, type OperatorFunction } from 'rxjs';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
 
@@ -183,12 +189,14 @@ abstract class Translator<N> {
 
   /** The fields of a call's update from its result, in either protocol. */
   protected resultFields(result: ToolResultLike) {
-    const done = result.outcome === 'executed' || result.outcome === 'replayed';
-    const status = done ? 'completed' : result.outcome === 'in-progress' ? 'in_progress' : 'failed';
+    const read = toolResultStatus(result);
+    const status = read.status === 'running' ? 'in_progress' : read.status;
+    const _meta: Meta = { [acpMetaKeys.outcome]: result.outcome };
+    if (read.inDoubt !== undefined) _meta[acpMetaKeys.inDoubt] = read.inDoubt;
     const fields: { toolCallId: string; status: typeof status; rawOutput?: unknown; _meta: Meta } = {
       toolCallId: this.toolCallId(result.call),
       status,
-      _meta: { [acpMetaKeys.outcome]: result.outcome },
+      _meta,
     };
     if (status === 'completed') fields.rawOutput = result.result;
     else if (status === 'failed') fields.rawOutput = result.error;

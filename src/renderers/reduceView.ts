@@ -5,9 +5,10 @@ import {
   type PolicyEvent,
   type RepeatedToolCall,
   type ResetEvent,
+  type ToolResultDoubt,
   type ToolResultLike,
+  toolResultStatus,
 } from 'cleanturn';
-import { resultStatus } from './internal/results.js';
 
 /** What a view reads: the output of any policy ({@link PolicyEvent}, so `cleanTurn` too) and tool results. */
 export type ViewEvent = PolicyEvent | RepeatedToolCall | ToolResultLike;
@@ -36,6 +37,11 @@ export interface ToolCallView {
   readonly status: ToolCallViewStatus;
   /** What the tool returned (`completed`) or why it failed (`failed`). */
   readonly output?: unknown;
+  /**
+   * Set when the call's effect may have happened twice (see `toolResultStatus`): show the result with a
+   * warning, and check the effect before doing it again.
+   */
+  readonly inDoubt?: ToolResultDoubt;
 }
 
 /** A message a UI shows beside the text: a retry is under way. */
@@ -182,13 +188,14 @@ function withResult(view: TurnView, result: ToolResultLike): TurnView {
   const index = view.toolCalls.findIndex((c) => c.id === result.call.id);
   const shown = view.toolCalls[index];
   if (shown === undefined) return view;
-  const status = resultStatus(result.outcome);
-  const updated: ToolCallView =
-    status === 'completed'
-      ? { ...shown, status, output: result.result }
-      : status === 'failed'
-        ? { ...shown, status, output: result.error }
-        : { ...shown, status };
+  const { status, inDoubt } = toolResultStatus(result);
+  const output = status === 'completed' ? result.result : status === 'failed' ? result.error : undefined;
+  const updated: ToolCallView = {
+    ...shown,
+    status,
+    ...(status === 'running' ? {} : { output }),
+    ...(inDoubt === undefined ? {} : { inDoubt }),
+  };
   const toolCalls = view.toolCalls.slice();
   toolCalls[index] = updated;
   return { ...view, toolCalls };

@@ -5,10 +5,10 @@ import {
   type RepeatedToolCall,
   type ToolCallEvent,
   type ToolResultLike,
+  toolResultStatus,
 } from 'cleanturn';
 import { defer, filter, map, type OperatorFunction } from 'rxjs';
 import { cellWidth, isControl } from './internal/cells.js';
-import { resultStatus } from './internal/results.js';
 import type { ViewEvent } from './reduceView.js';
 
 /** Options of {@link toTerminal}. */
@@ -214,11 +214,19 @@ function callLine(
     : `⚙ ${call.name} ${args}${key}`;
 }
 
+/** Why a run's effect is in doubt, in words. */
+const doubtReason = {
+  reclaimed: 'an earlier run was cut off',
+  'lease-lost': 'its lease was lost while it ran',
+} as const;
+
 /** A tool result's line. */
 function resultLine(result: ToolResultLike): string {
-  switch (resultStatus(result.outcome)) {
+  const { status, inDoubt } = toolResultStatus(result);
+  switch (status) {
     case 'completed':
-      return `✓ ${result.call.name}`;
+      if (inDoubt === undefined) return `✓ ${result.call.name}`;
+      return `✓? ${result.call.name} (in doubt: ${doubtReason[inDoubt]}, the effect may have happened twice)`;
     case 'running':
       return `… ${result.call.name} (running elsewhere)`;
     case 'failed':

@@ -198,6 +198,34 @@ describe('toAcpUpdates, ACP v1', () => {
     ]);
   });
 
+  it('a run whose effect may have happened twice is completed, with cleanturn/inDoubt saying why', () => {
+    const events: AcpSourceEvent[] = [
+      reset(2, 'connection reset'),
+      c7,
+      toolResult(c7, 'executed', { result: 1, reclaimed: true }),
+      toolResult(c7, 'executed', { result: 2, reclaimed: false, leaseLost: true }),
+      toolResult(c7, 'executed', { result: 3, reclaimed: false }),
+    ];
+    const updates = all(from(events).pipe(toAcpUpdates({ sessionId, messageId })));
+    expect(updates.slice(-3).map((n) => n.update)).toEqual([
+      expect.objectContaining({
+        status: 'completed',
+        rawOutput: 1,
+        _meta: { 'cleanturn/outcome': 'executed', 'cleanturn/inDoubt': 'reclaimed' },
+      }),
+      expect.objectContaining({
+        status: 'completed',
+        rawOutput: 2,
+        _meta: { 'cleanturn/outcome': 'executed', 'cleanturn/inDoubt': 'lease-lost' },
+      }),
+      expect.objectContaining({
+        status: 'completed',
+        rawOutput: 3,
+        _meta: { 'cleanturn/outcome': 'executed' },
+      }),
+    ]);
+  });
+
   it('a repeat (its key already ran) is announced as completed, marked cleanturn/repeat', () => {
     const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
     const events: AcpSourceEvent[] = [reset(2, 'connection reset'), c7, c9];

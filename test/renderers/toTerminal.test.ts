@@ -197,6 +197,24 @@ describe('toTerminal on a TTY', () => {
     ]);
   });
 
+  it('a run whose effect may have happened twice prints as done, in doubt, and says why', () => {
+    const columns = 100;
+    const mail = keyed(turnId, 2, call('c9', 'send_email', { to: 'ada@example.com' }));
+    const events: ViewEvent[] = [
+      reset(2, 'connection reset'),
+      c7,
+      mail,
+      at(2, finish('tool-calls')),
+      toolResult(c7, 'executed', { result: { refund_id: 're_1' }, reclaimed: true }),
+      toolResult(mail, 'executed', { result: null, reclaimed: false, leaseLost: true }),
+    ];
+    const { terminal } = play(chunksOf(from(events), { tty: true, columns }), columns);
+    expect(terminal.screen.slice(-2)).toEqual([
+      '✓? issue_refund (in doubt: an earlier run was cut off, the effect may have happened twice)',
+      '✓? send_email (in doubt: its lease was lost while it ran, the effect may have happened twice)',
+    ]);
+  });
+
   it('ignores stragglers of abandoned attempts; an event of a newer attempt without a reset starts over', () => {
     const columns = 40;
     const events: ViewEvent[] = [

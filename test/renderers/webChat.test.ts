@@ -186,6 +186,26 @@ describe('reduceView', () => {
     expect(shown.toolCalls[0]?.status).toBe('released');
   });
 
+  it('marks a run whose effect may have happened twice as in doubt (a reclaimed claim, a lost lease)', () => {
+    const shown = run([reset(2, 'connection reset'), c7]);
+    const view = (r: ToolResultLike) => reduceView(shown, r).toolCalls[0];
+    expect(view(toolResult(c7, 'executed', { result: 1, reclaimed: false }))?.inDoubt).toBeUndefined();
+    expect(view(toolResult(c7, 'executed', { result: 1, reclaimed: true }))).toMatchObject({
+      status: 'completed',
+      output: 1,
+      inDoubt: 'reclaimed',
+    });
+    expect(view(toolResult(c7, 'executed', { result: 1, leaseLost: true }))).toMatchObject({
+      status: 'completed',
+      inDoubt: 'lease-lost',
+    });
+    expect(view(toolResult(c7, 'failed', { error: { message: 'aborted' }, leaseLost: true }))).toMatchObject({
+      status: 'failed',
+      inDoubt: 'lease-lost',
+    });
+    expect(view(toolResult(c7, 'replayed', { result: 1 }))?.inDoubt).toBeUndefined();
+  });
+
   it('shows a repeat (its key already ran) as such, and its replayed result as completed', () => {
     const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
     const shown = run([reset(2, 'connection reset'), c7, c9]);
