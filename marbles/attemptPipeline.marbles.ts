@@ -14,14 +14,24 @@ export default defineMarbles({
   summary: 'One attempt, made whole: the adapter, call fragments joined, and a finish required.',
   cases: [
     {
-      title: 'fragments come out as one whole call when its arguments close; the finish ends the attempt',
+      title: 'fragments come out as one whole call when its arguments close; the finish ends the attempt at once',
       source: /*   */ '-a-x-y-f-|',
       values: v,
       label: 'attemptPipeline()',
       operator: () => attemptPipeline(),
-      expected: /* */ '-a---K-f-|',
+      expected: /* */ '-a---K-(f|)',
       expectedValues: { ...v, K: whole },
-      subscriptions: '^--------!',
+      subscriptions: '^------!',
+    },
+    {
+      title: 'the attempt ends at its finish: what the connection does afterwards (a reset) cannot fail it',
+      source: /*   */ '-a-f--#',
+      values: v,
+      label: 'attemptPipeline()',
+      operator: () => attemptPipeline(),
+      expected: /* */ '-a-(f|)',
+      expectedValues: v,
+      subscriptions: '^--!',
     },
     {
       title: 'an attempt cut off before its finish fails with a retryable MissingFinishError',

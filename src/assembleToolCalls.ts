@@ -1,6 +1,6 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { ToolCallAssemblyError } from './errors.js';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ToolCallEvent } from './types.js';
 
 /** The events {@link assembleToolCalls} emits for an input of `E`: fragments become whole calls. */
@@ -121,109 +121,97 @@ function advance(scan: JsonScan, text: string): void {
  * @returns An operator that replaces fragments with whole calls.
  */
 export function assembleToolCalls<E extends { type: string }>(): OperatorFunction<E, AssembledEvent<E>> {
-  return function assembleToolCallsOperator(source) {
-    return new Observable<AssembledEvent<E>>((subscriber) => {
-      // The call each index currently feeds.
-      let byIndex = new Map<number, OpenCall>();
-      // Every open call of the attempt, in the order its first fragment arrived.
-      let order: OpenCall[] = [];
-      const discard = () => {
-        if (order.length > 0) {
-          byIndex = new Map();
-          order = [];
+  return stageOperator((out: Sink<AssembledEvent<E>>) => new AssembleStage<E>(out));
+}
+
+/** The stage of {@link assembleToolCalls}. */
+export class AssembleStage<E extends { type: string }> extends Stage<E, AssembledEvent<E>> {
+  /** The call each index currently feeds. */
+  private byIndex = new Map<number, OpenCall>();
+  /** Every open call of the attempt, in the order its first fragment arrived. */
+  private order: OpenCall[] = [];
+
+  next(event: E): void {
+    if (this.closed) return;
+    switch (event.type) {
+      case 'tool-call-delta':
+        this.fragment(event as unknown as Fragment);
+        return;
+      case 'finish': {
+        const calls = this.order;
+        this.clear();
+        for (const call of calls) {
+          if (!call.emitted && !this.emit(call)) return;
         }
+        this.out.next(event as AssembledEvent<E>);
+        return;
+      }
+      case 'retry':
+      case 'reset':
+        this.clear();
+        this.out.next(event as AssembledEvent<E>);
+        return;
+      default:
+        this.out.next(event as AssembledEvent<E>);
+    }
+  }
+
+  protected override clear(): void {
+    if (this.order.length > 0) {
+      this.byIndex = new Map();
+      this.order = [];
+    }
+  }
+
+  private fragment(fragment: Fragment): void {
+    let call = this.byIndex.get(fragment.index);
+    if (
+      call === undefined ||
+      (fragment.id !== undefined && call.id !== undefined && fragment.id !== call.id)
+    ) {
+      call = {
+        first: fragment,
+        index: fragment.index,
+        id: undefined,
+        name: undefined,
+        parts: [],
+        json: newScan(),
+        emitted: false,
       };
-      const fail = (error: unknown) => {
-        discard();
-        subscriber.error(error);
-      };
-      // Assembles a complete call and emits it; on a malformed call, errors the stream and returns false.
-      const emit = (call: OpenCall): boolean => {
-        let assembled: ToolCallEvent;
-        try {
-          assembled = assemble(call);
-        } catch (error) {
-          fail(error);
-          return false;
-        }
-        subscriber.next(assembled as AssembledEvent<E>);
-        return true;
-      };
-      const subscription = subscribeLinked(source, subscriber, {
-        next(event) {
-          if (subscriber.closed) return;
-          switch (event.type) {
-            case 'tool-call-delta': {
-              const fragment = event as unknown as Fragment;
-              let call = byIndex.get(fragment.index);
-              if (
-                call === undefined ||
-                (fragment.id !== undefined && call.id !== undefined && fragment.id !== call.id)
-              ) {
-                call = {
-                  first: fragment,
-                  index: fragment.index,
-                  id: undefined,
-                  name: undefined,
-                  parts: [],
-                  json: newScan(),
-                  emitted: false,
-                };
-                byIndex.set(fragment.index, call);
-                order.push(call);
-              }
-              if (call.id === undefined && fragment.id !== undefined) call.id = fragment.id;
-              if (call.name === undefined && fragment.name !== undefined) call.name = fragment.name;
-              const text = fragment.argsDelta;
-              if (call.emitted) {
-                // Whitespace after the closed arguments is harmless; anything else makes them invalid.
-                if (text.trim() === '') return;
-                call.parts.push(text);
-                fail(new ToolCallAssemblyError('invalid-json', describeCall(call)));
-                return;
-              }
-              if (text.length === 0) return;
-              call.parts.push(text);
-              advance(call.json, text);
-              if (call.json.closed && call.name !== undefined) {
-                call.emitted = true;
-                emit(call);
-              }
-              return;
-            }
-            case 'finish': {
-              const calls = order;
-              discard();
-              for (const call of calls) {
-                if (!call.emitted && !emit(call)) return;
-              }
-              subscriber.next(event as AssembledEvent<E>);
-              return;
-            }
-            case 'retry':
-            case 'reset':
-              discard();
-              subscriber.next(event as AssembledEvent<E>);
-              return;
-            default:
-              subscriber.next(event as AssembledEvent<E>);
-          }
-        },
-        error(error) {
-          discard();
-          subscriber.error(error);
-        },
-        complete() {
-          discard();
-          subscriber.complete();
-        },
-      });
-      return () => {
-        discard();
-        subscription.unsubscribe();
-      };
-    });
-  };
+      this.byIndex.set(fragment.index, call);
+      this.order.push(call);
+    }
+    if (call.id === undefined && fragment.id !== undefined) call.id = fragment.id;
+    if (call.name === undefined && fragment.name !== undefined) call.name = fragment.name;
+    const text = fragment.argsDelta;
+    if (call.emitted) {
+      // Whitespace after the closed arguments is harmless; anything else makes them invalid.
+      if (text.trim() === '') return;
+      call.parts.push(text);
+      this.error(new ToolCallAssemblyError('invalid-json', describeCall(call)));
+      return;
+    }
+    if (text.length === 0) return;
+    call.parts.push(text);
+    advance(call.json, text);
+    if (call.json.closed && call.name !== undefined) {
+      call.emitted = true;
+      this.emit(call);
+    }
+  }
+
+  /** Assembles a complete call and emits it; on a malformed call, errors the stream and returns false. */
+  private emit(call: OpenCall): boolean {
+    let assembled: ToolCallEvent;
+    try {
+      assembled = assemble(call);
+    } catch (error) {
+      this.error(error);
+      return false;
+    }
+    this.out.next(assembled as AssembledEvent<E>);
+    return true;
+  }
 }
 
 function describeCall(

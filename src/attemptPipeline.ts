@@ -1,20 +1,31 @@
 import { type OperatorFunction, pipe } from 'rxjs';
-import { type AssembledEvent, assembleToolCalls } from './assembleToolCalls.js';
-import { requireFinish } from './requireFinish.js';
+import { type AssembledEvent, AssembleStage } from './assembleToolCalls.js';
+import { type Sink, stageOperator } from './internal/stage.js';
+import { RequireFinishStage } from './requireFinish.js';
 import type { ProviderEvent } from './types.js';
 
 /**
- * The part of a turn that runs once per attempt: `adapter → assembleToolCalls → requireFinish`.
+ * The part of a turn that runs once per attempt: `adapter → assembleToolCalls → requireFinish`, ending at
+ * the attempt's finish.
  *
  * Put it inside what {@link turnPipeline} (or {@link retryAsEvents}) resubscribes to, so that each attempt
  * is decoded, has its call fragments joined into whole calls, and fails with a retryable
  * `MissingFinishError` when it ends without a finish: a garbled call and a cut-off stream are both retried.
  * Without an adapter it reads provider events (a client of one's own).
  *
+ * The attempt completes with its `finish` and unsubscribes from its source then (closing the request): a
+ * connection reset or a silent socket after the finish cannot fail or retry a finished turn. The shipped
+ * adapters release the finish at the format's end, after the attempt's usage; a source of your own sends
+ * `usage` before `finish` for the same reason.
+ *
  * ```text
  * source:       -a-x-y-|          x, y: two fragments of one call
  *          attemptPipeline()
  * result:       -a---K-#          K: the whole call; # = MissingFinishError (no finish)
+ *
+ * source:       -a-f--#           a reset after the finish
+ *          attemptPipeline()
+ * result:       -a-(f|)           the finish ends the attempt
  * ```
  *
  * ## Example
@@ -41,7 +52,11 @@ export function attemptPipeline<I>(
 export function attemptPipeline<I>(
   adapter?: OperatorFunction<I, ProviderEvent>,
 ): OperatorFunction<I, AssembledEvent<ProviderEvent>> {
-  const whole = pipe(assembleToolCalls<ProviderEvent>(), requireFinish());
+  // The two operators' stages, chained in one subscriber; the attempt ends at its finish.
+  const whole = stageOperator(
+    (out: Sink<AssembledEvent<ProviderEvent>>) =>
+      new AssembleStage<ProviderEvent>(new RequireFinishStage(out, true)),
+  );
   return adapter === undefined
     ? (whole as OperatorFunction<unknown, AssembledEvent<ProviderEvent>>)
     : pipe(adapter, whole);

@@ -1,6 +1,6 @@
-import { type MonoTypeOperatorFunction, Observable } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { NotInferred } from './internal/types.js';
 
 /** Options of {@link bufferUntilFinish}. */
@@ -53,49 +53,45 @@ export function bufferUntilFinish<E extends { type: string; attempt: number }>(
   // its constraint (and the output type too); `E` comes from the source.
   options: BufferUntilFinishOptions<NotInferred<Extract<E, { type: 'tool-call' }>>> = {},
 ): MonoTypeOperatorFunction<E> {
-  const { early } = options;
-  return function bufferUntilFinishOperator(source) {
-    // Written by hand: one event in may be several out (the held calls and the finish), which `mergeMap` or
-    // `concatMap` would pay for with an array or an inner observable on every event.
-    return new Observable<E>((subscriber) => {
-      const attempts = new AttemptTracker();
-      // Calls of the live attempt, waiting for its finish.
-      let held: E[] = [];
-      const subscription = subscribeLinked(source, subscriber, {
-        next(event) {
-          const step = attempts.step(event);
-          if (step === 'stale') return;
-          if (step === 'newer') held = [];
-          if (event.type === 'tool-call') {
-            if (early?.(event as Extract<E, { type: 'tool-call' }>) === true) subscriber.next(event);
-            else held.push(event);
-            return;
-          }
-          if (event.type === 'finish' && held.length > 0) {
-            const release = held;
-            held = [];
-            for (const call of release) {
-              subscriber.next(call);
-              // The consumer may have started a newer attempt (a retry pushed from its handler) or unsubscribed:
-              // then this attempt's remaining calls and its finish are void.
-              if (subscriber.closed || !attempts.isLive(event.attempt)) return;
-            }
-          }
-          subscriber.next(event);
-        },
-        error(error) {
-          held = [];
-          subscriber.error(error);
-        },
-        complete() {
-          held = [];
-          subscriber.complete();
-        },
-      });
-      return () => {
-        held = [];
-        subscription.unsubscribe();
-      };
-    });
-  };
+  return stageOperator((out: Sink<E>) => new BufferStage<E>(out, options.early));
+}
+
+/** The stage of {@link bufferUntilFinish}. */
+export class BufferStage<E extends { type: string; attempt: number }> extends Stage<E, E> {
+  private readonly attempts = new AttemptTracker();
+  /** Calls of the live attempt, waiting for its finish. */
+  private held: E[] = [];
+
+  constructor(
+    out: Sink<E>,
+    private readonly early: ((call: never) => boolean) | undefined,
+  ) {
+    super(out);
+  }
+
+  next(event: E): void {
+    const step = this.attempts.step(event);
+    if (step === 'stale') return;
+    if (step === 'newer') this.held = [];
+    if (event.type === 'tool-call') {
+      if (this.early?.(event as never) === true) this.out.next(event);
+      else this.held.push(event);
+      return;
+    }
+    if (event.type === 'finish' && this.held.length > 0) {
+      const release = this.held;
+      this.held = [];
+      for (const call of release) {
+        this.out.next(call);
+        // The consumer may have started a newer attempt (a retry pushed from its handler) or unsubscribed:
+        // then this attempt's remaining calls and its finish are void.
+        if (this.closed || !this.attempts.isLive(event.attempt)) return;
+      }
+    }
+    this.out.next(event);
+  }
+
+  protected override clear(): void {
+    this.held = [];
+  }
 }

@@ -1,6 +1,6 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { effectKey } from './effectKey.js';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { NotInferred } from './internal/types.js';
 import type { ToolCallEvent } from './types.js';
 
@@ -73,40 +73,41 @@ export function dedupeByEffectKey<E extends { type: string }>(
   // `E` comes from the source only: inferred from what a declared result type asks for (a policy declared as
   // `OperatorFunction<ProviderEvent, TurnEvent>`), it would not match what the operator before it emits.
 ): OperatorFunction<E, WithEffectKeys<NotInferred<E>>> {
-  const { turnId, seen, key = effectKey } = options;
-  return function dedupeByEffectKeyOperator(source) {
-    // Written by hand: `defer` + `map` cost 1.31× an RxJS `map` per event in `npm run bench` (stages), this 1.0×;
-    // it sits on the path of every token.
-    return new Observable<WithEffectKeys<E>>((subscriber) => {
-      // Keys released by this subscription (created with the first call: most turns have none or few).
-      let released: Set<string> | undefined;
-      const subscription = subscribeLinked(source, subscriber, {
-        next(event) {
-          if (event.type !== 'tool-call') {
-            subscriber.next(event as WithEffectKeys<E>);
-            return;
-          }
-          // The key function and the lookup are the user's: what they throw becomes an error notification.
-          const k = key(turnId, event as unknown as ToolCallEvent);
-          const repeat = released?.has(k) === true || seen?.has(k) === true;
-          if (released === undefined) released = new Set();
-          released.add(k);
-          // A copy with the key (Object.assign: a spread followed by a new key is slow in V8, see tagAttempts).
-          const keyed = Object.assign({}, event, { effectKey: k });
-          if (repeat) (keyed as { type: string }).type = 'tool-call-repeat';
-          subscriber.next(keyed as WithEffectKeys<E>);
-        },
-        error(error) {
-          subscriber.error(error);
-        },
-        complete() {
-          subscriber.complete();
-        },
-      });
-      return () => {
-        released = undefined;
-        subscription.unsubscribe();
-      };
-    });
-  };
+  return stageOperator((out: Sink<WithEffectKeys<E>>) => new DedupeStage<E>(out, options));
+}
+
+/** The stage of {@link dedupeByEffectKey}. */
+export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffectKeys<E>> {
+  private readonly turnId: string;
+  private readonly seen: EffectKeyLookup | undefined;
+  private readonly key: (turnId: string, call: ToolCallEvent) => string;
+  /** Keys released by this subscription (created with the first call: most turns have none or few). */
+  private released: Set<string> | undefined;
+
+  constructor(out: Sink<WithEffectKeys<E>>, options: DedupeByEffectKeyOptions) {
+    super(out);
+    this.turnId = options.turnId;
+    this.seen = options.seen;
+    this.key = options.key ?? effectKey;
+  }
+
+  next(event: E): void {
+    if (event.type !== 'tool-call') {
+      this.out.next(event as WithEffectKeys<E>);
+      return;
+    }
+    // The key function and the lookup are the user's: what they throw becomes an error notification.
+    const k = this.key(this.turnId, event as unknown as ToolCallEvent);
+    const repeat = this.released?.has(k) === true || this.seen?.has(k) === true;
+    if (this.released === undefined) this.released = new Set();
+    this.released.add(k);
+    // A copy with the key (Object.assign: a spread followed by a new key is slow in V8, see tagAttempts).
+    const keyed = Object.assign({}, event, { effectKey: k });
+    if (repeat) (keyed as { type: string }).type = 'tool-call-repeat';
+    this.out.next(keyed as WithEffectKeys<E>);
+  }
+
+  protected override clear(): void {
+    this.released = undefined;
+  }
 }

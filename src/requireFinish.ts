@@ -1,7 +1,7 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
 import { MissingFinishError } from './errors.js';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { WholeCallEvents } from './internal/types.js';
 
 /**
@@ -34,28 +34,31 @@ import type { WholeCallEvents } from './internal/types.js';
  * @returns An operator that passes events through and rejects a completion without `finish`.
  */
 export function requireFinish<E extends WholeCallEvents<E, 'requireFinish()'>>(): OperatorFunction<E, E> {
-  return function requireFinishOperator(source) {
-    // Written by hand: turning a completion into an error with RxJS primitives takes `concat` with a deferred
-    // check, one more subscription per attempt that also reports a stray completion under TestScheduler.
-    return new Observable<E>((subscriber) => {
-      const attempts = new AttemptTracker();
-      // Whether the events carry attempt numbers (the error then names the attempt).
-      let tagged = false;
-      // Fragments are ruled out by the input type only; the events are `E`.
-      return subscribeLinked(source as Observable<unknown> as Observable<E>, subscriber, {
-        next(event) {
-          attempts.step(event);
-          if (typeof (event as { attempt?: unknown }).attempt === 'number') tagged = true;
-          subscriber.next(event);
-        },
-        error(error) {
-          subscriber.error(error);
-        },
-        complete() {
-          if (attempts.finished) subscriber.complete();
-          else subscriber.error(new MissingFinishError(tagged ? attempts.attempt : undefined));
-        },
-      });
-    });
-  };
+  return stageOperator((out: Sink<E>) => new RequireFinishStage<E>(out, false));
+}
+
+/** The stage of {@link requireFinish}; with `endAtFinish`, the attempt also ends at its finish. */
+export class RequireFinishStage<E extends { type: string }> extends Stage<E, E> {
+  private readonly attempts = new AttemptTracker();
+  /** Whether the events carry attempt numbers (the error then names the attempt). */
+  private tagged = false;
+
+  constructor(
+    out: Sink<E>,
+    private readonly endAtFinish: boolean,
+  ) {
+    super(out);
+  }
+
+  next(event: E): void {
+    this.attempts.step(event);
+    if (typeof (event as { attempt?: unknown }).attempt === 'number') this.tagged = true;
+    this.out.next(event);
+    if (this.endAtFinish && event.type === 'finish' && !this.closed) this.out.complete();
+  }
+
+  override complete(): void {
+    if (this.attempts.finished) this.out.complete();
+    else this.out.error(new MissingFinishError(this.tagged ? this.attempts.attempt : undefined));
+  }
 }

@@ -1,6 +1,6 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
-import { subscribeLinked } from './internal/subscribeLinked.js';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ResetEvent } from './types.js';
 
 /** The events {@link resetOnRetry} emits for an input of `E`. */
@@ -46,32 +46,24 @@ export function resetOnRetry<E extends { type: string; attempt: number }>(): Ope
   E,
   WithResets<E>
 > {
-  return function resetOnRetryOperator(source) {
-    // Written by hand: one subscriber per event instead of a `filter` and a `map`. On the path of every token,
-    // `defer` + `filter` + `map` cost 1.41× an RxJS `map` per event in `npm run bench` (stages), this 0.9×.
-    return new Observable<WithResets<E>>((subscriber) => {
-      const attempts = new AttemptTracker();
-      return subscribeLinked(source, subscriber, {
-        next(event) {
-          if (attempts.step(event) === 'stale') return;
-          if (event.type !== 'retry') {
-            subscriber.next(event as Exclude<E, { type: 'retry' }>);
-            return;
-          }
-          const { reason } = event as unknown as { reason?: unknown };
-          subscriber.next({
-            type: 'reset',
-            attempt: event.attempt,
-            reason: typeof reason === 'string' ? reason : 'retry',
-          });
-        },
-        error(error) {
-          subscriber.error(error);
-        },
-        complete() {
-          subscriber.complete();
-        },
-      });
+  return stageOperator((out: Sink<WithResets<E>>) => new ResetStage<E>(out));
+}
+
+/** The stage of {@link resetOnRetry}. */
+export class ResetStage<E extends { type: string; attempt: number }> extends Stage<E, WithResets<E>> {
+  private readonly attempts = new AttemptTracker();
+
+  next(event: E): void {
+    if (this.attempts.step(event) === 'stale') return;
+    if (event.type !== 'retry') {
+      this.out.next(event as Exclude<E, { type: 'retry' }>);
+      return;
+    }
+    const { reason } = event as unknown as { reason?: unknown };
+    this.out.next({
+      type: 'reset',
+      attempt: event.attempt,
+      reason: typeof reason === 'string' ? reason : 'retry',
     });
-  };
+  }
 }

@@ -1,4 +1,5 @@
-import { defer, map, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { Attempted } from './types.js';
 
 /**
@@ -35,24 +36,23 @@ import type { Attempted } from './types.js';
  * @returns An operator that adds `attempt` to each event.
  */
 export function tagAttempts<E extends { type: string }>(): OperatorFunction<E, Attempted<E>> {
-  return function tagAttemptsOperator(source) {
-    return defer(() => {
-      // The attempt the next event belongs to.
-      let attempt = 1;
-      return source.pipe(
-        map((event) => {
-          // Rule 4 of `AttemptTracker` (an untagged retry starts the next attempt), without reading `attempt`: a
-          // property that untagged events lack costs a slow lookup on the path of every token (tagAttempts
-          // 1.95× an RxJS map per event through the tracker in `npm run bench` (stages), 1.6× this way).
-          if (event.type === 'retry') attempt++;
-          // A copy, never the caller's object. `Object.assign` copies the same own enumerable properties as a
-          // spread; V8's object spread followed by a new key (`{ ...event, attempt }`) takes a slow path when
-          // events come in several shapes (text, fragments, usage…): about 3× the cost per event.
-          const tagged = Object.assign({}, event) as Attempted<E>;
-          tagged.attempt = attempt;
-          return tagged;
-        }),
-      );
-    });
-  };
+  return stageOperator((out: Sink<Attempted<E>>) => new TagStage<E>(out));
+}
+
+/** The stage of {@link tagAttempts}. */
+export class TagStage<E extends { type: string }> extends Stage<E, Attempted<E>> {
+  /** The attempt the next event belongs to. */
+  private attempt = 1;
+
+  next(event: E): void {
+    // Rule 4 of `AttemptTracker` (an untagged retry starts the next attempt), without reading `attempt`: a
+    // property that untagged events lack costs a slow lookup on the path of every token.
+    if (event.type === 'retry') this.attempt++;
+    // A copy, never the caller's object. `Object.assign` copies the same own enumerable properties as a
+    // spread; V8's object spread followed by a new key (`{ ...event, attempt }`) takes a slow path when
+    // events come in several shapes (text, fragments, usage…): about 3× the cost per event.
+    const tagged = Object.assign({}, event) as Attempted<E>;
+    tagged.attempt = this.attempt;
+    this.out.next(tagged);
+  }
 }

@@ -1,5 +1,4 @@
 import {
-  type AssembledEvent,
   accumulateTurn,
   attemptPipeline,
   type BackoffOptions,
@@ -12,7 +11,7 @@ import {
   type TurnState,
   turnPipeline,
 } from 'cleanturn';
-import { config, defer, Observable, type OperatorFunction, of, Subject, takeWhile, tap, timer } from 'rxjs';
+import { config, defer, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
 import { HttpStatusError } from './errors.js';
 import { fromSSE, type SseRequest } from './fromSSE.js';
 import { sseJson } from './sseJson.js';
@@ -61,7 +60,7 @@ export interface StreamTurnOptions<I = unknown> {
  * Composed only of public operators, as you would compose your own:
  *
  * ```text
- * fromSSE → sseJson → attemptPipeline(adapter) → up to the finish       (one attempt)
+ * fromSSE → sseJson → attemptPipeline(adapter), which ends at the finish   (one attempt)
  *   → turnPipeline({ turnId, early, seen, retry: { count: maxAttempts - 1, delay: backoff, honouring retry-after } })
  * ```
  *
@@ -121,11 +120,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         fetch: options.fetch,
         stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
         maxBufferSize,
-      }).pipe(
-        sseJson<I>(),
-        attemptPipeline(adapter),
-        takeWhile<AssembledEvent<ProviderEvent>>(beforeFinish, true),
-      );
+      }).pipe(sseJson<I>(), attemptPipeline(adapter));
     });
     const events = oneAttempt.pipe(
       turnPipeline({
@@ -148,11 +143,6 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     if (onReport === undefined) return events;
     return reporting(events, turnId, onReport);
   });
-}
-
-/** Whether an event comes before its attempt's finish: the attempt ends with the finish, inclusive. */
-function beforeFinish(event: { type: string }): boolean {
-  return event.type !== 'finish';
 }
 
 /** Mirrors `events` and calls `onReport` exactly once when the turn ends, however it ends. */
