@@ -236,7 +236,7 @@ export function executeTools(
       defer(() => {
         // The lease runs at least `leaseMs` from when the claim was sent.
         const sentAt = Date.now();
-        return awaited(() => ledger.claim(turnId, call.effectKey, { leaseMs })).pipe(
+        return awaitedCancellable((signal) => ledger.claim(turnId, call.effectKey, { leaseMs, signal })).pipe(
           map((claim) => ({ claim, sentAt })),
         );
       }).pipe(
@@ -364,6 +364,8 @@ export function executeTools(
   ): Observable<LeasedRun> {
     return new Observable<LeasedRun>((subscriber) => {
       const controller = new AbortController();
+      // Ends a renewal still waiting (for a lock) once the run is over: none outlives it.
+      const renewals = new AbortController();
       let lost = false;
       let over = false;
       // When the last renewal that succeeded was sent (the lease runs at least `leaseMs` from then).
@@ -397,7 +399,7 @@ export function executeTools(
           if (Date.now() - renewedAt >= leaseMs) lose();
         };
         try {
-          const answer = ledger.renew(turnId, call.effectKey, token, leaseMs);
+          const answer = ledger.renew(turnId, call.effectKey, token, leaseMs, { signal: renewals.signal });
           if (isThenable(answer)) answer.then(answered, failed);
           else answered(answer);
         } catch {
@@ -420,6 +422,7 @@ export function executeTools(
       function stop() {
         clearInterval(heartbeat);
         clearTimeout(deadline);
+        renewals.abort();
       }
       const inner = runHandler(handler, call.args, context, controller).subscribe((settled) => {
         over = true;
@@ -533,6 +536,21 @@ function awaited<T>(call: () => Awaitable<T>): Observable<T> {
   return defer(() => {
     const value = call();
     return isThenable(value) ? from(value) : of(value);
+  });
+}
+
+/**
+ * As {@link awaited}, for a ledger call that can wait: unsubscribing before it answers aborts its `signal`, so
+ * that a ledger waiting for a lock gives up and writes nothing for a turn that is gone.
+ */
+function awaitedCancellable<T>(call: (signal: AbortSignal) => Awaitable<T>): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const controller = new AbortController();
+    const inner = awaited(() => call(controller.signal)).subscribe(subscriber);
+    return () => {
+      inner.unsubscribe();
+      controller.abort();
+    };
   });
 }
 

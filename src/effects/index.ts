@@ -39,6 +39,7 @@ export type {
   EffectLedger,
   EffectRecord,
   JsonValue,
+  LedgerCallOptions,
   SerializedError,
   SyncEffectLedger,
   ToolContext,

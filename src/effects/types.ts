@@ -31,8 +31,18 @@ export interface SerializedError {
   code?: string | number;
 }
 
-/** Options of {@link EffectLedger.claim}. */
-export interface ClaimOptions {
+/** What a caller may pass to a ledger operation that can wait (`claim`, `renew`). */
+export interface LedgerCallOptions {
+  /**
+   * Aborted when the caller no longer wants the answer (its turn was unsubscribed). A ledger that waits (for
+   * a lock, a connection) stops waiting, rejects with the signal's reason and writes nothing; an answer already
+   * written stands. A ledger that never waits may ignore it.
+   */
+  signal?: AbortSignal;
+}
+
+/** The options of {@link EffectLedger.claim}. */
+export interface ClaimOptions extends LedgerCallOptions {
   /**
    * How long the claim holds, in milliseconds. A holder that crashes never completes; once its lease has
    * expired, the next caller may claim the key (and learns so through `reclaimed: true`).
@@ -154,7 +164,13 @@ export interface EffectLedger {
    *   when the claim is lost (another holder claimed the key, it was settled or released, or its record is
    *   gone), and nothing was changed.
    */
-  renew?(scope: string, key: string, token: string, leaseMs: number): Awaitable<boolean>;
+  renew?(
+    scope: string,
+    key: string,
+    token: string,
+    leaseMs: number,
+    options?: LedgerCallOptions,
+  ): Awaitable<boolean>;
 }
 
 /**

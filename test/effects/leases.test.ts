@@ -360,9 +360,9 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
       fail: (...a) => inner.fail(...a),
       release: (...a) => inner.release(...a),
       get: (...a) => inner.get(...a),
-      renew: async (...a) => {
+      renew: async (scope, key, token, leaseMs) => {
         if (failing) throw new Error('ECONNRESET');
-        return inner.renew(...a);
+        return inner.renew(scope, key, token, leaseMs);
       },
     };
     const refund = freshRefund();

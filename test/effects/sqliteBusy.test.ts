@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanTurn } from 'cleanturn';
+import { cleanTurn, effectKey } from 'cleanturn';
 import { executeTools } from 'cleanturn/effects';
 import { LedgerBusyError, LedgerClosedError, SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { call, finish } from 'cleanturn/testing';
@@ -167,6 +167,42 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
     const error = await pending;
     expect(error).toBeInstanceOf(LedgerClosedError);
     expect(error).toMatchObject({ retryable: true, operation: 'claim' });
+  });
+
+  it('a claim whose signal is aborted stops waiting at once, claims nothing and leaves no timer behind', async () => {
+    const { ledger } = await lockedLedger(HOLD_MS);
+    const controller = new AbortController();
+    const pending = Promise.resolve(
+      ledger.claim('turn-1', 'k', { leaseMs: 60_000, signal: controller.signal }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const reason = new Error('turn unsubscribed');
+    controller.abort(reason);
+    expect(await pending).toBe(reason);
+    // The lock is released later: the abandoned claim never lands.
+    await stopFixtures();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(ledger.get('turn-1', 'k')).toBeUndefined();
+  });
+
+  it('executeTools unsubscribed while its claim waits for the lock: the claim never lands', async () => {
+    const { ledger } = await lockedLedger(300);
+    let runs = 0;
+    const subscription = from([call('c1', 'issue_refund', { order_id: 'ORD-1' }), finish('tool-calls')])
+      .pipe(
+        cleanTurn({ turnId: 'turn-9' }),
+        executeTools({ issue_refund: () => ({ refund_id: `re_${++runs}` }) }, { turnId: 'turn-9', ledger }),
+      )
+      .subscribe();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    subscription.unsubscribe();
+    // Well after the holder let go: a wait that outlived the turn would have claimed the key by now.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(runs).toBe(0);
+    const key = effectKey('turn-9', { name: 'issue_refund', args: { order_id: 'ORD-1' } });
+    expect(ledger.get('turn-9', key)).toBeUndefined();
   });
 
   it('a database passed in keeps its own busy timeout for its other statements', async () => {

@@ -13,6 +13,7 @@ import {
   isSettled,
   LeaseLostError,
   type LedgerAnswers,
+  type LedgerCallOptions,
   type LedgerOperation,
   type SerializedError,
   type SettleAnswer,
@@ -172,7 +173,7 @@ export class SqliteEffectLedger implements EffectLedger {
 
   claim(scope: string, key: string, options: ClaimOptions): Awaitable<ClaimResult> {
     const leaseMs = checkDuration(options.leaseMs, 'leaseMs');
-    return this.#write('claim', (sql) => {
+    return this.#write('claim', options.signal, (sql) => {
       const now = Date.now();
       if (now - this.#purgedAt >= PURGE_EVERY_MS) {
         this.#purgedAt = now;
@@ -210,9 +211,15 @@ export class SqliteEffectLedger implements EffectLedger {
    *   (another holder claimed, the key was settled or released, or its record is gone), and nothing changed.
    * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
    */
-  renew(scope: string, key: string, token: string, leaseMs: number): Awaitable<boolean> {
+  renew(
+    scope: string,
+    key: string,
+    token: string,
+    leaseMs: number,
+    options: LedgerCallOptions = {},
+  ): Awaitable<boolean> {
     checkDuration(leaseMs, 'leaseMs');
-    return this.#write('renew', (sql) =>
+    return this.#write('renew', options.signal, (sql) =>
       apply(sql, scope, key, Date.now(), { type: 'renew', token, leaseMs, retentionMs: this.#retentionMs }),
     );
   }
@@ -245,7 +252,7 @@ export class SqliteEffectLedger implements EffectLedger {
    * @returns How many were deleted.
    */
   purge(): Awaitable<number> {
-    return this.#write('purge', (sql) => sql.purge.run(Date.now()).changes);
+    return this.#write('purge', undefined, (sql) => sql.purge.run(Date.now()).changes);
   }
 
   /**
@@ -253,11 +260,10 @@ export class SqliteEffectLedger implements EffectLedger {
    * and closes the database if the ledger opened it; a database passed in stays open.
    */
   close(): void {
-    for (const wait of this.#waits) {
+    for (const wait of [...this.#waits]) {
       clearTimeout(wait.timer);
       wait.reject(new LedgerClosedError(wait.operation));
     }
-    this.#waits.clear();
     if (this.#owned && this.#db.open) this.#db.close();
   }
 
@@ -268,7 +274,7 @@ export class SqliteEffectLedger implements EffectLedger {
     key: string,
     decided: LedgerOperation & { type: typeof operation },
   ): Awaitable<void> {
-    return this.#write(operation, (sql) => {
+    return this.#write(operation, undefined, (sql) => {
       const answer: SettleAnswer = apply(sql, scope, key, Date.now(), decided);
       if (answer === 'lease-lost') throw new LeaseLostError(scope, key);
     });
@@ -276,9 +282,14 @@ export class SqliteEffectLedger implements EffectLedger {
 
   /**
    * Runs `body` in an `IMMEDIATE` transaction (the write lock is taken before the read), now if the lock is
-   * free, else after short timers until `busyTimeoutMs`.
+   * free, else after short timers until `busyTimeoutMs` or until `signal` is aborted.
    */
-  #write<R>(operation: SqliteLedgerOperation, body: (sql: Statements) => R): Awaitable<R> {
+  #write<R>(
+    operation: SqliteLedgerOperation,
+    signal: AbortSignal | undefined,
+    body: (sql: Statements) => R,
+  ): Awaitable<R> {
+    signal?.throwIfAborted();
     const transaction = (sql: Statements) => this.#db.transaction(body).immediate(sql);
     try {
       return this.#attempt(transaction);
@@ -286,7 +297,7 @@ export class SqliteEffectLedger implements EffectLedger {
       if (!isBusy(error)) throw error;
       if (this.#busyTimeoutMs === 0) throw new LedgerBusyError(operation, 0, error);
     }
-    return this.#retry(operation, transaction);
+    return this.#retry(operation, signal, transaction);
   }
 
   /** Runs a read now; a locked database is an error at once. */
@@ -299,11 +310,33 @@ export class SqliteEffectLedger implements EffectLedger {
     }
   }
 
-  /** Tries `body` again after a growing pause until it gets the lock or `busyTimeoutMs` has passed. */
-  #retry<R>(operation: SqliteLedgerOperation, body: (sql: Statements) => R): Promise<R> {
+  /**
+   * Tries `body` again after a growing pause until it gets the lock or `busyTimeoutMs` has passed; an aborted
+   * `signal` ends the wait at once with its reason.
+   */
+  #retry<R>(
+    operation: SqliteLedgerOperation,
+    signal: AbortSignal | undefined,
+    body: (sql: Statements) => R,
+  ): Promise<R> {
     const deadline = Date.now() + this.#busyTimeoutMs;
     return new Promise<R>((resolve, reject) => {
-      const wait: Wait = { timer: undefined, operation, reject };
+      const done = () => {
+        this.#waits.delete(wait);
+        signal?.removeEventListener('abort', abandon);
+      };
+      const wait: Wait = {
+        timer: undefined,
+        operation,
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+      };
+      const abandon = () => {
+        clearTimeout(wait.timer);
+        wait.reject(signal?.reason);
+      };
       let pause = FIRST_BACKOFF_MS;
       const next = () => {
         const left = deadline - Date.now();
@@ -315,15 +348,15 @@ export class SqliteEffectLedger implements EffectLedger {
       const tryAgain = () => {
         try {
           const value = this.#attempt(body);
-          this.#waits.delete(wait);
+          done();
           resolve(value);
         } catch (error) {
           if (isBusy(error) && Date.now() < deadline) return next();
-          this.#waits.delete(wait);
-          reject(isBusy(error) ? new LedgerBusyError(operation, this.#busyTimeoutMs, error) : error);
+          wait.reject(isBusy(error) ? new LedgerBusyError(operation, this.#busyTimeoutMs, error) : error);
         }
       };
       this.#waits.add(wait);
+      signal?.addEventListener('abort', abandon, { once: true });
       next();
     });
   }
