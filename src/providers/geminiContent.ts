@@ -94,6 +94,9 @@ export interface GeminiContentOptions {
  * call arrives. `usageMetadata` becomes `usage` whenever the counts change (input: prompt + tool-use prompt;
  * output: candidates + thoughts). Every `finishReason` is a provisional `finish` (`raw`: the provider's value)
  * and the last one goes out when the source completes: older models and proxies put `STOP` on every chunk.
+ * The format has no end marker (unlike `[DONE]` or `message_stop`), so the turn is finished only when the
+ * connection closes cleanly: a connection reset after the last chunk fails the attempt, and a retry asks for
+ * a new generation (the user sees a reset). Nothing in the stream can tell the last chunk from one more.
  *
  * | `finishReason` | `reason` |
  * |---|---|
