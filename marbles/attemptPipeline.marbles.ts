@@ -14,7 +14,8 @@ export default defineMarbles({
   summary: 'One attempt, made whole: the adapter, call fragments joined, and a finish required.',
   cases: [
     {
-      title: 'fragments come out as one whole call when its arguments close; the finish ends the attempt at once',
+      title:
+        'fragments come out as one whole call when its arguments close; the finish ends the attempt at once',
       source: /*   */ '-a-x-y-f-|',
       values: v,
       label: 'attemptPipeline()',
