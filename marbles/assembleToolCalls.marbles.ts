@@ -1,5 +1,5 @@
 import { assembleToolCalls, ToolCallAssemblyError } from 'cleanturn';
-import { at, call, defineMarbles, delta, finish, retry, text } from 'cleanturn/testing';
+import { at, call, defineMarbles, delta, finish, retrying, text } from 'cleanturn/testing';
 
 const refundArgs = { order_id: 'ORD-7781', amount: 'full' };
 const invalid = (() => {
@@ -55,7 +55,7 @@ export default defineMarbles({
       // biome-ignore format: an aligned value table
       values: {
         p: delta(0, '{"order_id":"ORD-', { id: 'c1', name: 'issue_refund' }),
-        r: retry('connection reset'),
+        r: retrying('connection reset'),
         q: delta(0, '{"order_id":"ORD-7781",', { id: 'c7', name: 'issue_refund' }),
         s: delta(0, '"amount":"full"}'),
         f: finish('tool-calls'),
@@ -65,7 +65,7 @@ export default defineMarbles({
       expected: /* */ '---r---K-f-|',
       // biome-ignore format: an aligned value table
       expectedValues: {
-        r: retry('connection reset'),
+        r: retrying('connection reset'),
         K: call('c7', 'issue_refund', refundArgs),
         f: finish('tool-calls'),
       },

@@ -1,5 +1,5 @@
 import { backoff, RetriesExhaustedError, retryAsEvents } from 'cleanturn';
-import { defineMarbles, finish, retry, text } from 'cleanturn/testing';
+import { defineMarbles, finish, retrying, text } from 'cleanturn/testing';
 
 const reset = new Error('connection reset');
 const stall = new Error('stalled');
@@ -18,7 +18,7 @@ export default defineMarbles({
       label: 'retryAsEvents({ count: 2 })',
       operator: () => retryAsEvents({ count: 2 }),
       expected: /* */ '-a-r-c-f-|',
-      expectedValues: { ...v, r: retry('connection reset', reset) },
+      expectedValues: { ...v, r: retrying('connection reset', reset) },
       subscriptions: ['^--!', '---^-----!'],
     },
     {
@@ -30,7 +30,7 @@ export default defineMarbles({
       operator: () =>
         retryAsEvents({ count: 2, delay: backoff({ initialDelay: 3, factor: 1, jitter: 'none' }) }),
       expected: /* */ '-a----r-b----r-c-f-|',
-      expectedValues: { ...v, r: retry('stalled', stall) },
+      expectedValues: { ...v, r: retrying('stalled', stall) },
       subscriptions: ['^--!', '------^---!', '-------------^-----!'],
     },
     {
@@ -41,7 +41,7 @@ export default defineMarbles({
       label: 'retryAsEvents({ count: 1 })',
       operator: () => retryAsEvents({ count: 1 }),
       expected: /* */ '-a-r-b-#',
-      expectedValues: { ...v, r: retry('connection reset', reset) },
+      expectedValues: { ...v, r: retrying('connection reset', reset) },
       expectedError: new RetriesExhaustedError([
         { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
         { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },

@@ -1,5 +1,5 @@
 import { tagAttempts } from 'cleanturn';
-import { at, defineMarbles, finish, helpDesk as h, retry, text } from 'cleanturn/testing';
+import { at, defineMarbles, finish, helpDesk as h, retrying, text } from 'cleanturn/testing';
 
 export default defineMarbles({
   name: 'tagAttempts',
@@ -28,15 +28,15 @@ export default defineMarbles({
     {
       title: 'every retry starts the next attempt, even with nothing between',
       source: /*   */ '-a-r-r-b-f-|',
-      values: { a: text('x'), r: retry('reset'), b: text('y'), f: finish() },
+      values: { a: text('x'), r: retrying('reset'), b: text('y'), f: finish() },
       label: 'tagAttempts()',
       operator: () => tagAttempts(),
       expected: /* */ '-A-R-S-B-F-|',
       // biome-ignore format: an aligned value table
       expectedValues: {
         A: at(1, text('x')),
-        R: at(2, retry('reset')),
-        S: at(3, retry('reset')),
+        R: at(2, retrying('reset')),
+        S: at(3, retrying('reset')),
         B: at(3, text('y')),
         F: at(3, finish()),
       },

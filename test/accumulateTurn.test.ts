@@ -7,7 +7,7 @@ import {
   keyed,
   refundArgs,
   reset,
-  retry,
+  retrying,
   text,
   usage,
 } from 'cleanturn/testing';
@@ -118,7 +118,7 @@ describe('accumulateTurn: attempt records', () => {
   });
 
   it('a tagged retry closes the attempt like a reset, with its reason', () => {
-    const turn = final([at(1, text('abc')), at(2, retry('timeout')), at(2, text('de'))]);
+    const turn = final([at(1, text('abc')), at(2, retrying('timeout')), at(2, text('de'))]);
     expect(turn.attempts).toEqual([
       { attempt: 1, outcome: 'abandoned', reason: 'timeout', textLength: 3, toolCalls: 0 },
       { attempt: 2, outcome: 'streaming', textLength: 2, toolCalls: 0 },

@@ -5,7 +5,7 @@ import {
   type ProviderEvent,
   ToolCallAssemblyError,
 } from 'cleanturn';
-import { at, call, delta, finish, reset, retry, text, usage } from 'cleanturn/testing';
+import { at, call, delta, finish, reset, retrying, text, usage } from 'cleanturn/testing';
 import { concat, EMPTY, from, type Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -155,7 +155,7 @@ describe('assembleToolCalls', () => {
   });
 
   for (const [what, boundary] of [
-    ['a retry', retry('connection reset')],
+    ['a retry', retrying('connection reset')],
     ['a reset', reset(2, 'connection reset')],
   ] as const) {
     it(`discards the open fragments at ${what}`, () => {
@@ -299,7 +299,7 @@ describe('assembleToolCalls', () => {
       k: call('c7', 'issue_refund', { order_id: 'ORD-7781' }),
       t: text('Refund started.'),
       u: usage(120, 30),
-      r: retry('connection reset'),
+      r: retrying('connection reset'),
       f: finish(),
     };
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {

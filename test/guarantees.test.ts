@@ -8,7 +8,7 @@ import { accumulateTurn, cleanTurn, effectKey } from 'cleanturn';
 import { toAcpUpdates } from 'cleanturn/acp';
 import { executeTools, MemoryEffectLedger, serializeError } from 'cleanturn/effects';
 import { initialView, reduceView, toTerminal } from 'cleanturn/renderers';
-import { call, finish, retry, text } from 'cleanturn/testing';
+import { call, finish, retrying, text } from 'cleanturn/testing';
 import { defer, from, last, lastValueFrom, Subject, share, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { collect } from './support/collect.js';
@@ -33,7 +33,14 @@ const callIds = (events: readonly TurnEvent[], attempt?: number) =>
 
 describe('the final attempt is whole', () => {
   it('an early read of an abandoned attempt, asked again, reaches the consumer as a repeat', async () => {
-    const events: Whole[] = [read1, refund1, retry('connection reset'), read2, refund2, finish('tool-calls')];
+    const events: Whole[] = [
+      read1,
+      refund1,
+      retrying('connection reset'),
+      read2,
+      refund2,
+      finish('tool-calls'),
+    ];
     const turn = await lastValueFrom(
       from(events).pipe(cleanTurn({ turnId, early: isRead }), accumulateTurn(), last()),
     );
@@ -63,7 +70,14 @@ describe('the final attempt is whole', () => {
   it('executeTools answers every call id of the final attempt, and runs each effect once', async () => {
     const runs: string[] = [];
     const ledger = new MemoryEffectLedger();
-    const events: Whole[] = [read1, retry('connection reset'), read2, refund2, refund1, finish('tool-calls')];
+    const events: Whole[] = [
+      read1,
+      retrying('connection reset'),
+      read2,
+      refund2,
+      refund1,
+      finish('tool-calls'),
+    ];
     const turn$ = from(events).pipe(cleanTurn({ turnId, early: isRead }), share());
     const [clean, results] = await Promise.all([
       lastValueFrom(turn$.pipe(toArray())),
@@ -106,7 +120,7 @@ describe('a consumer that starts a new attempt while calls are released', () => 
       received.push(`${event.type}@${event.attempt}`);
       if (event.type === 'tool-call' && !retried) {
         retried = true;
-        source.next(retry('the user pressed regenerate'));
+        source.next(retrying('the user pressed regenerate'));
       }
     });
     source.next(refund1);

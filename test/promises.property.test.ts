@@ -12,7 +12,7 @@ import type {
 } from 'cleanturn';
 import { accumulateTurn, cleanTurn, effectKey } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolResultEvent } from 'cleanturn/effects';
-import { call, finish, retry, text, usage } from 'cleanturn/testing';
+import { call, finish, retrying, text, usage } from 'cleanturn/testing';
 import fc from 'fast-check';
 import { filter, map, Observable, type OperatorFunction, Subject, share, takeWhile, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -193,7 +193,9 @@ function buildTurn(
     ...attemptEvents(`a${i + 1}`, i + 1, steps),
   }));
   const last = attempts[attempts.length - 1] as GenAttempt;
-  const retries = attempts.slice(1).map((_, i) => retry(reasons[i % reasons.length] ?? 'connection reset'));
+  const retries = attempts
+    .slice(1)
+    .map((_, i) => retrying(reasons[i % reasons.length] ?? 'connection reset'));
   const end = finish(finishReason);
   // After the finish: ids go on from the last attempt's (a provider that keeps talking reuses the attempt).
   const trailing: WholeEvent[] = [];
@@ -539,7 +541,7 @@ function reentrantConsumerStaysCurrent(pipeline: Pipeline = recommended): fc.IPr
       if (!(firstCall || reentry.atEvents.includes(index)) || pushes >= reentry.times) return;
       const body = reentry.bodies[pushes] ?? [];
       pushes++;
-      push(retry('re-entrant'));
+      push(retrying('re-entrant'));
       for (const e of attemptEvents(`r${pushes}`, 0, body).events) push(e);
       push(finish('stop'));
     };

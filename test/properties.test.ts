@@ -28,7 +28,7 @@ import {
   retryAsEvents,
   tagAttempts,
 } from 'cleanturn';
-import { call, delta, finish, retry, text, usage } from 'cleanturn/testing';
+import { call, delta, finish, retrying, text, usage } from 'cleanturn/testing';
 import fc from 'fast-check';
 import {
   concat,
@@ -168,7 +168,9 @@ function buildTurn(bodies: Step[][], reasons: string[], finishReason: FinishReas
     }
     return { attempt, events, calls, text: attemptText, usageEvents };
   });
-  const retries = attempts.slice(1).map((_, i) => retry(reasons[i % reasons.length] ?? 'connection reset'));
+  const retries = attempts
+    .slice(1)
+    .map((_, i) => retrying(reasons[i % reasons.length] ?? 'connection reset'));
   const end = finishReason === null ? undefined : finish(finishReason);
   const events: AssembledEvent<ProviderEvent>[] = [];
   attempts.forEach((a, i) => {
@@ -511,7 +513,7 @@ describe('resetOnRetry', () => {
       fc.asyncProperty(fc.array(eventArb, { maxLength: 20 }), async (specs) => {
         const events = specs.map(
           (s): Attempted<ProviderEvent> =>
-            s.isRetry ? { ...retry(s.text), attempt: s.attempt } : { ...text(s.text), attempt: s.attempt },
+            s.isRetry ? { ...retrying(s.text), attempt: s.attempt } : { ...text(s.text), attempt: s.attempt },
         );
         const out = await run(events, resetOnRetry());
         // The live attempt starts at 1; a retry that starts no newer attempt is stale too.
@@ -919,7 +921,7 @@ describe('assembleToolCalls', () => {
         async (abandoned, live, reason) => {
           const end = finish(reason);
           const events: ProviderEvent[] = [
-            ...abandoned.flatMap((a) => [...a, retry('connection reset')]),
+            ...abandoned.flatMap((a) => [...a, retrying('connection reset')]),
             ...live.events,
             end,
           ];

@@ -7,7 +7,7 @@ import {
   retryAsEvents,
   tagAttempts,
 } from 'cleanturn';
-import { at, finish, reset, retry, text } from 'cleanturn/testing';
+import { at, finish, reset, retrying, text } from 'cleanturn/testing';
 import { defer, type Observable, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -19,7 +19,7 @@ const v = {
   a: text('Checking order ORD-7781. '),
   b: text('Refunding the dam'),
   f: finish('stop'),
-  r: retry('connection reset'),
+  r: retrying('connection reset'),
 };
 
 describe('requireFinish on untagged streams', () => {
@@ -219,7 +219,7 @@ describe('requireFinish before retryAsEvents', () => {
       const result = source.pipe(requireFinish(), retryAsEvents({ count: 1 }));
       expectObservable(result).toBe(expected, {
         ...v,
-        R: retry('the stream completed without a finish event', new MissingFinishError()),
+        R: retrying('the stream completed without a finish event', new MissingFinishError()),
       });
       expectSubscriptions(cutOff.subscriptions).toBe(cutOffSubs);
       expectSubscriptions(whole.subscriptions).toBe(wholeSubs);

@@ -9,7 +9,7 @@ import {
   requireFinish,
   retryAsEvents,
 } from 'cleanturn';
-import { finish, retry, text } from 'cleanturn/testing';
+import { finish, retrying, text } from 'cleanturn/testing';
 import {
   defer,
   EMPTY,
@@ -43,8 +43,8 @@ const v = {
   b: text('Refunding the dam'),
   c: text('The book arrived damaged.'),
   f: finish('stop'),
-  r: retry('first failed', e1),
-  s: retry('second failed', e2),
+  r: retrying('first failed', e1),
+  s: retrying('second failed', e2),
 };
 
 describe('retryAsEvents: a retry event before each resubscription', () => {
@@ -483,7 +483,7 @@ describe('retryAsEvents: which errors are retried', () => {
       const result = attemptsOf(cutOff, whole).pipe(requireFinish(), retryAsEvents({ count: 1 }));
       expectObservable(result).toBe(expected, {
         ...v,
-        r: retry('the stream completed without a finish event', new MissingFinishError()),
+        r: retrying('the stream completed without a finish event', new MissingFinishError()),
       });
       expectSubscriptions(cutOff.subscriptions).toBe(cutOffSubs);
       expectSubscriptions(whole.subscriptions).toBe(wholeSubs);
@@ -548,7 +548,7 @@ describe('retryAsEvents: the reason of the retry event', () => {
       const result = attemptsOf(cold('-#', undefined, e1), cold('-f|', v)).pipe(
         retryAsEvents({ count: 1, reason }),
       );
-      expectObservable(result).toBe('-rf|', { ...v, r: retry('upstream: first failed', e1) });
+      expectObservable(result).toBe('-rf|', { ...v, r: retrying('upstream: first failed', e1) });
     });
     expect(reason).toHaveBeenCalledWith(e1);
   });

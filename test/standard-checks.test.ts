@@ -22,7 +22,7 @@ import {
   retryAsEvents,
   tagAttempts,
 } from 'cleanturn';
-import { at, call, finish, refundArgs, reset, retry, text, usage } from 'cleanturn/testing';
+import { at, call, finish, refundArgs, reset, retrying, text, usage } from 'cleanturn/testing';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -66,7 +66,7 @@ check({
   make: () => resetOnRetry(),
   values: {
     a: at(1, text('Refunding the dam')),
-    b: at(2, retry('connection reset')),
+    b: at(2, retrying('connection reset')),
     c: at(2, text('Refund started.')),
   },
   expected: {
@@ -318,7 +318,7 @@ describe('retryAsEvents: errors it does not retry', () => {
 
       expectObservable(result).toBe(
         expected,
-        { r: retry('connection reset', boom) },
+        { r: retrying('connection reset', boom) },
         expect.objectContaining({
           name: 'RetriesExhaustedError',
           retryable: false,

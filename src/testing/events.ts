@@ -48,8 +48,8 @@ export function finish(reason: FinishReason = 'stop', raw?: string): FinishEvent
   return raw === undefined ? { type: 'finish', reason } : { type: 'finish', reason, raw };
 }
 
-/** A `retry` event. */
-export function retry(reason = 'connection reset', error?: unknown): RetryEvent {
+/** A `retry` event: the source failed and is being retried (named so that it does not shadow RxJS's `retry`). */
+export function retrying(reason = 'connection reset', error?: unknown): RetryEvent {
   return error === undefined ? { type: 'retry', reason } : { type: 'retry', reason, error };
 }
 
@@ -89,7 +89,7 @@ export const helpDesk = {
   /** Attempt 1's half sentence, cut off. */
   d: text('Refunding the dam'),
   /** The retry after the connection reset. */
-  r: retry('connection reset'),
+  r: retrying('connection reset'),
   /** Attempt 2's opening. */
   b: text('Checking order ORD-7781. '),
   /** Attempt 2's refund: the same meaning with a new id. */
@@ -111,3 +111,26 @@ export const helpDeskTurn = [
   helpDesk.e,
   helpDesk.f,
 ];
+
+/** The turn id of the help-desk turn's effect keys. */
+export const helpDeskTurnId = 'turn-42';
+
+/**
+ * The help-desk turn as the operators after `tagAttempts()` see it: the upper-case letter of each event of
+ * {@link helpDesk}, stamped with its attempt, and `X` the reset that `resetOnRetry()` makes of `r`. The
+ * expected values of a policy's marble case.
+ */
+export const helpDeskTagged = {
+  A: at(1, helpDesk.a),
+  C: at(1, helpDesk.c),
+  D: at(1, helpDesk.d),
+  R: at(2, helpDesk.r),
+  B: at(2, helpDesk.b),
+  K: at(2, helpDesk.k),
+  E: at(2, helpDesk.e),
+  F: at(2, helpDesk.f),
+  X: reset(2, 'connection reset'),
+} as const;
+
+/** Attempt 2's refund as `cleanTurn({ turnId: helpDeskTurnId })` releases it: with its effect key. */
+export const helpDeskKeyedRefund: KeyedToolCall = keyed(helpDeskTurnId, 2, helpDesk.k);

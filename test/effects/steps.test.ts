@@ -4,7 +4,7 @@
 // a step still collapse.
 import { type AssembledEvent, cleanTurn, effectKey, type ProviderEvent } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers, type ToolResultEvent } from 'cleanturn/effects';
-import { call, finish, retry, text } from 'cleanturn/testing';
+import { call, finish, retrying, text } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 
@@ -21,7 +21,7 @@ const step1: AssembledEvent<ProviderEvent>[] = [
 const step2: AssembledEvent<ProviderEvent>[] = [
   text('And €10 for the late deli'),
   call('c2', 'issue_refund', tenEuros),
-  retry('connection reset'),
+  retrying('connection reset'),
   text('And €10 for the late delivery.'),
   call('c3', 'issue_refund', tenEuros),
   finish('tool-calls'),

@@ -12,7 +12,7 @@ import {
   retryAsEvents,
 } from 'cleanturn';
 import { type AiSdkStreamPart, aiSdkParts, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
-import { call, finish, refundArgs, retry, text, usage } from 'cleanturn/testing';
+import { call, finish, refundArgs, retrying, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -153,7 +153,7 @@ const cases: FixtureCase[] = [
   {
     file: 'ui-reset-step.sse',
     trap: 'UI message stream: reset-step before a step attempt (ignored) and after a failed one (a retry)',
-    events: [text('Refunding the dam'), retry('reset-step'), text('Refund started.'), refund(C1), finish('tool-calls')],
+    events: [text('Refunding the dam'), retrying('reset-step'), text('Refund started.'), refund(C1), finish('tool-calls')],
     turn: { text: 'Refund started.', calls: [C1] },
   },
   {
@@ -468,7 +468,7 @@ describe('aiSdkParts: errors', () => {
     ] as AiSdkStreamPart[];
     expect(collect(from(parts).pipe(aiSdkParts())).values).toEqual([
       text('a'),
-      retry('reset-step'),
+      retrying('reset-step'),
       finish('other'),
     ]);
   });
