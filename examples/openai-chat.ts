@@ -14,7 +14,11 @@ const turnId = 'turn-42';
 
 async function main(): Promise<void> {
   const offline = process.env.OPENAI_API_KEY === undefined ? await startReplay() : undefined;
-  const client = new OpenAI(offline === undefined ? {} : { apiKey: 'offline', baseURL: `${offline.url}/v1` });
+  // maxRetries: 0: the pipeline retries, and says so; the SDK would splice a retry in silently.
+  const client = new OpenAI({
+    maxRetries: 0,
+    ...(offline && { apiKey: 'offline', baseURL: `${offline.url}/v1` }),
+  });
 
   const turn = await lastValueFrom(
     // One attempt: a new request per subscription, its chunks as the SDK yields them.
