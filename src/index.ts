@@ -62,4 +62,4 @@ export type {
   UsageEvent,
 } from './types.js';
 export type { UpstreamErrorFacts } from './upstreamErrors.js';
-export { isRetryableStatus, isRetryableUpstream, upstreamErrorCodes } from './upstreamErrors.js';
+export { isRetryableUpstream, upstreamErrorCodes } from './upstreamErrors.js';

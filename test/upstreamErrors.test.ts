@@ -1,6 +1,7 @@
 // The one classification table: code words first (most specific first), then the HTTP status, then the default.
-import { isRetryableStatus, isRetryableUpstream, upstreamErrorCodes } from 'cleanturn';
+import { isRetryableUpstream, upstreamErrorCodes } from 'cleanturn';
 import { describe, expect, it } from 'vitest';
+import { isRetryableStatus } from '../src/upstreamErrors.js';
 
 describe('isRetryableUpstream', () => {
   it.each([

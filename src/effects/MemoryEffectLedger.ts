@@ -1,4 +1,5 @@
 import type { EffectKeyLookup } from 'cleanturn';
+import { DEFAULT_RETENTION_MS } from './defaults.js';
 import { LeaseLostError } from './errors.js';
 import { encodeResult } from './json.js';
 import {
@@ -20,8 +21,6 @@ export interface MemoryEffectLedgerOptions {
   retentionMs?: number;
 }
 
-/** 24 hours, as Stripe keeps idempotency keys. */
-export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** How often a claim sweeps expired records out of memory. */
 const SWEEP_EVERY_MS = 60_000;
 

@@ -16,6 +16,7 @@ import {
   throwError,
   timer,
 } from 'rxjs';
+import { DEFAULT_LEASE_MS } from './defaults.js';
 import {
   EffectInDoubtError,
   EffectResultError,
@@ -98,8 +99,6 @@ export interface ExecuteToolsOptions {
   recordFailure?: (error: unknown) => boolean;
 }
 
-/** Default `leaseMs`. */
-export const DEFAULT_LEASE_MS = 60_000;
 /** Default `pollMs`. */
 const DEFAULT_POLL_MS = 100;
 

@@ -16,7 +16,7 @@ export {
 } from './errors.js';
 export type { ExecuteToolsOptions } from './executeTools.js';
 // The executor
-export { DEFAULT_LEASE_MS, executeTools } from './executeTools.js';
+export { executeTools } from './executeTools.js';
 // For ledger authors: the storage rules every ledger applies
 export { decodeError, decodeResult, encodeResult, serializeError } from './json.js';
 export type {
@@ -30,7 +30,7 @@ export type {
 export { checkDuration, decide, isLeaseLive, isLive, isSettled, toEffectRecord } from './ledgerRules.js';
 export type { MemoryEffectLedgerOptions } from './MemoryEffectLedger.js';
 // Ledgers
-export { DEFAULT_RETENTION_MS, MemoryEffectLedger } from './MemoryEffectLedger.js';
+export { MemoryEffectLedger } from './MemoryEffectLedger.js';
 // The ledger contract and the result events
 export type {
   Awaitable,

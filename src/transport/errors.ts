@@ -1,6 +1,4 @@
-import { CleanturnError, isRetryableStatus, isRetryableUpstream } from 'cleanturn';
-
-export { isRetryableStatus };
+import { CleanturnError, isRetryableUpstream } from 'cleanturn';
 
 /**
  * The server answered with a status other than 2xx. Whether it is retryable is the answer of the table the
@@ -24,7 +22,8 @@ export class HttpStatusError extends CleanturnError {
       retryable: isRetryableUpstream({
         codes: bodyCodes(body),
         status,
-        otherwise: isRetryableStatus(status),
+        // Below 400 (a redirect not followed) the status rule answers no: only a code in the body could say yes.
+        otherwise: false,
       }),
     });
     this.status = status;

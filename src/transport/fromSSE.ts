@@ -47,7 +47,7 @@ export interface FromSSEOptions {
   /**
    * The most SSE text held at once, in characters (UTF-16 code units): an unfinished line plus the unfinished
    * event's data, and, separately, the text outside SSE framing since the last event. Past it the stream errors
-   * with a non-retryable {@link SseLimitError} and the request is aborted. Default {@link DEFAULT_MAX_BUFFER_SIZE}
+   * with a non-retryable {@link SseLimitError} and the request is aborted. Default 16 MiB
    * (16 MiB: room for an event that carries a whole base64 image).
    */
   maxBufferSize?: number;

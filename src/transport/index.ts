@@ -6,17 +6,14 @@
 export {
   ConnectionError,
   HttpStatusError,
-  isRetryableStatus,
   NotEventStreamError,
-  parseRetryAfter,
   SseDataError,
   SseLimitError,
   StallError,
 } from './errors.js';
 export type { FromSSEOptions, SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
-export { DEFAULT_MAX_BUFFER_SIZE, fromSSE } from './fromSSE.js';
+export { fromSSE } from './fromSSE.js';
 export { sseJson } from './sseJson.js';
 export type { StreamTurnOptions } from './streamTurn.js';
 export { streamTurn } from './streamTurn.js';
 export type { AttemptReport, TurnReport } from './turnReport.js';
-export { toTurnReport } from './turnReport.js';

@@ -3,14 +3,14 @@ import {
   ConnectionError,
   fromSSE,
   HttpStatusError,
-  isRetryableStatus,
-  parseRetryAfter,
   SseDataError,
   StallError,
   sseJson,
 } from 'cleanturn/transport';
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseRetryAfter } from '../../src/transport/errors.js';
+import { isRetryableStatus } from '../../src/upstreamErrors.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { settledResources } from '../support/resources.js';
 

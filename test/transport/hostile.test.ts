@@ -1,7 +1,6 @@
 // Hostile and odd responses over a real socket: bodies that never end a line or an event, an HTML page in place of
 // the stream, endless error bodies, a 204. Memory stays bounded, and each ends with a clear typed error.
 import {
-  DEFAULT_MAX_BUFFER_SIZE,
   fromSSE,
   HttpStatusError,
   NotEventStreamError,
@@ -94,7 +93,7 @@ describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
     );
     expect(messages.map((m) => m.data)).toEqual(['{"a":1}']);
     expect(error).toBeInstanceOf(SseLimitError);
-    expect(error).toMatchObject({ retryable: false, limit: DEFAULT_MAX_BUFFER_SIZE, kind: 'event' });
+    expect(error).toMatchObject({ retryable: false, limit: 16 * 1024 * 1024, kind: 'event' });
     expect((error as Error).message).toMatch(/maxBufferSize \(16777216 characters\)/);
     expect(growth).toBeLessThan(bound);
     expect(body.sent.bytes).toBeLessThan(HOSTILE_BYTES); // the request was aborted, not read to the end

@@ -2,7 +2,6 @@ import {
   type ClaimOptions,
   type ClaimResult,
   checkDuration,
-  DEFAULT_RETENTION_MS,
   decodeError,
   decodeResult,
   type EffectLedger,
@@ -11,6 +10,7 @@ import {
   LeaseLostError,
   type SerializedError,
 } from 'cleanturn/effects';
+import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import { PostgresLedgerError, type PostgresLedgerOperation, PostgresLedgerUsageError } from './errors.js';
 
 /**

@@ -3,7 +3,6 @@ import {
   type ClaimOptions,
   type ClaimResult,
   checkDuration,
-  DEFAULT_RETENTION_MS,
   decodeError,
   decodeResult,
   type EffectLedger,
@@ -13,6 +12,7 @@ import {
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
+import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import { LedgerPersistenceError, LedgerTimeoutError, type RedisLedgerOperation } from './errors.js';
 import { persistenceProblems } from './persistence.js';
 

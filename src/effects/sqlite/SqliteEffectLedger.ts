@@ -5,7 +5,6 @@ import {
   type ClaimOptions,
   type ClaimResult,
   checkDuration,
-  DEFAULT_RETENTION_MS,
   decide,
   type EffectLedger,
   type EffectRecord,
@@ -19,7 +18,7 @@ import {
   type SettleAnswer,
   type StoredRecord,
 } from 'cleanturn/effects';
-
+import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import { LedgerBusyError, LedgerClosedError, type SqliteLedgerOperation } from './errors.js';
 
 /** Options of {@link SqliteEffectLedger}. */
