@@ -25,8 +25,11 @@ export interface StreamTurnOptions<I = unknown> {
   adapter: OperatorFunction<I, ProviderEvent>;
   /** The turn's id, stable across retries and restarts: the scope of effect keys. */
   turnId: string;
-  /** Attempts allowed for this turn, the first included. Default 3. */
-  maxAttempts?: number;
+  /**
+   * How many times a failed attempt is retried, counted as RxJS `retry` and `retryAsEvents` count: at most
+   * `retry + 1` attempts. Default 2.
+   */
+  retry?: number;
   /**
    * Abort an attempt (retryable) after this many milliseconds without a byte of the response. Default 60 000;
    * `0` turns it off.
@@ -61,7 +64,7 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * ```text
  * fromSSE → sseJson → attemptPipeline(adapter), which ends at the finish   (one attempt)
- *   → turnPipeline({ turnId, early, seen, retry: { count: maxAttempts - 1, delay: backoff, honouring retry-after } })
+ *   → turnPipeline({ turnId, early, seen, retry: { count: retry, delay: backoff, honouring retry-after } })
  * ```
  *
  * Each attempt is a new request; an abandoned attempt's request is aborted. An attempt ends at its finish (the
@@ -70,8 +73,8 @@ export interface StreamTurnOptions<I = unknown> {
  * your own therefore emits the attempt's `usage` before its `finish`, as the shipped adapters do.
  *
  * Errors that are not retryable (a 401, an invalid request, a response that is not an event stream, SSE text
- * past `maxBufferSize`) end the turn at once; past `maxAttempts` the turn errors with
- * `RetriesExhaustedError` (with `maxAttempts: 1` nothing is retried, and the attempt's own error ends the turn,
+ * past `maxBufferSize`) end the turn at once; after `retry` retries the turn errors with
+ * `RetriesExhaustedError` (with `retry: 0` nothing is retried, and the attempt's own error ends the turn,
  * as RxJS `retry` passes it through with a count of 0). `onReport` receives every attempt's usage, the abandoned ones too.
  *
  * ## Example
@@ -98,7 +101,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     request,
     adapter,
     turnId,
-    maxAttempts = 3,
+    retry = 2,
     stallTimeout = 60_000,
     maxBufferSize,
     maxRetryAfter = 60_000,
@@ -106,8 +109,8 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     seen,
     onReport,
   } = options;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
-    throw new RangeError('streamTurn: maxAttempts must be >= 1');
+  if (!Number.isInteger(retry) || retry < 0)
+    throw new RangeError('streamTurn: retry must be an integer >= 0');
   const wait = options.backoff === false ? undefined : backoff(options.backoff ?? {});
 
   return defer(() => {
@@ -128,7 +131,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         early,
         seen,
         retry: {
-          count: maxAttempts - 1,
+          count: retry,
           shouldRetry: (error) =>
             isRetryable(error) &&
             !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),

@@ -31,7 +31,7 @@ afterEach(async () => {
 async function turnAgainst(first: ScriptedResponse, stallTimeout: number) {
   server = await startServer([first, { body: noUsage.body }]);
   const started = performance.now();
-  const turn = await collectTurn(server.url, { maxAttempts: 2, stallTimeout });
+  const turn = await collectTurn(server.url, { retry: 1, stallTimeout });
   return { turn, elapsed: performance.now() - started };
 }
 

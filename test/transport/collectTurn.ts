@@ -32,7 +32,7 @@ export function collectTurn(
     streamTurn({
       turnId: 'turn-42',
       adapter: openaiChat(),
-      maxAttempts: 3,
+      retry: 2,
       backoff: false,
       stallTimeout: 5_000,
       ...options,

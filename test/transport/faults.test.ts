@@ -178,7 +178,7 @@ describe('named faults over a real socket', () => {
 
   it('every attempt fails: the turn errors with the attempt records, and no tool runs', async () => {
     server = await startServer([{ body: attempt1.body, destroyAfter: attempt1.after('call-end:c1') }]);
-    const turn = await collectTurn(server.url, { maxAttempts: 3 });
+    const turn = await collectTurn(server.url, { retry: 2 });
     expect(turn.error).toBeInstanceOf(RetriesExhaustedError);
     expect((turn.error as RetriesExhaustedError).attempts).toHaveLength(3);
     expect(server.requests).toHaveLength(3);
