@@ -61,9 +61,9 @@ export default defineMarbles({
       values: { c: refund, t: text('Your refund is on its way.'), f: finish() },
       label: "cleanTurn({ turnId: 'turn-42', seen: ledger })",
       operator: () => cleanTurn({ turnId, seen: new Set([effectKey(turnId, refund)]) }),
-      expected: /* */ '---t-(PF)|',
+      expected: /* */ '---T-(PF)|',
       expectedValues: {
-        t: at(1, text('Your refund is on its way.')),
+        T: at(1, text('Your refund is on its way.')),
         P: repeated(turnId, 1, refund),
         F: at(1, finish()),
       },
@@ -74,8 +74,8 @@ export default defineMarbles({
       values: { t: text('Done.'), f: finish(), c: refund, u: text(' And more.'), g: finish('tool-calls') },
       label: "cleanTurn({ turnId: 'turn-42' })",
       operator: () => cleanTurn({ turnId }),
-      expected: /* */ '-t-f-------|',
-      expectedValues: { t: at(1, text('Done.')), f: at(1, finish()) },
+      expected: /* */ '-T-F-------|',
+      expectedValues: { T: at(1, text('Done.')), F: at(1, finish()) },
     },
   ],
 });

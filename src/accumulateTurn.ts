@@ -65,10 +65,26 @@ type CallOf<E> = Extract<E, { type: 'tool-call' | 'tool-call-repeat' }>;
  * visible.
  *
  * ```text
- * source:       -a-b-R-c-f-|      a = 'Refunding the dam', R = reset to attempt 2, c = 'Refund started.'
- *          accumulateTurn()
- * result:       -S-T-U-V-W-|      V.text = 'Refund started.'; W.attempts = [abandoned, completed]
+ * source:   -a-u-x-b-k-f-|
+ *           accumulateTurn()
+ * result:   -S-T-U-V-W-Y-|
+ *
+ * where
+ *   a = text "Refunding the dam", attempt 1
+ *   u = usage in 88 / out 6, attempt 1
+ *   x = reset to attempt 2 (connection reset)
+ *   b = text "Refund started.", attempt 2
+ *   k = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
+ *   f = finish tool-calls, attempt 2
+ *   S = state: attempt 1, text "Refunding the dam", 0 call(s), #1 streaming
+ *   T = state: attempt 1, text "Refunding the dam", 0 call(s), #1 streaming
+ *   U = state: attempt 2, text "", 0 call(s), #1 abandoned, #2 streaming
+ *   V = state: attempt 2, text "Refund started.", 0 call(s), #1 abandoned, #2 streaming
+ *   W = state: attempt 2, text "Refund started.", 1 call(s), #1 abandoned, #2 streaming
+ *   Y = state: attempt 2, text "Refund started.", 1 call(s), #1 abandoned, #2 completed
  * ```
+ *
+ * Every case of `marbles/accumulateTurn.marbles.ts`, with pictures: `docs/operators/accumulateTurn.md`.
  *
  * State: the live attempt's text, calls, finish and usage, and the closed records of earlier attempts.
  *

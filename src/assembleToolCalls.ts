@@ -96,10 +96,22 @@ function advance(scan: JsonScan, text: string): void {
  * - A call with no id gets `index-<index>`.
  *
  * ```text
- * source:       -p-q-s-u-t-f-|      p, s: fragments of call 0; q, u: of call 1, interleaved
- *          assembleToolCalls()
- * result:       -----A-B-t-f-|      A, B: each call when its arguments close
+ * source:   -p-q-s-u-t-f-|
+ *           assembleToolCalls()
+ * result:   -----A-B-t-f-|
+ *
+ * where
+ *   p = tool-call-delta #0 c1 issue_refund "{\"order_id\":\"ORD-7781\","
+ *   q = tool-call-delta #1 c2 lookup_order ""
+ *   s = tool-call-delta #0 "\"amount\":\"full\"}"
+ *   u = tool-call-delta #1 "{\"order_id\":\"ORD-7781\"}"
+ *   t = text "Refund started."
+ *   f = finish tool-calls
+ *   A = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   B = tool-call c2 lookup_order({"order_id":"ORD-7781"})
  * ```
+ *
+ * Every case of `marbles/assembleToolCalls.marbles.ts`, with pictures: `docs/operators/assembleToolCalls.md`.
  *
  * State: the open calls of the current attempt, by index, their arrival order, and a scan of each one's
  * argument text.

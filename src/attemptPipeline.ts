@@ -19,14 +19,19 @@ import type { ProviderEvent } from './types.js';
  * `usage` before `finish` for the same reason.
  *
  * ```text
- * source:       -a-x-y-|          x, y: two fragments of one call
- *          attemptPipeline()
- * result:       -a---K-#          K: the whole call; # = MissingFinishError (no finish)
+ * source:   -a-x-y-f-|
+ *           attemptPipeline()
+ * result:   -a---K-(f|)
  *
- * source:       -a-f--#           a reset after the finish
- *          attemptPipeline()
- * result:       -a-(f|)           the finish ends the attempt
+ * where
+ *   a = text "Checking order ORD-7781. "
+ *   x = tool-call-delta #0 c1 issue_refund "{\"order_id\":\"ORD-7781\","
+ *   y = tool-call-delta #0 "\"amount\":\"full\"}"
+ *   f = finish tool-calls
+ *   K = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"})
  * ```
+ *
+ * Every case of `marbles/attemptPipeline.marbles.ts`, with pictures: `docs/operators/attemptPipeline.md`.
  *
  * ## Example
  * ```ts

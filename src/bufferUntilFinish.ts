@@ -24,10 +24,22 @@ export interface BufferUntilFinishOptions<C> {
  * usually {@link resetOnRetry}).
  *
  * ```text
- * source:       -t-c-d-R-t-k-e-f-|     c, k: tool calls; R: reset; f: finish
- *          bufferUntilFinish()
- * result:       -t---d-R-t---e-(kf)|   c is discarded with attempt 1; k is released with f
+ * source:   -A-C-D-X-B-K-E-F----|
+ *           bufferUntilFinish()
+ * result:   -A---D-X-B---E-(KF)-|
+ *
+ * where
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   C = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   X = reset to attempt 2 (connection reset)
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   F = finish stop, attempt 2
  * ```
+ *
+ * Every case of `marbles/bufferUntilFinish.marbles.ts`, with pictures: `docs/operators/bufferUntilFinish.md`.
  *
  * State: the held calls of the live attempt, and an {@link AttemptTracker}.
  *

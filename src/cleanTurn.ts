@@ -24,10 +24,29 @@ export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
  * {@link attemptPipeline} and {@link turnPipeline}, which put every operator in its place.
  *
  * ```text
- * source:       -a-c-d-r-b-k-e-f-|       c, k: the same refund (ids c1, c7); r: retry
- *          cleanTurn({ turnId: 'turn-42' })
- * result:       -a---d-R-b---e-(Kf)|     K = k with attempt 2 and its effect key
+ * source:   -a-c-d-r-b-k-e-f----|
+ *           cleanTurn({ turnId: 'turn-42' })
+ * result:   -A---D-X-B---E-(KF)-|
+ *
+ * where
+ *   a = text "Checking order ORD-7781. "
+ *   c = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   d = text "Refunding the dam"
+ *   r = retry "connection reset"
+ *   b = text "Checking order ORD-7781. "
+ *   k = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   e = text "The book arrived damaged, so I have started a full refund."
+ *   f = finish stop
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   X = reset to attempt 2 (connection reset)
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
+ *   F = finish stop, attempt 2
  * ```
+ *
+ * Every case of `marbles/cleanTurn.marbles.ts`, with pictures: `docs/operators/cleanTurn.md`.
  *
  * ## Example
  * ```ts

@@ -44,10 +44,24 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
  * twice.
  *
  * ```text
- * source:       -A-C-D-R-B-K-E-F-|          C and K: the same call with ids c1 and c7
- *          dedupeByEffectKey({ turnId: 'turn-42' })
- * result:       -A-Q-D-R-B-P-E-F-|          Q = C with its effectKey; P = K as a tool-call-repeat of that key
+ * source:   -A-C-D-R-B-K-E-F-|
+ *           dedupeByEffectKey({ turnId: 'turn-42' })
+ * result:   -A-Q-D-R-B-P-E-F-|
+ *
+ * where
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   C = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   R = retry "connection reset", attempt 2
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   F = finish stop, attempt 2
+ *   Q = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1, key 4d02b5b61ea1afa1
+ *   P = {"type":"tool-call-repeat","id":"c7","name":"issue_refund","args":{"order_id":"ORD-7781","amount":"full"},"attempt":2,"effectKey":"4d02b5b61ea1afa1"}
  * ```
+ *
+ * Every case of `marbles/dedupeByEffectKey.marbles.ts`, with pictures: `docs/operators/dedupeByEffectKey.md`.
  *
  * State: the keys released in this subscription.
  *

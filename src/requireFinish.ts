@@ -15,10 +15,16 @@ import type { WholeCallEvents } from './internal/types.js';
  * on but not counted.
  *
  * ```text
- * source:       -a-b-f-|         source:       -a-b-|
- *          requireFinish()                requireFinish()
- * result:       -a-b-f-|         result:       -a-b-#      # = MissingFinishError (retryable)
+ * source:   -a-f-|
+ *           requireFinish()
+ * result:   -a-f-|
+ *
+ * where
+ *   a = text "Refund started."
+ *   f = finish stop
  * ```
+ *
+ * Every case of `marbles/requireFinish.marbles.ts`, with pictures: `docs/operators/requireFinish.md`.
  *
  * State: the live attempt and whether it has finished (an {@link AttemptTracker}).
  *

@@ -16,10 +16,23 @@ export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
  * after {@link tagAttempts}.
  *
  * ```text
- * source:       -a-b-r-c-x-d-|       x is a late event of attempt 1
- *          resetOnRetry()
- * result:       -a-b-R-c---d-|       R = { type: 'reset', attempt: 2, reason }
+ * source:   -A-C-D-R-B-K-E-F-|
+ *           resetOnRetry()
+ * result:   -A-C-D-X-B-K-E-F-|
+ *
+ * where
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   C = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   R = retry "connection reset", attempt 2
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   F = finish stop, attempt 2
+ *   X = reset to attempt 2 (connection reset)
  * ```
+ *
+ * Every case of `marbles/resetOnRetry.marbles.ts`, with pictures: `docs/operators/resetOnRetry.md`.
  *
  * State: the live attempt and whether it has finished (an {@link AttemptTracker}).
  *

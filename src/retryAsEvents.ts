@@ -58,11 +58,20 @@ const KEPT_FAILURES = 32;
  * or less returns the source itself: its errors pass through unchanged, neither retried nor wrapped.
  *
  * ```text
- * source:       -a-b-#               (cold; the second subscription succeeds)
- *               -c-f-|
- *          retryAsEvents({ count: 2 })
- * result:       -a-b-r-c-f-|         r = { type: 'retry', reason, error }
+ * source 1: -a-#
+ * source 2: --c-f-|
+ *           retryAsEvents({ count: 2 })
+ * result:   -a-r-c-f-|
+ *
+ * where
+ *   a = text "Refunding the dam"
+ *   # = error: Error (connection reset)
+ *   c = text "Refund started."
+ *   f = finish stop
+ *   r = retry "connection reset"
  * ```
+ *
+ * Every case of `marbles/retryAsEvents.marbles.ts`, with pictures: `docs/operators/retryAsEvents.md`.
  *
  * State: the retry count, the number of the live attempt, the most recent failed attempts, the live
  * subscription and the pending delay. A source that fails synchronously is resubscribed in a loop, not by

@@ -9,12 +9,30 @@ import type { Attempted } from './types.js';
  * every event after it carries the same number until the next `retry`. Each subscription counts from 1.
  *
  * ```text
- * source:       -a-b-r-c-d-r-e-f-|
- *          tagAttempts()
- * result:       -A-B-R-C-D-S-E-F-|
+ * source:   -a-c-d-r-b-k-e-f-|
+ *           tagAttempts()
+ * result:   -A-C-D-R-B-K-E-F-|
  *
- *   a, b → attempt 1    r → retry, attempt 2    c, d → attempt 2    r → retry, attempt 3    e, f → attempt 3
+ * where
+ *   a = text "Checking order ORD-7781. "
+ *   c = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   d = text "Refunding the dam"
+ *   r = retry "connection reset"
+ *   b = text "Checking order ORD-7781. "
+ *   k = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   e = text "The book arrived damaged, so I have started a full refund."
+ *   f = finish stop
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   C = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   R = retry "connection reset", attempt 2
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   F = finish stop, attempt 2
  * ```
+ *
+ * Every case of `marbles/tagAttempts.marbles.ts`, with pictures: `docs/operators/tagAttempts.md`.
  *
  * State: the attempt number, incremented on every `retry`.
  *

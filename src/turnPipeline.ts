@@ -21,11 +21,30 @@ export interface TurnPipelineOptions extends CleanTurnOptions {
  * a resubscription, and the whole turn comes out clean (see {@link cleanTurn}).
  *
  * ```text
- * source:       -a-c-#               (cold; the second subscription finishes)
- *               -b-k-f-|
- *          turnPipeline({ turnId: 'turn-42', retry: 1 })
- * result:       -a---X-b-(Kf)|       X: reset to attempt 2; K: attempt 2's call, keyed
+ * source 1: -a-c-d-#
+ * source 2: -b-k-e-f----|
+ *           turnPipeline({ turnId: 'turn-42', retry: 1 })
+ * result:   -A---D-XB---E-(KF)-|
+ *
+ * where
+ *   a = text "Checking order ORD-7781. "
+ *   c = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   d = text "Refunding the dam"
+ *   # = error: Error (connection reset)
+ *   b = text "Checking order ORD-7781. "
+ *   k = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   e = text "The book arrived damaged, so I have started a full refund."
+ *   f = finish stop
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   X = reset to attempt 2 (connection reset)
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
+ *   F = finish stop, attempt 2
  * ```
+ *
+ * Every case of `marbles/turnPipeline.marbles.ts`, with pictures: `docs/operators/turnPipeline.md`.
  *
  * ## Example
  * ```ts

@@ -64,10 +64,27 @@ export type AcpV2Notification = UpdateSessionNotification;
  * clears the abandoned text in place, and every v2 editor drops it.
  *
  * ```text
- * source:       -a-d-X-b-e-K-f-|      X = reset to attempt 2; K = the released refund c7
- *          toAcpUpdates({ sessionId: 'sess-1', messageId: (attempt) => `msg-${attempt}` })
- * result:       -a-d-x-b-e-k---|      a, d on msg-1; x: '' on msg-2 with the reset meta; k: tool_call c7
+ * source:   -A-D-X-B-E-K-F-|
+ *           toAcpUpdates({ sessionId: 'sess-1', messageId: (attempt) => 'msg-' + attempt })
+ * result:   -a-d-x-b-e-k---|
+ *
+ * where
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   X = reset to attempt 2 (connection reset)
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
+ *   F = finish stop, attempt 2
+ *   a = {"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","messageId":"msg-1","content":{"type":"text","text":"Checking order ORD-7781. "}}}
+ *   d = {"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","messageId":"msg-1","content":{"type":"text","text":"Refunding the dam"}}}
+ *   x = {"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","messageId":"msg-2","content":{"type":"text","text":""},"_meta":{"cleanturn/reset":{"attempt":2,"reason":"connection reset","supersedes":"msg-1"}}}}
+ *   b = {"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","messageId":"msg-2","content":{"type":"text","text":"Checking order ORD-7781. "}}}
+ *   e = {"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","messageId":"msg-2","content":{"type":"text","text":"The book arrived damaged, so I have started a full refund."}}}
+ *   k = {"sessionId":"sess-1","update":{"sessionUpdate":"tool_call","toolCallId":"4d02b5b61ea1afa1","title":"issue_refund","name":"issue_refund","kind":"other","status":"pending","rawInput":{"order_id":"ORD-7781","amount":"full"},"_meta":{"cleanturn/effectKey":"4d02b5b61ea1afa1","cleanturn/attempt":2}}}
  * ```
+ *
+ * Every case of `marbles/toAcpUpdates.marbles.ts`, with pictures: `docs/operators/toAcpUpdates.md`.
  *
  * State: the live attempt, its message id, and whether that message has been shown.
  *

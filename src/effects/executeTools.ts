@@ -120,10 +120,20 @@ type LeasedRun = { settled: Settled; lost: boolean } | { timedOut: HandlerTimeou
  * turn to render it and to execute it.
  *
  * ```text
- * source:       -b-K-L-f-|         K, L: released calls (issue_refund, send_email); b, f: text, finish
- *          executeTools({ issue_refund, send_email }, { turnId: 'turn-42' })
- * result:       ---k-l---|         k, l: { type: 'tool-result', outcome: 'executed', result, … }
+ * source:   -B-K-L-F-|
+ *           executeTools({ issue_refund, send_email }, { turnId: 'turn-42' })
+ * result:   ---k-l---|
+ *
+ * where
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
+ *   L = tool-call c8 send_email({"to":"ada@example.com","template":"refund-started"}), attempt 2, key 0899a76822582476
+ *   F = finish stop, attempt 2
+ *   k = tool-result executed c7 issue_refund → {"refund_id":"re_7781","status":"pending"}, key 4d02b5b61ea1afa1
+ *   l = tool-result executed c8 send_email, key 0899a76822582476
  * ```
+ *
+ * Every case of `marbles/executeTools.marbles.ts`, with pictures: `docs/operators/executeTools.md`.
  *
  * State per call: claim → run the handler → complete (or fail / release) → emit; with `order: 'calls'`, the
  * results that wait for an earlier one. Unsubscribing aborts the handlers' `signal` and writes nothing more:

@@ -126,10 +126,24 @@ export interface AiSdkPartsOptions {
  * - Other part types are ignored. A stream without `finish` has none: put `requireFinish()` after it.
  *
  * ```text
- * source:       -t-i-d-c-s----f-|    t: text-delta, i d: tool-input-start/-delta, c: tool-call,
- *          aiSdkParts()                s: finish-step, f: finish
- * result:       -T-------(KU)-F-|    T: text, K: whole tool-call, released with its step, U: the step's usage
+ * source:   -t-i-d-c-s----f-|
+ *           aiSdkParts()
+ * result:   -T-------(KU)-F-|
+ *
+ * where
+ *   t = {"type":"text-delta","id":"0","text":"Checking order ORD-7781. "}
+ *   i = {"type":"tool-input-start","id":"call_1","toolName":"issue_refund"}
+ *   d = {"type":"tool-input-delta","id":"call_1","delta":"{\"order_id\":\"ORD-7781\",\"amount\":\"full\"}"}
+ *   c = {"type":"tool-call","toolCallId":"call_1","toolName":"issue_refund","input":{"order_id":"ORD-7781","amount":"full"}}
+ *   s = {"type":"finish-step","usage":{"inputTokens":142,"outputTokens":31}}
+ *   f = {"type":"finish","finishReason":"tool-calls","rawFinishReason":"tool_calls"}
+ *   T = text "Checking order ORD-7781. "
+ *   K = tool-call call_1 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   U = usage in 142 / out 31
+ *   F = finish tool-calls
  * ```
+ *
+ * Every case of `marbles/aiSdkParts.marbles.ts`, with pictures: `docs/operators/aiSdkParts.md`.
  *
  * ## Example
  * ```ts

@@ -116,11 +116,29 @@ export interface AnthropicMessagesOptions {
  * - A stream cut before `message_stop` has no `finish`, even after a `message_delta`: add `requireFinish()`.
  *
  * ```text
- * source:  -s-b-a-c-j-k-d-p-|   s: message_start, b: text block start, a: text_delta, c: tool_use start at 1,
- *     anthropicMessages()       j k: partial_json, d: message_delta (tool_use, usage), p: message_stop
- * result:  -U---A-C-J-K-W-F-|   U W: usage, A: text, C: first fragment (id, name), J K: the fragments,
- *                               F: finish tool-calls (raw tool_use)
+ * source:   -s-b-a-c-j-k-d-p-|
+ *           anthropicMessages()
+ * result:   -U---A-C-J-K-W-F-|
+ *
+ * where
+ *   s = {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":412,"output_tokens":2}}}
+ *   b = {"type":"content_block_start","index":0,"content_block":{"type":"text"}}
+ *   a = {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Checking order ORD-7781. "}}
+ *   c = {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"issue_refund","input":{}}}
+ *   j = {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"order_id\":\"ORD-7781\","}}
+ *   k = {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"amount\":\"full\"}"}}
+ *   d = {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":58}}
+ *   p = {"type":"message_stop"}
+ *   U = usage in 412 / out 2
+ *   A = text "Checking order ORD-7781. "
+ *   C = tool-call-delta #1 toolu_1 issue_refund ""
+ *   J = tool-call-delta #1 "{\"order_id\":\"ORD-7781\","
+ *   K = tool-call-delta #1 "\"amount\":\"full\"}"
+ *   W = usage in 412 / out 58
+ *   F = finish tool-calls
  * ```
+ *
+ * Every case of `marbles/anthropicMessages.marbles.ts`, with pictures: `docs/operators/anthropicMessages.md`.
  *
  * ## Example
  * ```ts

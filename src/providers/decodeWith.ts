@@ -181,10 +181,20 @@ class Decoding<In> implements DecoderSink {
  *   (an SDK's error for an in-stream error payload becomes the same `ProviderError` as the payload).
  *
  * ```text
- * source:   -a-b-c-|      a, b, c: chunks that each report finishReason STOP; b and c carry more text
- *      decodeWith(…)
- * result:   -A-B-C-(F|)   F: the finish, once, when the source completes
+ * source:   -a-b-c-|
+ *           decodeWith(lines)
+ * result:   -a-b---(f|)
+ *
+ * where
+ *   a = {"text":"Checking order ","finish":"stop"}
+ *   b = {"text":"ORD-7781.","finish":"stop"}
+ *   c = {"finish":"content-filter"}
+ *   a = text "Checking order "
+ *   b = text "ORD-7781."
+ *   f = finish content-filter
  * ```
+ *
+ * Every case of `marbles/decodeWith.marbles.ts`, with pictures: `docs/operators/decodeWith.md`.
  *
  * ## Example
  * ```ts

@@ -117,10 +117,20 @@ export interface GeminiContentOptions {
  *   emitted after a finish reason (the stream finished), dropped without one (`requireFinish` fails anyway).
  *
  * ```text
- * source:       -a-b-c-|      a: text part, b: functionCall part (no id), c: finishReason STOP
- *          geminiContent()
- * result:       -A-K---(F|)   A: text, K: whole tool-call gemini-call-0, F: finish tool-calls (raw STOP)
+ * source:   -a-b-c-|
+ *           geminiContent()
+ * result:   -A-K---(F|)
+ *
+ * where
+ *   a = {"candidates":[{"content":{"parts":[{"text":"Checking order ORD-7781. "}]}}]}
+ *   b = {"candidates":[{"content":{"parts":[{"functionCall":{"name":"issue_refund","args":{"order_id":"ORD-7781","amount":"full"}}}]}}]}
+ *   c = {"candidates":[{"content":{"parts":[]},"finishReason":"STOP"}]}
+ *   A = text "Checking order ORD-7781. "
+ *   K = tool-call gemini-call-0 issue_refund({"order_id":"ORD-7781","amount":"full"})
+ *   F = finish tool-calls
  * ```
+ *
+ * Every case of `marbles/geminiContent.marbles.ts`, with pictures: `docs/operators/geminiContent.md`.
  *
  * ## Example
  * ```ts

@@ -74,10 +74,26 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * `usage` from the usage chunk, and one `finish`. Put {@link assembleToolCalls} after it to get whole calls.
  *
  * ```text
- * source:       -a-b-c-d-f-u----|      a: content; b, c, d: fragments of call #0; f: finish_reason; u: usage chunk
- *          openaiChat()
- * result:       -A-B-C-D---(UF)-|    F is held until the usage chunk (or [DONE], or the end of the source)
+ * source:   -a-b-c-d-f-u----|
+ *           openaiChat()
+ * result:   -A-B-C-D---(UF)-|
+ *
+ * where
+ *   a = {"choices":[{"index":0,"delta":{"content":"Checking order ORD-7781. "},"finish_reason":null}]}
+ *   b = {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"issue_refund","arguments":""}}]},"finish_reason":null}]}
+ *   c = {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"order_id\":\"ORD-7781\","}}]},"finish_reason":null}]}
+ *   d = {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"amount\":\"full\"}"}}]},"finish_reason":null}]}
+ *   f = {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+ *   u = {"choices":[],"usage":{"prompt_tokens":142,"completion_tokens":31}}
+ *   A = text "Checking order ORD-7781. "
+ *   B = tool-call-delta #0 call_1 issue_refund ""
+ *   C = tool-call-delta #0 "{\"order_id\":\"ORD-7781\","
+ *   D = tool-call-delta #0 "\"amount\":\"full\"}"
+ *   U = usage in 142 / out 31
+ *   F = finish tool-calls
  * ```
+ *
+ * Every case of `marbles/openaiChat.marbles.ts`, with pictures: `docs/operators/openaiChat.md`.
  *
  * How it decides:
  * - **Finish, and the usage after it.** The `finish_reason` is held (see `decodeWith`): it goes out after the

@@ -69,10 +69,25 @@ export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
  * as `id`. Put {@link assembleToolCalls} after it to get whole calls.
  *
  * ```text
- * source:       -t-a-d-e-c---|      t: text delta; a: function_call item added; d, e: argument deltas; c: response.completed
- *          openaiResponses()
- * result:       -T-A-D-E-(UF)|      A: #0 with call_id and name; U: usage; F: finish tool-calls
+ * source:   -t-a-d-e-c---|
+ *           openaiResponses()
+ * result:   -T-A-D-E-(UF)|
+ *
+ * where
+ *   t = {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"delta":"Checking order ORD-7781. "}
+ *   a = {"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"issue_refund","arguments":""}}
+ *   d = {"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"order_id\":\"ORD-7781\","}
+ *   e = {"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"\"amount\":\"full\"}"}
+ *   c = {"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":142,"output_tokens":31}}}
+ *   T = text "Checking order ORD-7781. "
+ *   A = tool-call-delta #0 call_1 issue_refund ""
+ *   D = tool-call-delta #0 "{\"order_id\":\"ORD-7781\","
+ *   E = tool-call-delta #0 "\"amount\":\"full\"}"
+ *   U = usage in 142 / out 31
+ *   F = finish tool-calls
  * ```
+ *
+ * Every case of `marbles/openaiResponses.marbles.ts`, with pictures: `docs/operators/openaiResponses.md`.
  *
  * How it decides:
  * - **Calls.** A `function_call` item (`output_item.added`) starts a call, keyed by its item id (else by its

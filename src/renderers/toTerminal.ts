@@ -49,10 +49,27 @@ const ARGS_SHOWN = 80;
  * what it knows about. Output that scrolled off the top of the screen stays in the scrollback.
  *
  * ```text
- * source:       -a-d-X-b-e-K-f-|     d = 'Refunding the dam', X = reset to attempt 2, K = the released refund
- *          toTerminal({ tty: true, columns: 30 })
- * result:       -a-d-x-b-e-k---|     x = CR, CSI 1A (a and d took two rows), CSI J, '↺ attempt 2 (connection reset)'
+ * source:   -A-D-X-B-E-K-F-|
+ *           toTerminal({ tty: true, columns: 30 })
+ * result:   -a-d-x-b-e-k---|
+ *
+ * where
+ *   A = text "Checking order ORD-7781. ", attempt 1
+ *   D = text "Refunding the dam", attempt 1
+ *   X = reset to attempt 2 (connection reset)
+ *   B = text "Checking order ORD-7781. ", attempt 2
+ *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
+ *   F = finish stop, attempt 2
+ *   a = "Checking order ORD-7781. "
+ *   d = "Refunding the dam"
+ *   x = "\r\u001b[1A\u001b[J\u001b[2m↺ attempt 2 (connection reset)\u001b[22m\r\n"
+ *   b = "Checking order ORD-7781. "
+ *   e = "The book arrived damaged, so I have started a full refund."
+ *   k = "\r\n\u001b[2m⚙ issue_refund {\"order_id\":\"ORD-7781\",\"amount\":\"full\"} [4d02b5b61ea1afa1]\u001b[22m\r\n"
  * ```
+ *
+ * Every case of `marbles/toTerminal.marbles.ts`, with pictures: `docs/operators/toTerminal.md`.
  *
  * State: the live attempt, and the cursor's row and column relative to where the output began.
  *
