@@ -1,4 +1,5 @@
-// One stream of provider events, four policies side by side: what each renders, and which refunds each ran.
+// One stream of provider events, four policies side by side: what each renders, and which refunds each ran. Then
+// the app crashes after the refund ran and before it was recorded, and runs the turn again on restart.
 
 import {
   type AssembledEvent,
@@ -12,55 +13,86 @@ import {
   policies,
   RetriesExhaustedError,
   retryAsEvents,
-  type ToolCallEvent,
-  type TurnEvent,
   type TurnState,
 } from 'cleanturn';
+import { executeTools, MemoryEffectLedger, type ToolHandler } from 'cleanturn/effects';
 import { fromSSE, sseJson } from 'cleanturn/transport';
-import { merge, type Observable, type OperatorFunction, type Subscription, share, tap } from 'rxjs';
+import {
+  concat,
+  defer,
+  filter,
+  merge,
+  type Observable,
+  type OperatorFunction,
+  Subject,
+  type Subscription,
+  share,
+  takeUntil,
+  tap,
+} from 'rxjs';
 
-/** The turn's id: the scope of effect keys, stable across attempts. */
+/** The turn's id: the scope of effect keys, stable across attempts and restarts. */
 const turnId = 'turn-42';
+/** How long a ledger claim holds: after the crash, the restart waits up to this long for the crashed run's claim. */
+const leaseMs = 1500;
 
 /** One column of the comparison. */
-interface Column {
+type Column = {
   /** `data-policy` of its card. */
   id: string;
   title: string;
   note: string;
-  policy: () => OperatorFunction<AssembledEvent<ProviderEvent>, PolicyEvent | TurnEvent>;
   /** The policy holds calls until their attempt finishes. */
   holds: boolean;
-}
+  /** Rule 3 is played on this column: its app crashes after the refund, before recording it, and restarts. */
+  restarts: boolean;
+} & (
+  | {
+      /** Every tool call the policy emits asks the payment service for a refund, with no idempotency key. */
+      kind: 'policy';
+      policy: () => OperatorFunction<AssembledEvent<ProviderEvent>, PolicyEvent>;
+    }
+  | {
+      /** cleanTurn, and executeTools with a ledger: the handler passes the effect key as the idempotency key. */
+      kind: 'clean-turn';
+    }
+);
 
 const columns: Column[] = [
   {
     id: 'naive',
     title: 'Naive',
     note: 'Keep appending; run each call as soon as it is complete.',
-    policy: policies.naive,
     holds: false,
+    restarts: false,
+    kind: 'policy',
+    policy: policies.naive,
   },
   {
     id: 'reset-only',
     title: 'Reset on retry',
     note: 'Clear the text when the retry starts; run calls at once.',
-    policy: policies.resetOnly,
     holds: false,
+    restarts: false,
+    kind: 'policy',
+    policy: policies.resetOnly,
   },
   {
     id: 'late-execution',
     title: 'Reset + late execution',
-    note: 'Run calls only after their attempt finishes.',
-    policy: policies.lateExecution,
+    note: 'Run calls only after their attempt finishes. No memory of what ran.',
     holds: true,
+    restarts: true,
+    kind: 'policy',
+    policy: policies.lateExecution,
   },
   {
     id: 'clean-turn',
     title: 'cleanTurn',
-    note: '+ effect keys from meaning: one effect per key.',
-    policy: () => cleanTurn({ turnId }),
+    note: '+ effect keys from meaning; executeTools with a ledger.',
     holds: true,
+    restarts: true,
+    kind: 'clean-turn',
   },
 ];
 
@@ -86,27 +118,59 @@ function providerEvents(run: string): Observable<AssembledEvent<ProviderEvent>> 
   return oneAttempt.pipe(retryAsEvents({ count: 2 }), share());
 }
 
-/** A tool call that came out of a policy, so it "ran". */
-interface Executed {
+/** A refund the payment service made. */
+interface Refund {
   id: string;
-  attempt: number;
-  key: string;
-  /** The policy stamped the key itself (cleanTurn); otherwise it is computed here for display. */
-  keyedByPolicy: boolean;
-  /** A call with this key had already run in this column: the same refund twice. */
-  duplicate: boolean;
+  callId: string;
 }
 
-function execute(call: ToolCallEvent & { attempt: number }, before: readonly Executed[]): Executed {
-  const stamped = 'effectKey' in call && typeof call.effectKey === 'string' ? call.effectKey : undefined;
-  const key = stamped ?? effectKey(turnId, call);
-  return {
-    id: call.id,
-    attempt: call.attempt,
-    key,
-    keyedByPolicy: stamped !== undefined,
-    duplicate: before.some((done) => done.key === key),
-  };
+/**
+ * The payment provider: a fake per column, which outlives the app's crash. Given an idempotency key, it refunds
+ * once per key and answers a repeat with the refund it already made (as Stripe does with `Idempotency-Key`).
+ */
+class PaymentService {
+  readonly refunds: Refund[] = [];
+  readonly #byKey = new Map<string, Refund>();
+
+  refund(callId: string, idempotencyKey?: string): { refund: Refund; again: boolean } {
+    const earlier = idempotencyKey === undefined ? undefined : this.#byKey.get(idempotencyKey);
+    if (earlier !== undefined) return { refund: earlier, again: true };
+    const refund = { id: `re_${this.refunds.length + 1}`, callId };
+    this.refunds.push(refund);
+    if (idempotencyKey !== undefined) this.#byKey.set(idempotencyKey, refund);
+    return { refund, again: false };
+  }
+}
+
+/** A call that reached the refund tool, as its column shows it. */
+interface CallView {
+  id: string;
+  /** Where the provider stream sent it: `sent in attempt 2`, `sent after the restart`. */
+  sent: string;
+  /** It came in the run after the restart. */
+  restarted: boolean;
+  /** Its effect key: stamped by cleanTurn, or computed here for display. */
+  key: string;
+  status: 'waiting' | 'refunded' | 'already-refunded' | 'replayed' | 'failed';
+  /** What the payment service answered, or why the call waits or failed. */
+  outcome: string;
+  detail?: string;
+  /** The app crashed right after this call's refund, before recording it. */
+  crashAfter?: boolean;
+}
+
+/** What one column has done in one press of start: its refunds, and the turn the user reads in each run. */
+interface ColumnState {
+  payments: PaymentService;
+  calls: CallView[];
+  /** The turn as the user reads it: the first run's, then the restart's. */
+  turns: TurnState<unknown>[];
+}
+
+/** The provider stream of one run as it came: each attempt's text, and the attempt that sent each call. */
+interface SourceRun {
+  texts: string[];
+  sent: Map<string, number>;
 }
 
 // ---- DOM ------------------------------------------------------------------------------------------------------
@@ -142,82 +206,135 @@ interface ColumnView {
   card: HTMLElement;
   text: HTMLElement;
   count: HTMLElement;
-  refunds: HTMLElement;
+  calls: HTMLElement;
   attempts: HTMLElement;
+  verdict: HTMLElement;
+  /** What the column has done since start was pressed. */
+  state: ColumnState;
 }
+
+const emptyState = (): ColumnState => ({ payments: new PaymentService(), calls: [], turns: [] });
 
 const views = columns.map((column): ColumnView => {
   const text = element('p', { className: 'reads', data: { role: 'text' } });
   const count = element('span', { className: 'count', data: { role: 'refund-count' } });
-  const refunds = element('ul', { className: 'refunds', data: { role: 'refunds' } });
+  const calls = element('ul', { className: 'refunds', data: { role: 'calls' } });
   const attempts = element('ul', { className: 'attempts', data: { role: 'attempts' } });
+  const verdict = element('p', { className: 'verdict', data: { role: 'verdict' } });
   const card = element('article', { className: 'card', data: { policy: column.id } }, [
     element('h2', { text: column.title }),
     element('p', { className: 'note', text: column.note }),
     element('h3', { text: 'What the user reads' }),
     text,
-    element('h3', {}, ['Refunds executed ', count]),
-    refunds,
+    element('h3', {}, ['Refunds made ', count]),
+    calls,
     element('h3', { text: 'Attempts (each one is billed)' }),
     attempts,
+    verdict,
   ]);
   byId('columns').append(card);
-  return { column, card, text, count, refunds, attempts };
+  return { column, card, text, count, calls, attempts, verdict, state: emptyState() };
 });
 
-function renderColumn(view: ColumnView, turn: TurnState<unknown> | undefined, executed: readonly Executed[]) {
+function renderColumn(view: ColumnView, sources: readonly SourceRun[]) {
+  const { state } = view;
+  const turn = state.turns.at(-1);
   view.text.textContent = turn?.text ?? '';
-  const n = executed.length;
+  const n = state.payments.refunds.length;
+  const refunded = state.calls.filter((call) => call.status === 'refunded');
+  /** A refund whose key an earlier refund had: the same refund again. */
+  const isAgain = (call: CallView) =>
+    refunded.includes(call) && refunded.find((r) => r.key === call.key) !== call;
+  const twice = refunded.some(isAgain);
   view.count.textContent = `${n} refund${n === 1 ? '' : 's'}`;
-  view.count.className = `count ${executed.some((e) => e.duplicate) ? 'bad' : n > 0 ? 'good' : ''}`;
-  view.refunds.replaceChildren(
-    ...executed.map((done) =>
-      element(
+  view.count.className = `count ${twice ? 'bad' : n > 0 ? 'good' : ''}`;
+  view.calls.replaceChildren(
+    ...state.calls.flatMap((call) => {
+      const again = isAgain(call);
+      const item = element(
         'li',
         {
-          className: done.duplicate ? 'dup' : '',
-          data: { role: 'refund', callId: done.id, effectKey: done.key },
+          className: `${call.status}${again ? ' dup' : ''}`,
+          data: { role: 'call', callId: call.id, effectKey: call.key, status: call.status },
         },
         [
-          element('span', { className: 'call', text: `issue_refund ${done.id}` }),
-          element('span', { className: 'meta', text: `attempt ${done.attempt}` }),
+          element('span', { className: 'call', text: `issue_refund ${call.id}` }),
+          element('span', { className: 'meta', text: call.sent, data: { role: 'sent' } }),
           element('code', {
             className: 'key',
-            text: done.key,
-            title: done.keyedByPolicy ? 'effect key stamped by cleanTurn' : "effectKey('turn-42', call)",
+            text: call.key,
+            title:
+              view.column.kind === 'clean-turn'
+                ? 'effect key stamped by cleanTurn, passed to the payment service'
+                : "effectKey('turn-42', call), shown here only: this policy has no key to pass on",
           }),
-          ...(done.duplicate ? [element('span', { className: 'dup', text: 'the same refund again' })] : []),
+          element('span', { className: 'outcome', text: call.outcome }),
+          ...(again ? [element('span', { className: 'dup', text: 'the same refund again' })] : []),
+          ...(call.detail === undefined ? [] : [element('span', { className: 'detail', text: call.detail })]),
         ],
-      ),
-    ),
+      );
+      if (!call.crashAfter) return [item];
+      const crash = element('li', {
+        className: 'crash',
+        data: { role: 'crash' },
+        text: 'The app crashes here: the refund ran, and was never recorded. It runs the turn again.',
+      });
+      return [item, crash];
+    }),
   );
-  if (n === 0) {
+  if (state.calls.length === 0) {
     const waiting = view.column.holds && turn !== undefined && turn.finish === undefined;
-    view.refunds.append(
+    view.calls.append(
       element('li', {
         className: 'none',
         text: waiting ? 'none yet: calls wait for the finish' : 'none yet',
       }),
     );
   }
-  view.attempts.replaceChildren(...(turn?.attempts ?? []).map(describeAttempt));
+  view.attempts.replaceChildren(
+    ...state.turns.flatMap((run, i) => run.attempts.map((record) => describeAttempt(record, i > 0))),
+  );
+  view.verdict.textContent = verdict(state, sources);
 }
 
-function describeAttempt(record: AttemptRecord): HTMLElement {
+/** One line under the column: what the user reads, and how many refunds ran. */
+function verdict(state: ColumnState, sources: readonly SourceRun[]): string {
+  const turn = state.turns.at(-1);
+  const source = sources[state.turns.length - 1];
+  if (turn === undefined || source === undefined) return '';
+  const reads =
+    turn.text === source.texts.at(-1)
+      ? 'Reads the last attempt only'
+      : `Reads ${source.texts.length} attempts glued together`;
+  const name = (call: CallView) => (call.restarted ? `${call.id} (after the restart)` : call.id);
+  const refunded = state.calls.filter((call) => call.status === 'refunded').map(name);
+  const kept = state.calls.filter((call) => call.status === 'already-refunded').map(name);
+  const n = state.payments.refunds.length;
+  return (
+    `${reads}. ${n} refund${n === 1 ? '' : 's'}${n > 0 ? `: ${refunded.join(', ')}` : ''}.` +
+    (kept.length > 0 ? ` ${kept.join(', ')} had the same key: no new refund.` : '')
+  );
+}
+
+function describeAttempt(record: AttemptRecord, restarted: boolean): HTMLElement {
   const usage =
     record.usage === undefined
       ? `usage not reported${record.outcome === 'abandoned' ? ', billed anyway' : ''}`
       : `${record.usage.inputTokens ?? '?'} + ${record.usage.outputTokens ?? '?'} tokens`;
   const calls = `${record.toolCalls} call${record.toolCalls === 1 ? '' : 's'}`;
+  const label = `${restarted ? 'restart ' : ''}#${record.attempt} ${record.outcome}`;
   return element('li', { data: { role: 'attempt', outcome: record.outcome } }, [
-    element('span', { className: `outcome ${record.outcome}`, text: `#${record.attempt} ${record.outcome}` }),
+    element('span', { className: `outcome ${record.outcome}`, text: label }),
     ` ${record.textLength} chars · ${calls} · ${usage}`,
     ...(record.reason === undefined ? [] : [element('span', { className: 'reason', text: record.reason })]),
   ]);
 }
 
+function chip(kind: string, text: string) {
+  wire.append(element('li', { className: kind, text }));
+}
+
 function showOnWire(event: AssembledEvent<ProviderEvent>) {
-  const chip = (kind: string, text: string) => wire.append(element('li', { className: kind, text }));
   switch (event.type) {
     case 'text':
       return chip('text', JSON.stringify(event.text));
@@ -232,66 +349,201 @@ function showOnWire(event: AssembledEvent<ProviderEvent>) {
   }
 }
 
-type State = 'idle' | 'streaming' | 'finished' | 'failed';
+type State = 'idle' | 'streaming' | 'restarting' | 'finished' | 'failed';
 
 function setState(state: State, message: string) {
+  const live = state === 'streaming' || state === 'restarting';
   document.body.dataset.state = state;
   status.textContent = message;
-  startButton.disabled = state === 'streaming';
-  breakButton.disabled = state !== 'streaming';
+  startButton.disabled = live;
+  breakButton.disabled = !live;
   startButton.textContent = state === 'idle' ? 'Start the turn' : 'Run it again';
-  for (const view of views) view.card.classList.toggle('live', state === 'streaming');
+  for (const view of views) view.card.classList.toggle('live', live);
 }
 
 // ---- the run --------------------------------------------------------------------------------------------------
 
+/**
+ * One column's app in one run: it renders the turn and asks the payment service for each refund its policy
+ * releases. In the first run of a column that restarts, the app crashes right after its first refund: its
+ * execution stops there, before anything is recorded, as a process that dies would.
+ */
+function runColumn(
+  view: ColumnView,
+  events$: Observable<AssembledEvent<ProviderEvent>>,
+  run: number,
+  sources: readonly SourceRun[],
+  ledger: MemoryEffectLedger,
+): Observable<unknown> {
+  const { column, state } = view;
+  const render = () => renderColumn(view, sources);
+  const sent = (id: string) => {
+    if (run > 0) return 'sent after the restart';
+    const attempt = sources[run]?.sent.get(id);
+    return attempt === undefined ? '' : `sent in attempt ${attempt}`;
+  };
+  const crashes = run === 0 && column.restarts;
+  const crashed = new Subject<void>();
+  const crash = (call: CallView) => {
+    call.crashAfter = true;
+    render();
+    queueMicrotask(() => crashed.next());
+  };
+  const show = tap((turn: TurnState<unknown>) => {
+    state.turns[run] = turn;
+    render();
+  });
+
+  if (column.kind === 'policy') {
+    const turn$ = events$.pipe(column.policy(), share());
+    const refunds$ = turn$.pipe(
+      filter((event) => event.type === 'tool-call'),
+      tap((event) => {
+        const { refund } = state.payments.refund(event.id);
+        const call: CallView = {
+          id: event.id,
+          sent: sent(event.id),
+          restarted: run > 0,
+          key: effectKey(turnId, event),
+          status: 'refunded',
+          outcome: `refund ${refund.id}`,
+        };
+        state.calls.push(call);
+        if (crashes) crash(call);
+        else render();
+      }),
+    );
+    return merge(turn$.pipe(accumulateTurn(), show), refunds$.pipe(takeUntil(crashed)));
+  }
+
+  // The handler passes the effect key to the payment service as its idempotency key, as the docs recommend: after
+  // a crash between the effect and its record, the ledger only knows that the key was claimed.
+  const shownById = new Map<string, CallView>();
+  const refund: ToolHandler = (_args, { effectKey: key, call, reclaimed }) => {
+    const { refund, again } = state.payments.refund(call.id, key);
+    const shown = shownById.get(call.id);
+    if (shown !== undefined) {
+      shown.status = again ? 'already-refunded' : 'refunded';
+      shown.outcome = again ? `already refunded: ${refund.id}` : `refund ${refund.id}`;
+      shown.detail = reclaimed
+        ? 'The crashed run’s claim expired unrecorded (in doubt): the handler ran again with the same key, and the payment service answered with the refund it had made.'
+        : undefined;
+    }
+    if (crashes && shown !== undefined) {
+      crash(shown);
+      return new Promise(() => {});
+    }
+    render();
+    return { refund_id: refund.id };
+  };
+  const turn$ = events$.pipe(cleanTurn({ turnId, seen: ledger.seen(turnId) }), share());
+  const executed$ = turn$.pipe(
+    tap((event) => {
+      if (event.type !== 'tool-call' && event.type !== 'tool-call-repeat') return;
+      const held = ledger.get(turnId, event.effectKey);
+      const shown: CallView = {
+        id: event.id,
+        sent: sent(event.id),
+        restarted: run > 0,
+        key: event.effectKey,
+        status: 'waiting',
+        outcome: 'waiting for its key',
+        ...(held?.status === 'claimed'
+          ? {
+              detail: `Its key is still claimed by the crashed run: the ledger waits for the claim's lease (${leaseMs / 1000} s) to expire.`,
+            }
+          : {}),
+      };
+      shownById.set(event.id, shown);
+      state.calls.push(shown);
+      render();
+    }),
+    executeTools({ issue_refund: refund }, { turnId, ledger, leaseMs }),
+    tap((result) => {
+      if (result.outcome === 'executed') return;
+      const shown = shownById.get(result.call.id);
+      if (shown === undefined) return;
+      if (result.outcome === 'replayed') {
+        shown.status = 'replayed';
+        shown.outcome = 'answered with the recorded result';
+      } else {
+        shown.status = 'failed';
+        shown.outcome = 'error' in result ? result.error.message : result.outcome;
+      }
+      render();
+    }),
+  );
+  return merge(turn$.pipe(accumulateTurn(), show), executed$.pipe(takeUntil(crashed)));
+}
+
 let running: Subscription | undefined;
-let runs = 0;
+let starts = 0;
 
 function start() {
   running?.unsubscribe();
-  runs += 1;
-  const run = `${Date.now().toString(36)}-${runs}`;
+  starts += 1;
+  const run = `${Date.now().toString(36)}-${starts}`;
+  // Kept across the simulated restart, as a durable ledger (SQLite, Redis, Postgres) would be.
+  const ledger = new MemoryEffectLedger();
+  const sources: SourceRun[] = [];
   wire.replaceChildren();
-  for (const view of views) renderColumn(view, undefined, []);
+  for (const view of views) {
+    view.state = emptyState();
+    renderColumn(view, sources);
+  }
   setState('streaming', 'Attempt 1 is streaming…');
 
-  let attempt = 1;
-  const events$ = providerEvents(run);
-  const wireView = events$.pipe(
-    tap((event) => {
-      showOnWire(event);
-      if (event.type === 'retry') {
-        attempt += 1;
-        setState(
-          'streaming',
-          `Attempt ${attempt - 1} broke (${event.reason}). Attempt ${attempt} is streaming…`,
-        );
-      }
-    }),
-  );
-  const policyViews = views.map((view) => {
-    // Every tool call that comes out of the policy "runs": in an app, this is where the refund is issued. A
-    // tool-call-repeat (cleanTurn: its key already ran) does not run; it is answered with the recorded result.
-    const executed: Executed[] = [];
-    return events$.pipe(
-      view.column.policy(),
-      tap((event) => {
-        if (event.type === 'tool-call') executed.push(execute(event, executed));
-      }),
-      accumulateTurn(),
-      tap((turn) => renderColumn(view, turn, executed)),
+  /** Run 0 is the turn; run 1 is the same turn after the crash, on the columns that restart. */
+  const play = (index: number) =>
+    defer(() => {
+      const source: SourceRun = { texts: [''], sent: new Map() };
+      sources[index] = source;
+      const state: State = index === 0 ? 'streaming' : 'restarting';
+      const prefix = index === 0 ? '' : 'After the restart: ';
+      const events$ = providerEvents(run);
+      const wireView = events$.pipe(
+        tap((event) => {
+          showOnWire(event);
+          if (event.type === 'text') source.texts[source.texts.length - 1] += event.text;
+          if (event.type === 'tool-call') source.sent.set(event.id, source.texts.length);
+          if (event.type === 'retry') {
+            source.texts.push('');
+            const attempt = source.texts.length;
+            setState(
+              state,
+              `${prefix}attempt ${attempt - 1} broke (${event.reason}). Attempt ${attempt} is streaming…`,
+            );
+          }
+        }),
+      );
+      const apps = views
+        .filter((view) => index === 0 || view.column.restarts)
+        .map((view) => runColumn(view, events$, index, sources, ledger));
+      return merge(wireView, ...apps);
+    });
+
+  const restart = defer(() => {
+    chip('crash', 'crash · restart');
+    setState(
+      'restarting',
+      'The app crashed after the refund ran and before it was recorded. It runs the turn again…',
     );
+    return play(1);
   });
 
-  running = merge(wireView, ...policyViews).subscribe({
-    complete: () =>
-      setState('finished', `Finished after ${attempt} attempt${attempt === 1 ? '' : 's'}. Run it again?`),
+  running = concat(play(0), restart).subscribe({
+    complete: () => {
+      const attempts = sources[0]?.texts.length ?? 0;
+      setState(
+        'finished',
+        `Finished: ${attempts} attempt${attempts === 1 ? '' : 's'}, a crash after the refund, and a restart. Run it again?`,
+      );
+    },
     error: (error: unknown) =>
       setState(
         'failed',
         error instanceof RetriesExhaustedError
-          ? `Gave up after ${attempt} attempts: retries are capped at 2 per turn.`
+          ? 'Gave up: retries are capped at 2 per turn.'
           : `Failed: ${error instanceof Error ? error.message : String(error)}`,
       ),
   });
@@ -310,4 +562,4 @@ breakButton.addEventListener('click', () => {
     status.textContent = `Could not reach the server: ${String(error)}`;
   });
 });
-for (const view of views) renderColumn(view, undefined, []);
+for (const view of views) renderColumn(view, []);

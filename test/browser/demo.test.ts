@@ -4,24 +4,35 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DemoServer, startDemoServer } from '../../examples/browser/serve.js';
 
-// The browser demo end to end: the page streams the help-desk turn from the demo server over a real socket,
-// the test breaks that socket after attempt 1's refund, and each column must show what DESIGN.md says.
+// The browser demo end to end: the page streams the help-desk turn from the demo server over a real socket, the
+// test breaks that socket after attempt 1's refund, the app crashes after attempt 2's refund and before recording
+// it, and runs the turn again. Each column must show a different outcome: the rule its policy fails, or none.
 
 const executablePath = '/usr/bin/chromium';
 const hasChromium = existsSync(executablePath);
 const screenshot = 'test/artifacts/browser-demo.png';
 
-if (!hasChromium) {
-  console.warn(
-    `test/browser/demo.test.ts skipped: ${executablePath} not found (apt-get install chromium fonts-liberation)`,
-  );
-}
+const missing = `${executablePath} not found (apt-get install chromium fonts-liberation)`;
+
+if (!hasChromium && process.env.CI !== 'true') console.warn(`test/browser/demo.test.ts skipped: ${missing}`);
+
+// On CI a missing browser is a failure, not a skip.
+it.runIf(!hasChromium && process.env.CI === 'true')('has Chromium on CI', () => {
+  throw new Error(missing);
+});
 
 /** What one column shows. */
 interface ColumnView {
   text: string;
-  refunds: { id: string; key: string }[];
+  /** The calls that reached the refund tool. */
+  calls: { id: string; key: string; status: string; sent: string }[];
+  /** The refunds the column's payment service made. */
+  count: string;
+  /** The app crashed after a refund and before recording it. */
+  crashed: boolean;
   attempts: string[];
+  /** One line: what the user reads and how many refunds ran. */
+  verdict: string;
 }
 
 const clean = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
@@ -55,13 +66,14 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
     await server?.close();
   });
 
-  it('shows the three policies and cleanTurn side by side after a broken connection', async () => {
+  it('shows four different outcomes: a broken connection, then a crash after the refund and a restart', async () => {
     if (browser === undefined || server === undefined) throw new Error('the setup failed');
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     const pageErrors: string[] = [];
     page.on('pageerror', (error) => pageErrors.push(error.message));
 
     await page.goto(server.url);
+    expect(await page.textContent('body')).toContain('MemoryEffectLedger');
     await page.click('#start');
 
     // Attempt 1 has streamed the refund and the half sentence: the naive policy has already run c1, late
@@ -71,49 +83,85 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
         document
           .querySelector('[data-policy="naive"] [data-role="text"]')
           ?.textContent?.endsWith('Refunding the dam') &&
-        document.querySelectorAll('[data-policy="naive"] [data-role="refund"]').length === 1,
+        document.querySelectorAll('[data-policy="naive"] [data-role="call"]').length === 1,
       undefined,
       { timeout: 10_000 },
     );
-    expect(await column(page, 'late-execution')).toMatchObject({ refunds: [] });
-    expect(await column(page, 'clean-turn')).toMatchObject({ refunds: [] });
+    expect(await column(page, 'late-execution')).toMatchObject({ calls: [] });
+    expect(await column(page, 'clean-turn')).toMatchObject({ calls: [] });
 
     await page.click('#break');
-    await page.waitForFunction(() => document.body.dataset.state !== 'streaming', undefined, {
+
+    // Attempt 2 finishes, its refund runs, the app crashes before recording it and runs the turn again. The
+    // restart's call finds the crashed run's claim in the ledger and waits for its lease.
+    const waiting = await page.waitForSelector('[data-policy="clean-turn"] [data-status="waiting"]', {
       timeout: 10_000,
     });
-    expect(await page.textContent('#status')).toMatch(/^Finished after 2 attempts/);
-    expect(await page.getAttribute('body', 'data-state')).toBe('finished');
+    expect(await waiting.textContent()).toContain('still claimed by the crashed run');
+
+    await page.waitForFunction(() => document.body.dataset.state === 'finished', undefined, {
+      timeout: 15_000,
+    });
+    expect(await page.textContent('#status')).toMatch(/^Finished: 2 attempts, a crash after the refund/);
 
     const naive = await column(page, 'naive');
     expect(naive.text).toBe(glued);
-    expect(naive.refunds).toEqual([
-      { id: 'c1', key },
-      { id: 'c7', key },
+    expect(naive.calls).toEqual([
+      { id: 'c1', key, status: 'refunded', sent: 'sent in attempt 1' },
+      { id: 'c7', key, status: 'refunded', sent: 'sent in attempt 2' },
     ]);
+    expect(naive.count).toBe('2 refunds');
+    expect(naive.verdict).toBe('Reads 2 attempts glued together. 2 refunds: c1, c7.');
 
     const resetOnly = await column(page, 'reset-only');
     expect(resetOnly.text).toBe(clean);
-    expect(resetOnly.refunds.map((r) => r.id)).toEqual(['c1', 'c7']);
+    expect(resetOnly.calls.map((c) => [c.id, c.status])).toEqual([
+      ['c1', 'refunded'],
+      ['c7', 'refunded'],
+    ]);
     expect(resetOnly.attempts).toEqual([
       expect.stringMatching(/^#1 abandoned .*usage not reported/),
       expect.stringMatching(/^#2 completed .*412 \+ 38 tokens/),
     ]);
+    expect(resetOnly.verdict).toBe('Reads the last attempt only. 2 refunds: c1, c7.');
 
+    // Late execution has no memory of what ran: the restart refunds again.
     const late = await column(page, 'late-execution');
     expect(late.text).toBe(clean);
-    expect(late.refunds.map((r) => r.id)).toEqual(['c7']);
+    expect(late.calls).toEqual([
+      { id: 'c7', key, status: 'refunded', sent: 'sent in attempt 2' },
+      { id: 'c11', key, status: 'refunded', sent: 'sent after the restart' },
+    ]);
+    expect(late.crashed).toBe(true);
+    expect(late.verdict).toBe('Reads the last attempt only. 2 refunds: c7, c11 (after the restart).');
 
+    // cleanTurn: the handler ran again with the same key, and the payment service, idempotent on it, refunded
+    // nothing new.
     const cleanTurn = await column(page, 'clean-turn');
     expect(cleanTurn.text).toBe(clean);
-    expect(cleanTurn.refunds).toEqual([{ id: 'c7', key }]);
+    expect(cleanTurn.calls).toEqual([
+      { id: 'c7', key, status: 'refunded', sent: 'sent in attempt 2' },
+      { id: 'c11', key, status: 'already-refunded', sent: 'sent after the restart' },
+    ]);
+    expect(cleanTurn.crashed).toBe(true);
+    expect(cleanTurn.count).toBe('1 refund');
+    expect(cleanTurn.verdict).toBe(
+      'Reads the last attempt only. 1 refund: c7. c11 (after the restart) had the same key: no new refund.',
+    );
+    expect(cleanTurn.attempts).toEqual([
+      expect.stringMatching(/^#1 abandoned/),
+      expect.stringMatching(/^#2 completed/),
+      expect.stringMatching(/^restart #1 completed/),
+    ]);
 
-    // The wire shows both attempts with the retry between them.
+    // The wire shows both attempts with the retry between them, then the restart's.
     const wire = await page.$$eval('#wire li', (chips) => chips.map((chip) => chip.textContent ?? ''));
     expect(wire.filter((chip) => chip.startsWith('retry:'))).toHaveLength(1);
-    expect(wire.filter((chip) => chip.startsWith('issue_refund'))).toEqual([
+    expect(wire.filter((chip) => chip.startsWith('issue_refund') || chip.startsWith('crash'))).toEqual([
       'issue_refund c1',
       'issue_refund c7',
+      'crash · restart',
+      'issue_refund c11',
     ]);
 
     mkdirSync(dirname(screenshot), { recursive: true });
@@ -122,17 +170,22 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
 
     expect(pageErrors).toEqual([]);
     await page.close();
-  }, 30_000);
+  }, 40_000);
 });
 
 /** Reads one column of the page. */
 function column(page: Page, policy: string): Promise<ColumnView> {
   return page.$eval(`[data-policy="${policy}"]`, (card) => ({
     text: card.querySelector('[data-role="text"]')?.textContent ?? '',
-    refunds: Array.from(card.querySelectorAll<HTMLElement>('[data-role="refund"]'), (li) => ({
+    calls: Array.from(card.querySelectorAll<HTMLElement>('[data-role="call"]'), (li) => ({
       id: li.dataset.callId ?? '',
       key: li.dataset.effectKey ?? '',
+      status: li.dataset.status ?? '',
+      sent: li.querySelector('[data-role="sent"]')?.textContent ?? '',
     })),
+    count: card.querySelector('[data-role="refund-count"]')?.textContent ?? '',
+    crashed: card.querySelector('[data-role="crash"]') !== null,
     attempts: Array.from(card.querySelectorAll('[data-role="attempt"]'), (li) => li.textContent ?? ''),
+    verdict: card.querySelector('[data-role="verdict"]')?.textContent ?? '',
   }));
 }
