@@ -6,7 +6,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { accumulateTurn, cleanTurn, effectKey, policies } from 'cleanturn';
+import {
+  accumulateTurn,
+  cleanTurn,
+  effectKey,
+  lateExecutionPolicy,
+  naivePolicy,
+  resetOnlyPolicy,
+} from 'cleanturn';
 import { executeTools } from 'cleanturn/effects';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { toTerminal } from 'cleanturn/renderers';
@@ -122,17 +129,17 @@ try {
     {
       title: 'naive',
       note: 'append; run calls at once',
-      ...(await withoutLedger(policies.naive, { restart: false })),
+      ...(await withoutLedger(naivePolicy, { restart: false })),
     },
     {
       title: 'reset on retry',
       note: 'clear on retry; run calls at once',
-      ...(await withoutLedger(policies.resetOnly, { restart: false })),
+      ...(await withoutLedger(resetOnlyPolicy, { restart: false })),
     },
     {
       title: 'reset + late execution',
       note: 'run calls when their attempt finishes; no memory of what ran',
-      ...(await withoutLedger(policies.lateExecution, { restart: true })),
+      ...(await withoutLedger(lateExecutionPolicy, { restart: true })),
     },
     {
       title: 'cleanTurn',

@@ -29,9 +29,8 @@ export {
   RetriesExhaustedError,
   ToolCallAssemblyError,
 } from './errors.js';
-export type { PolicyName } from './policies.js';
 // Policies of the help-desk comparison
-export { lateExecutionPolicy, naivePolicy, policies, resetOnlyPolicy } from './policies.js';
+export { lateExecutionPolicy, naivePolicy, resetOnlyPolicy } from './policies.js';
 export { requireFinish } from './requireFinish.js';
 export type { WithResets } from './resetOnRetry.js';
 export { resetOnRetry } from './resetOnRetry.js';

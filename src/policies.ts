@@ -35,7 +35,6 @@ import type { PolicyEvent, ProviderEvent, RetryEvent } from './types.js';
  *
  * Every case of `marbles/naivePolicy.marbles.ts`, with pictures: `docs/operators/naivePolicy.md`.
  *
- * @see {@link policies} to put the three policies side by side.
  * @returns An operator from provider events to policy events.
  */
 export function naivePolicy(): OperatorFunction<ProviderEvent, PolicyEvent> {
@@ -76,7 +75,6 @@ export function naivePolicy(): OperatorFunction<ProviderEvent, PolicyEvent> {
  *
  * Every case of `marbles/resetOnlyPolicy.marbles.ts`, with pictures: `docs/operators/resetOnlyPolicy.md`.
  *
- * @see {@link policies} to put the three policies side by side.
  * @returns An operator from provider events to policy events.
  */
 export function resetOnlyPolicy(): OperatorFunction<ProviderEvent, PolicyEvent> {
@@ -113,22 +111,8 @@ export function resetOnlyPolicy(): OperatorFunction<ProviderEvent, PolicyEvent> 
  *
  * Add effect keys ({@link cleanTurn}) so that even a call that reaches the tools twice has one effect.
  *
- * @see {@link policies} to put the three policies side by side.
  * @returns An operator from provider events to policy events.
  */
 export function lateExecutionPolicy(): OperatorFunction<ProviderEvent, PolicyEvent> {
   return pipe(tagAttempts(), resetOnRetry(), bufferUntilFinish());
 }
-
-/** The three policies of the help-desk comparison, in the order the problem is usually discovered. */
-export const policies = {
-  /** {@link naivePolicy}: keep appending, run calls at once. */
-  naive: naivePolicy,
-  /** {@link resetOnlyPolicy}: reset on retry, run calls at once. */
-  resetOnly: resetOnlyPolicy,
-  /** {@link lateExecutionPolicy}: reset on retry, run calls when their attempt finishes. */
-  lateExecution: lateExecutionPolicy,
-} as const;
-
-/** The name of one of {@link policies}. */
-export type PolicyName = keyof typeof policies;

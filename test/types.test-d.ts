@@ -6,7 +6,6 @@ import type {
   FinishEvent,
   KeyedToolCall,
   PolicyEvent,
-  PolicyName,
   ProviderEvent,
   RepeatedToolCall,
   ResetEvent,
@@ -29,7 +28,6 @@ import {
   effectKey,
   lateExecutionPolicy,
   naivePolicy,
-  policies,
   type RetriesExhaustedError,
   requireFinish,
   resetOnlyPolicy,
@@ -353,10 +351,7 @@ describe('policies', () => {
     expectTypeOf(naivePolicy()).toEqualTypeOf<Policy>();
     expectTypeOf(resetOnlyPolicy()).toEqualTypeOf<Policy>();
     expectTypeOf(lateExecutionPolicy()).toEqualTypeOf<Policy>();
-    expectTypeOf<PolicyName>().toEqualTypeOf<'naive' | 'resetOnly' | 'lateExecution'>();
-    const byName = (name: PolicyName) => policies[name]();
-    expectTypeOf(byName).returns.toEqualTypeOf<Policy>();
-    expectTypeOf(provider$.pipe(policies.lateExecution())).toEqualTypeOf<Observable<PolicyEvent>>();
+    expectTypeOf(provider$.pipe(lateExecutionPolicy())).toEqualTypeOf<Observable<PolicyEvent>>();
     // The naive policy's output is still typed: resets included, even though it never sends one.
     expectTypeOf<Extract<PolicyEvent, { type: 'usage' }>>().toEqualTypeOf<Attempted<UsageEvent>>();
   });
@@ -364,8 +359,6 @@ describe('policies', () => {
   test('take provider events only', () => {
     // @ts-expect-error already-tagged events are not provider events
     attempted$.pipe(resetOnRetry(), naivePolicy());
-    // @ts-expect-error no such policy
-    policies.optimistic();
   });
 });
 

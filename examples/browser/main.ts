@@ -8,10 +8,12 @@ import {
   attemptPipeline,
   cleanTurn,
   effectKey,
+  lateExecutionPolicy,
+  naivePolicy,
   type PolicyEvent,
   type ProviderEvent,
-  policies,
   RetriesExhaustedError,
+  resetOnlyPolicy,
   retryAsEvents,
   type TurnState,
 } from 'cleanturn';
@@ -66,7 +68,7 @@ const columns: Column[] = [
     holds: false,
     restarts: false,
     kind: 'policy',
-    policy: policies.naive,
+    policy: naivePolicy,
   },
   {
     id: 'reset-only',
@@ -75,7 +77,7 @@ const columns: Column[] = [
     holds: false,
     restarts: false,
     kind: 'policy',
-    policy: policies.resetOnly,
+    policy: resetOnlyPolicy,
   },
   {
     id: 'late-execution',
@@ -84,7 +86,7 @@ const columns: Column[] = [
     holds: true,
     restarts: true,
     kind: 'policy',
-    policy: policies.lateExecution,
+    policy: lateExecutionPolicy,
   },
   {
     id: 'clean-turn',
