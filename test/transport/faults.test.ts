@@ -1,7 +1,8 @@
 // The fault harness: a recorded help-desk turn replayed over real sockets on 127.0.0.1 and broken at named
 // points. Each case asserts what the user sees, which tools ran with which keys, and how many attempts were billed.
 import { effectKey, RetriesExhaustedError } from 'cleanturn';
-import { HttpStatusError } from 'cleanturn/transport';
+import { openaiChat } from 'cleanturn/providers';
+import { HttpStatusError, streamTurn } from 'cleanturn/transport';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -188,10 +189,21 @@ describe('named faults over a real socket', () => {
     for (const attempt of turn.report?.attempts ?? []) expect(attempt.reason).toMatch(/^the stream broke/);
   });
 
+  it('retry counts retries, as RxJS retry does: retry 0 makes one request and ends with its own error', async () => {
+    server = await startServer([{ body: attempt1.body, destroyAfter: attempt1.after('call-end:c1') }]);
+    const turn = await collectTurn(server.url, { retry: 0 });
+    expect(turn.error).not.toBeInstanceOf(RetriesExhaustedError);
+    expect((turn.error as Error).message).toMatch(/^the stream broke/);
+    expect(server.requests).toHaveLength(1);
+    for (const retry of [-1, 1.5]) {
+      expect(() =>
+        streamTurn({ turnId: 't', adapter: openaiChat(), request: () => server?.url ?? '', retry }),
+      ).toThrow(RangeError);
+    }
+  });
+
   it('unsubscribing aborts the request: the server sees the connection close', async () => {
     server = await startServer([{ body: attempt1.body, stallAfter: attempt1.after('text:Refunding') }]);
-    const { streamTurn } = await import('cleanturn/transport');
-    const { openaiChat } = await import('cleanturn/providers');
     const url = server.url;
     await new Promise<void>((resolve) => {
       const subscription = streamTurn({
@@ -212,8 +224,6 @@ describe('named faults over a real socket', () => {
   it('a report callback that throws does not change how the turn ends', async () => {
     server = await startServer([whole]);
     const { config } = await import('rxjs');
-    const { streamTurn } = await import('cleanturn/transport');
-    const { openaiChat } = await import('cleanturn/providers');
     const url = server.url;
     const unhandled: unknown[] = [];
     const previous = config.onUnhandledError;
