@@ -2,7 +2,8 @@
 //   docs/marbles/<spec>-<case>.svg  one SVG marble diagram per case (committed)
 //   docs/operators/<spec>.md        one page per operator or policy: summary, doc comment, every case
 //   docs/operators/README.md        the index of those pages
-// and rewrites the marble blocks of README.md. `npm run docs` runs it, then TypeDoc (docs/api/).
+// and rewrites the generated blocks of README.md and docs/guides/*.md (marble diagrams, the table of entry points).
+// `npm run docs` runs it, then TypeDoc (docs/api/).
 //   npx tsx scripts/docs.ts          write what changed, delete pictures and pages that have no spec
 //   npx tsx scripts/docs.ts --check  exit 1 if anything is stale (test/docs.test.ts does the same)
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import type { MarbleSpec } from 'cleanturn/testing';
 import { type DocComment, findDocComments } from './docComments.js';
 import { marbleSvgPath, renderCaseSvg } from './marbleSvg.js';
 import { renderCaseText } from './marbleText.js';
-import { loadSpecs, renderReadme } from './readme.js';
+import { loadSpecs, renderDocuments } from './readme.js';
 
 export const root = join(import.meta.dirname, '..');
 
@@ -167,15 +168,18 @@ if (process.argv[1] === import.meta.filename) {
   const specs = await loadSpecs();
   const files = renderDocs(specs);
   const diff = diffDocs(files);
-  const readmePath = join(root, 'README.md');
-  const readme = readFileSync(readmePath, 'utf8');
-  const nextReadme = renderReadme(readme, specs);
+  const { documents, undocumented } = renderDocuments(specs);
+  const staleDocuments = documents.filter((d) => d.next !== d.current);
+  const undocumentedProblems = undocumented.map(
+    (row) => `undocumented: ${row.entry} exports ${row.name}, which no operator page or guide documents`,
+  );
   if (process.argv.includes('--check')) {
     const problems = [
       ...diff.stale.map((p) => `stale: ${p}`),
       ...diff.missing.map((p) => `missing: ${p}`),
       ...diff.orphans.map((p) => `orphan: ${p}`),
-      ...(nextReadme === readme ? [] : ['stale: README.md (marble blocks)']),
+      ...staleDocuments.map((d) => `stale: ${d.path} (generated blocks)`),
+      ...undocumentedProblems,
     ];
     if (problems.length > 0) {
       console.error(`${problems.join('\n')}\nrun npm run docs`);
@@ -187,11 +191,13 @@ if (process.argv[1] === import.meta.filename) {
       writeFileSync(join(root, path), files.get(path) ?? '');
     }
     for (const path of diff.orphans) rmSync(join(root, path));
-    if (nextReadme !== readme) writeFileSync(readmePath, nextReadme);
+    for (const d of staleDocuments) writeFileSync(join(root, d.path), d.next);
+    for (const problem of undocumentedProblems) console.error(problem);
     const changed = diff.stale.length + diff.missing.length + diff.orphans.length;
     console.log(
       `docs: ${files.size} files from ${specs.size} marble specs; ${changed === 0 ? 'all current' : `${diff.missing.length} new, ${diff.stale.length} updated, ${diff.orphans.length} removed`}` +
-        `${nextReadme === readme ? '' : '; README.md marble blocks rewritten'}`,
+        `${staleDocuments.length === 0 ? '' : `; generated blocks rewritten in ${staleDocuments.map((d) => d.path).join(', ')}`}`,
     );
+    if (undocumentedProblems.length > 0) process.exit(1);
   }
 }

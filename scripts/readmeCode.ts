@@ -1,5 +1,6 @@
 // Compiles (and, where marked, runs) the TypeScript code blocks of a Markdown file against the package's
-// sources. The convention is documented in test/readme-code.test.ts, which uses this on README.md.
+// sources. The convention is documented in test/readme-code.test.ts, which uses this on README.md and on every
+// guide (docs/guides/*.md); test/readme-loopback.test.ts runs the blocks that make requests.
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -8,9 +9,13 @@ import { packageEntries } from './docComments.js';
 
 const defaultRoot = join(import.meta.dirname, '..');
 
-/** The markers a block may carry, as an HTML comment on the line(s) right before its fence. */
-export type BlockMarker = 'run' | 'no-run' | 'skip';
-const markerNames: readonly BlockMarker[] = ['run', 'no-run', 'skip'];
+/**
+ * The markers a block may carry, as an HTML comment on the line(s) right before its fence: `run` (executed
+ * offline), `no-run` (compiled only), `skip` (not even compiled), `loopback` (executed against a local server
+ * that speaks the OpenAI Chat Completions format, at `OPENAI_BASE_URL`).
+ */
+export type BlockMarker = 'run' | 'no-run' | 'skip' | 'loopback';
+const markerNames: readonly BlockMarker[] = ['run', 'no-run', 'skip', 'loopback'];
 
 /** One fenced code block. */
 export interface CodeBlock {
@@ -350,11 +355,22 @@ export function runsOffline(report: BlockReport): boolean {
   );
 }
 
+/** Options of {@link runBlock}. */
+export interface RunOptions {
+  /** The repository root. */
+  root?: string;
+  /** How long the block may run, in milliseconds. Default 20 000. */
+  timeout?: number;
+  /** Variables added to the child's environment (a server's address, a key). */
+  env?: Readonly<Record<string, string>>;
+}
+
 /**
  * Runs a block as an ES module in a child Node.js process (with tsx), `cleanturn` and `cleanturn/*` mapped to
  * the sources. Resolves with what it printed; rejects with its output if it throws or exits with an error.
  */
-export async function runBlock(block: CodeBlock, root = defaultRoot, timeout = 20_000): Promise<string> {
+export async function runBlock(block: CodeBlock, options: RunOptions = {}): Promise<string> {
+  const { root = defaultRoot, timeout = 20_000, env } = options;
   const entries = new Map(packageEntries(root).map((e) => [e.specifier, e.file]));
   const source = ts.createSourceFile('block.ts', block.code, ts.ScriptTarget.ES2022, true);
   // Rewrite the package's specifiers to its source files, from the end so that positions stay valid.
@@ -386,7 +402,7 @@ export async function runBlock(block: CodeBlock, root = defaultRoot, timeout = 2
       execFile(
         process.execPath,
         ['--import', 'tsx', file],
-        { cwd: root, timeout, encoding: 'utf8' },
+        { cwd: root, timeout, encoding: 'utf8', env: { ...process.env, ...env } },
         (error, stdout, stderr) => {
           if (error === null) resolvePromise(stdout);
           else

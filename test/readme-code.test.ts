@@ -1,11 +1,11 @@
-// Every TypeScript block of README.md is compiled against the package's sources, and the ones marked to run
-// are executed. The convention:
+// Every TypeScript block of README.md and of the guides (docs/guides/*.md) is compiled against the package's
+// sources, and the ones marked to run are executed. The convention:
 //
 // - Blocks fenced as ```ts (or ```typescript) are type-checked with tsconfig.json's options (strict);
 //   `cleanturn` and `cleanturn/*` resolve to src/ through its `paths`. Other blocks (sh, text, python…) are
 //   not touched.
-// - An example may use the placeholders declared in `prelude` below (`view`, `render`, `streamFromProvider`,
-//   `key`, `messages`, `tools`, `billing`) without defining them: they stand for the user's own code, and are
+// - An example may use the placeholders declared in `prelude` below (`render`, `streamFromProvider`,
+//   `providerEvents$`, `turnId`, `handlers`…) without defining them: they stand for the user's own code, and are
 //   typed so that misusing cleanturn's API with them still fails to compile. Add one there when an example
 //   needs a new one.
 // - A block of declarations only (signatures without bodies, interfaces, types, `const x: T;`) is a synopsis of
@@ -13,14 +13,18 @@
 //   without importing it, may leave a type out (`{ initialDelay?; … }`), and may declare only names the
 //   package exports.
 // - Marker comments go on the line(s) right before the fence (blank lines allowed in between):
-//     <!-- run -->     also execute the block (Node.js, in a child process): it must be self-contained and
-//                      offline; it passes if it completes, so check results with node:assert.
-//     <!-- no-run -->  compile only, although it could run.
-//     <!-- skip -->    not even compiled (pseudo-code); use sparingly.
+//     <!-- run -->       also execute the block (Node.js, in a child process): it must be self-contained and
+//                        offline; it passes if it completes, so check results with node:assert.
+//     <!-- loopback -->  also execute the block against a local server that speaks the OpenAI Chat Completions
+//                        format (test/readme-loopback.test.ts): the block reads OPENAI_BASE_URL and
+//                        OPENAI_API_KEY, and must send one request per attempt.
+//     <!-- no-run -->    compile only, although it could run.
+//     <!-- skip -->      not even compiled (pseudo-code); use sparingly.
 //   An example that could run offline (no placeholder; imports only cleanturn, rxjs and node:*) must be marked
-//   `run` or `no-run`, so that runnable examples are run.
+//   `run`, `loopback` or `no-run`, so that runnable examples are run.
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { documentPaths } from '../scripts/readme.js';
 import {
   type BlockReport,
   type CodeBlock,
@@ -31,38 +35,19 @@ import {
   typescriptLanguages,
 } from '../scripts/readmeCode.js';
 
-/** The placeholders of the README's examples. */
+/** The placeholders of the examples of the README and the guides. */
 const prelude = `
 import type { Observable } from 'rxjs';
-import type { AttemptRecord, ProviderEvent, TurnEvent } from 'cleanturn';
-import type { TurnReport } from 'cleanturn/transport';
+import type { AttemptRecord, ProviderEvent } from 'cleanturn';
 import type { ToolHandler } from 'cleanturn/effects';
-import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 
 declare global {
-  /** The provider events of one attempt, e.g. from an adapter (Quick start). */
+  /** The provider events of one attempt, e.g. from an adapter (the ACP example). */
   function streamFromProvider(): Observable<ProviderEvent>;
-  /** What the user reads (Quick start). */
+  /** What the user reads (the self-tests below). */
   const view: { clear(): void; append(text: string): void };
-  /**
-   * The tools: run once per effect key, and answer a repeat (its key already ran) with the recorded result
-   * (Quick start); sent as tool definitions (the fetch example).
-   */
-  const tools: {
-    run(name: string, args: unknown, effectKey: string): void;
-    replay(callId: string, effectKey: string): void;
-  };
-  /** Draws the turn: its text and attempts (Quick start), or one event (the fetch example). */
+  /** Draws the turn: its text and attempts (the Anthropic and Gemini examples). */
   function render(text: string, attempts: readonly AttemptRecord[]): void;
-  function render(event: TurnEvent): void;
-  /** The provider's API key (the fetch example). */
-  const key: string;
-  /** The conversation so far (the fetch example). */
-  const messages: readonly { role: 'system' | 'user' | 'assistant' | 'tool'; content: string }[];
-  /** Where the usage of every attempt is recorded (the fetch example). */
-  const billing: { record(report: TurnReport): void };
-  /** The refund tool's definition, as the OpenAI SDK takes it (the OpenAI adapter example). */
-  const refundTool: ChatCompletionTool;
   /** A provider stream already turned into neutral events, fragments and all (the effects examples). */
   const providerEvents$: Observable<ProviderEvent>;
   /** The orchestrator's id for the turn (the effects examples). */
@@ -83,56 +68,63 @@ declare global {
 export {};
 `;
 
-const where = (b: CodeBlock) => `README.md:${b.line}`;
-
 /**
- * Problems the README is known to have, by message (without the line), each with its fix: they do not fail the
- * test until fixed, and an entry fails the test once its problem is gone, so that the list only shrinks.
+ * Problems the documents are known to have, by file and message (without the line), each with its fix: they do not
+ * fail the test until fixed, and an entry fails the test once its problem is gone, so that the list only shrinks.
  */
-const knownProblems: Readonly<Record<string, string>> = {};
+const knownProblems: Readonly<Record<string, Readonly<Record<string, string>>>> = {};
 const message = (problem: string) => problem.replace(/^[^:]+:\d+: /, '');
 
-describe('README.md code blocks', () => {
-  const blocks = extractBlocks(readFileSync('README.md', 'utf8'));
-  const typescript = blocks.filter((b) => typescriptLanguages.has(b.lang) && !b.markers.has('skip'));
-  let reports: BlockReport[] = [];
-  beforeAll(() => {
-    reports = checkBlocks(blocks, { prelude });
-  }, 30_000);
-  const report = (b: CodeBlock): BlockReport => {
-    const r = reports.find((x) => x.block === b);
-    if (r === undefined) throw new Error(`no report for ${where(b)}`);
-    return r;
-  };
+for (const file of documentPaths()) {
+  describe(`${file} code blocks`, () => {
+    const known = knownProblems[file] ?? {};
+    const where = (b: CodeBlock) => `${file}:${b.line}`;
+    const blocks = extractBlocks(readFileSync(file, 'utf8'));
+    const typescript = blocks.filter((b) => typescriptLanguages.has(b.lang) && !b.markers.has('skip'));
+    let reports: BlockReport[] = [];
+    beforeAll(() => {
+      reports = checkBlocks(blocks, { prelude, fileName: file });
+    }, 60_000);
+    const report = (b: CodeBlock): BlockReport => {
+      const r = reports.find((x) => x.block === b);
+      if (r === undefined) throw new Error(`no report for ${where(b)}`);
+      return r;
+    };
 
-  it('has TypeScript blocks to check', () => {
-    expect(typescript.length).toBeGreaterThan(0);
-  });
+    if (file === 'README.md')
+      it('has TypeScript blocks to check', () => {
+        expect(typescript.length).toBeGreaterThan(0);
+      });
 
-  for (const block of typescript) {
-    const first = block.code.split('\n').find((l) => l.trim() !== '') ?? '';
-    it(`${where(block)} compiles: ${first.trim().slice(0, 60)}`, () => {
-      expect(report(block).problems.filter((p) => !(message(p) in knownProblems))).toEqual([]);
-    });
-    if (block.markers.has('run')) {
-      it(`${where(block)} runs`, async () => {
-        await runBlock(block);
-      }, 30_000);
+    for (const block of typescript) {
+      const first = block.code.split('\n').find((l) => l.trim() !== '') ?? '';
+      it(`${where(block)} compiles: ${first.trim().slice(0, 60)}`, () => {
+        expect(report(block).problems.filter((p) => !(message(p) in known))).toEqual([]);
+      });
+      if (block.markers.has('run')) {
+        it(`${where(block)} runs`, async () => {
+          await runBlock(block);
+        }, 30_000);
+      }
     }
-  }
 
-  it('still has the known problems (remove the fixed ones from knownProblems)', () => {
-    const found = new Set(reports.flatMap((r) => r.problems.map(message)));
-    expect(Object.keys(knownProblems).filter((p) => !found.has(p))).toEqual([]);
-  });
+    it('still has the known problems (remove the fixed ones from knownProblems)', () => {
+      const found = new Set(reports.flatMap((r) => r.problems.map(message)));
+      expect(Object.keys(known).filter((p) => !found.has(p))).toEqual([]);
+    });
 
-  it('every example that can run offline is marked <!-- run --> or <!-- no-run -->', () => {
-    const unmarked = typescript
-      .filter((b) => !b.markers.has('run') && !b.markers.has('no-run'))
-      .filter((b) => runsOffline(report(b)))
-      .map(where);
-    expect(unmarked).toEqual([]);
+    it('every example that can run offline is marked <!-- run -->, <!-- loopback --> or <!-- no-run -->', () => {
+      const unmarked = typescript
+        .filter((b) => !b.markers.has('run') && !b.markers.has('no-run') && !b.markers.has('loopback'))
+        .filter((b) => runsOffline(report(b)))
+        .map(where);
+      expect(unmarked).toEqual([]);
+    });
   });
+}
+
+it('knownProblems names only documents that exist', () => {
+  expect(Object.keys(knownProblems).filter((f) => !documentPaths().includes(f))).toEqual([]);
 });
 
 describe('the README code check can fail', () => {
@@ -193,6 +185,17 @@ describe('the README code check can fail', () => {
   it('reports a placeholder used against its declared type', () => {
     expect(reports[2]?.problems.join('\n')).toMatch(/README\.md:17: .*'number'.*'string'/);
   });
+
+  it('names the document a problem is in', () => {
+    const [guide] = checkBlocks(
+      extractBlocks(['# A guide', '', '```ts', 'view.append(42);', '```'].join('\n')),
+      {
+        prelude,
+        fileName: 'docs/guides/example.md',
+      },
+    );
+    expect(guide?.problems.join('\n')).toMatch(/^docs\/guides\/example\.md:4: /);
+  }, 30_000);
 
   it('checks synopses: unknown types and names the package does not export', () => {
     expect(reports[3]?.kind).toBe('synopsis');

@@ -1,0 +1,139 @@
+// Every block marked <!-- loopback --> in README.md and the guides (docs/guides/*.md) makes real requests: each runs
+// in a child process against a server on 127.0.0.1 that speaks the OpenAI Chat Completions SSE format
+// (OPENAI_BASE_URL points at it). The server resets the first connection half-way through attempt 1, after the
+// refund call and inside a word, so the turn needs one retry. A block passes when it completes, the text it prints
+// ends with attempt 2's, the refund's effect key is printed at most once, and the server saw exactly one request
+// per attempt: two. A block that subscribes twice to a cold turn sends a third request, and fails.
+import { readFileSync } from 'node:fs';
+import { effectKey } from 'cleanturn';
+import { describe, expect, it } from 'vitest';
+import { documentPaths } from '../scripts/readme.js';
+import { type CodeBlock, extractBlocks, runBlock } from '../scripts/readmeCode.js';
+import { chatTranscript } from './support/chatTranscript.js';
+import { startServer, type TestServer } from './support/httpServer.js';
+
+const refund = { order_id: 'ORD-7781', amount: 'full' };
+const refundKey = effectKey('turn-42', { name: 'issue_refund', args: refund });
+const lastSentence = 'The book arrived damaged, so I have started a full refund.';
+const apiKey = 'sk-loopback';
+
+// Attempt 1 streams text, the whole refund call (c1) and half a sentence; the connection resets inside a word.
+const attempt1 = chatTranscript(
+  [
+    { text: 'Checking order ORD-7781. ' },
+    { call: { id: 'call_c1', name: 'issue_refund', args: JSON.stringify(refund) } },
+    { text: 'Refunding the dam' },
+    { text: 'aged book in full.' },
+  ],
+  { usage: { prompt: 142, completion: 31 } },
+);
+// Every later attempt is whole: the same refund with another id (c7), a sentence, the finish and the usage.
+const attempt2 = chatTranscript(
+  [
+    { text: 'Checking order ORD-7781. ' },
+    { call: { id: 'call_c7', name: 'issue_refund', args: JSON.stringify(refund) } },
+    { text: lastSentence },
+  ],
+  { usage: { prompt: 142, completion: 58 } },
+);
+
+/** A server that answers the first request with attempt 1, cut after "Refunding the dam", and the others whole. */
+function chatServer(): Promise<TestServer> {
+  const cut = attempt1.after('text:Refunding the dam');
+  return startServer((n) => (n === 0 ? { body: attempt1.body, destroyAfter: cut } : { body: attempt2.body }));
+}
+
+/** Runs a block against a fresh server; what it printed and the requests the server received. */
+async function runAgainstServer(block: CodeBlock): Promise<{ stdout: string; server: TestServer }> {
+  const server = await chatServer();
+  try {
+    const stdout = await runBlock(block, {
+      env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: apiKey },
+      timeout: 30_000,
+    });
+    return { stdout, server };
+  } finally {
+    await server.close();
+  }
+}
+
+/** What is wrong with one run of a turn that needed one retry; empty when nothing is. */
+function problemsOf({ stdout, server }: { stdout: string; server: TestServer }): string[] {
+  const problems: string[] = [];
+  if (server.requests.length !== 2)
+    problems.push(
+      `${server.requests.length} requests for a turn of two attempts: one request per attempt is 2`,
+    );
+  for (const request of server.requests) {
+    const where = `${request.method} ${request.url}`;
+    if (where !== 'POST /v1/chat/completions') problems.push(`unexpected request ${where}`);
+    if (request.headers.authorization !== `Bearer ${apiKey}`) problems.push(`${where} without the API key`);
+    let body: { stream?: unknown } = {};
+    try {
+      body = JSON.parse(request.body) as { stream?: unknown };
+    } catch {
+      problems.push(`${where}: the body is not JSON`);
+    }
+    if (body.stream !== true) problems.push(`${where}: the body does not ask for a stream`);
+  }
+  if (!stdout.includes(lastSentence))
+    problems.push(`the output lacks attempt 2's text: ${JSON.stringify(stdout)}`);
+  const keys = stdout.split(refundKey).length - 1;
+  if (keys > 1)
+    problems.push(`the refund's effect key is printed ${keys} times: the refund ran more than once`);
+  return problems;
+}
+
+const loopbackBlocks = documentPaths().flatMap((file) =>
+  extractBlocks(readFileSync(file, 'utf8'))
+    .filter((block) => block.markers.has('loopback'))
+    .map((block) => ({ file, block })),
+);
+
+describe('blocks that make requests', () => {
+  it('include the quick start and the transport guide’s streamTurn example', () => {
+    const names = loopbackBlocks.map(({ file, block }) => `${file} ${block.code.includes('streamTurn(')}`);
+    expect(names).toContain('README.md true');
+    expect(names).toContain('docs/guides/transport.md true');
+  });
+
+  for (const { file, block } of loopbackBlocks) {
+    it(`${file}:${block.line} sends one request per attempt and prints the clean turn`, async () => {
+      expect(problemsOf(await runAgainstServer(block))).toEqual([]);
+    }, 40_000);
+  }
+});
+
+describe('the request check can fail', () => {
+  const turn = [
+    "import { share } from 'rxjs';",
+    "import { openaiChat } from 'cleanturn/providers';",
+    "import { streamTurn } from 'cleanturn/transport';",
+    '',
+    'const turn$ = streamTurn({',
+    "  turnId: 'turn-42',",
+    '  adapter: openaiChat(),',
+    '  backoff: false,',
+    '  request: ({ signal }) => ({',
+    "    url: process.env.OPENAI_BASE_URL + '/chat/completions',",
+    "    init: { method: 'POST', signal, headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY },",
+    "      body: JSON.stringify({ model: 'gpt-4.1', stream: true }) },",
+    '  }),',
+    '})',
+  ];
+  const print = [
+    "turn$.subscribe((event) => { if (event.type === 'text') process.stdout.write(event.text); });",
+    "turn$.subscribe((event) => { if (event.type === 'tool-call') console.log(event.effectKey); });",
+  ];
+  const block = (code: string[]): CodeBlock =>
+    extractBlocks(['```ts', ...code, '```'].join('\n'))[0] as CodeBlock;
+
+  it('fails a turn subscribed twice without share(): a third request', async () => {
+    const problems = problemsOf(await runAgainstServer(block([...turn, ';', ...print])));
+    expect(problems.join('\n')).toMatch(/^3 requests for a turn of two attempts/m);
+  }, 40_000);
+
+  it('passes the same turn shared by its two subscribers', async () => {
+    expect(problemsOf(await runAgainstServer(block([...turn, '.pipe(share());', ...print])))).toEqual([]);
+  }, 40_000);
+});
