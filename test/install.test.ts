@@ -1,11 +1,16 @@
 // Installing the package as a user does before it is on the registry: `npm pack` in a clone that was never
 // built (the `prepare` script builds it), then `npm install` of the tarball into a new project, offline. The project
-// loads every entry in ESM and CommonJS, and type-checks against the shipped declarations.
-import { execFileSync } from 'node:child_process';
+// loads every entry in ESM and CommonJS, type-checks against the shipped declarations, and runs the README's quick
+// start as pasted: against a server on 127.0.0.1 that resets the first connection, one request per attempt.
+import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extractBlocks } from '../scripts/readmeCode.js';
+import { chatTranscript } from './support/chatTranscript.js';
+import { startServer } from './support/httpServer.js';
 
 const root = resolve(import.meta.dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -165,5 +170,92 @@ turn$.subscribe((event) => {
     expect(() =>
       execFileSync(process.execPath, [tsc, '-p', '.'], { cwd: project, encoding: 'utf8' }),
     ).not.toThrow();
+  });
+});
+
+describe("the README's quick start, pasted into the new project", () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const quickStart = extractBlocks(readme.slice(readme.indexOf('## Quick start'))).find(
+    (b) => b.lang === 'ts',
+  );
+  const refund = { order_id: 'ORD-7781' };
+  const sentence = 'The book arrived damaged, so I have started a full refund.';
+
+  it('type-checks against the installed package', () => {
+    if (quickStart === undefined) throw new Error('the README has no quick start block');
+    writeFileSync(join(project, 'quickstart.ts'), quickStart.code);
+    writeFileSync(
+      join(project, 'tsconfig.quickstart.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          noEmit: true,
+          types: ['node'],
+          typeRoots: [join(root, 'node_modules/@types')],
+        },
+        include: ['quickstart.ts'],
+      }),
+    );
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    expect(() =>
+      execFileSync(process.execPath, [tsc, '-p', 'tsconfig.quickstart.json'], {
+        cwd: project,
+        encoding: 'utf8',
+      }),
+    ).not.toThrow();
+  });
+
+  it("runs: attempt 2's text, the refund released once, one request per attempt", async () => {
+    if (quickStart === undefined) throw new Error('the README has no quick start block');
+    const first = chatTranscript(
+      [
+        { text: 'Checking order ORD-7781. ' },
+        { call: { id: 'call_c1', name: 'issue_refund', args: JSON.stringify(refund) } },
+        { text: 'Refunding the dam' },
+        { text: 'aged book.' },
+      ],
+      { usage: { prompt: 40, completion: 20 } },
+    );
+    const second = chatTranscript(
+      [
+        { text: 'Checking order ORD-7781. ' },
+        { call: { id: 'call_c7', name: 'issue_refund', args: JSON.stringify(refund) } },
+        { text: sentence },
+      ],
+      { usage: { prompt: 40, completion: 30 } },
+    );
+    const server = await startServer((n) =>
+      n === 0
+        ? { body: first.body, destroyAfter: first.after('text:Refunding the dam') }
+        : { body: second.body },
+    );
+    try {
+      const js = ts.transpileModule(quickStart.code, {
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+      }).outputText;
+      writeFileSync(join(project, 'quickstart.mjs'), js);
+      const stdout = await new Promise<string>((resolvePromise, reject) => {
+        execFile(
+          process.execPath,
+          ['quickstart.mjs'],
+          {
+            cwd: project,
+            encoding: 'utf8',
+            timeout: 30_000,
+            env: { ...process.env, OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: 'sk-loopback' },
+          },
+          (error, out, err) =>
+            error === null ? resolvePromise(out) : reject(new Error(`${error.message}\n${err}`)),
+        );
+      });
+      expect(server.requests).toHaveLength(2);
+      expect(stdout).toContain(sentence);
+      expect(stdout.match(/⚙ run issue_refund once/g)).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
   });
 });
