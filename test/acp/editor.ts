@@ -1,5 +1,5 @@
 // An editor's model of a session's transcript, built from `session/update` notifications the way
-// the README (Renderers) tells editors to: messages by `messageId`, tool calls by `toolCallId`, and (ACP v1) a
+// docs/guides/renderers.md tells editors to: messages by `messageId`, tool calls by `toolCallId`, and (ACP v1) a
 // message superseded by a reset (`_meta['cleanturn/reset'].supersedes`) dropped.
 import type { SessionNotification } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
