@@ -81,7 +81,8 @@ function runInProject(name: string, code: string): string {
   return execFileSync(process.execPath, [name], { cwd: project, encoding: 'utf8' });
 }
 
-describe('installing from a clone that was never built', () => {
+// Each case runs npm, node or tsc in a child process: slow on a loaded machine, never flaky.
+describe('installing from a clone that was never built', { timeout: 120_000 }, () => {
   it('npm pack builds first and ships the built package, its types, README and LICENSE, and no sources', () => {
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json']));
     for (const entry of ['index', 'transport', 'effects', 'providers', 'renderers', 'acp', 'testing']) {
@@ -173,7 +174,7 @@ turn$.subscribe((event) => {
   });
 });
 
-describe("the README's quick start, pasted into the new project", () => {
+describe("the README's quick start, pasted into the new project", { timeout: 120_000 }, () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const quickStart = extractBlocks(readme.slice(readme.indexOf('## Quick start'))).find(
     (b) => b.lang === 'ts',
