@@ -35,11 +35,12 @@ import type { ProviderEvent } from './types.js';
  *
  * ## Example
  * ```ts
- * import { defer } from 'rxjs';
+ * import { concatMap, defer } from 'rxjs';
  * import { attemptPipeline, turnPipeline } from 'cleanturn';
  * import { openaiChat } from 'cleanturn/providers';
  *
- * const turn$ = defer(() => client.chat.completions.create({ ...request, stream: true })).pipe(
+ * const turn$ = defer(() => client.chat.completions.create({ model: 'gpt-4.1', messages, stream: true })).pipe(
+ *   concatMap((stream) => stream), // the SDK's stream of chunks: one request per attempt
  *   attemptPipeline(openaiChat()),
  *   turnPipeline({ turnId: 'turn-42', retry: { count: 2 } }),
  * );

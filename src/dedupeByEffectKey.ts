@@ -68,8 +68,9 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
  * ## Example
  * ```ts
  * import { dedupeByEffectKey, tagAttempts } from 'cleanturn';
+ * import { MemoryEffectLedger } from 'cleanturn/effects';
  *
- * const ledger = new MemoryEffectLedger(); // from 'cleanturn/effects'
+ * const ledger = new MemoryEffectLedger();
  * providerEvents$
  *   .pipe(tagAttempts(), dedupeByEffectKey({ turnId: 'turn-42', seen: ledger.seen('turn-42') }))
  *   .subscribe((e) => {

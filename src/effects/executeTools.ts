@@ -176,7 +176,7 @@ type LeasedRun = { settled: Settled; lost: boolean } | { timedOut: HandlerTimeou
  *     executeTools(
  *       {
  *         issue_refund: async (args, { effectKey, signal }) =>
- *           payments.refund(RefundArgs.parse(args), { idempotencyKey: effectKey, signal }),
+ *           payments.refund(RefundArgs.parse(args).order_id, { idempotencyKey: effectKey, signal }),
  *       },
  *       { turnId: 'turn-42', ledger },
  *     ),

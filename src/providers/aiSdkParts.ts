@@ -151,7 +151,7 @@ export interface AiSdkPartsOptions {
  * import { streamText, type TextStreamPart, tool } from 'ai';
  * import { defer } from 'rxjs';
  * import { z } from 'zod';
- * import { accumulateTurn, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
+ * import { accumulateTurn, attemptPipeline, turnPipeline } from 'cleanturn';
  * import { aiSdkParts } from 'cleanturn/providers';
  *
  * const model = createOpenAI({ apiKey: process.env.OPENAI_API_KEY }).chat('gpt-4o');
@@ -160,7 +160,7 @@ export interface AiSdkPartsOptions {
  *   // fullStream is a ReadableStream and an async iterable: the annotation picks the iterable for RxJS
  *   (): AsyncIterable<TextStreamPart<typeof tools>> =>
  *     streamText({ model, tools, prompt: 'Please refund order ORD-7781.', maxRetries: 0 }).fullStream,
- * ).pipe(aiSdkParts(), requireFinish(), retryAsEvents({ count: 2 }), cleanTurn({ turnId: 'turn-42' }));
+ * ).pipe(attemptPipeline(aiSdkParts()), turnPipeline({ turnId: 'turn-42', retry: 2 }));
  * turn$.pipe(accumulateTurn()).subscribe((turn) => console.log(turn.text));
  * ```
  *

@@ -136,15 +136,19 @@ export interface GeminiContentOptions {
  * ```ts
  * import { GoogleGenAI } from '@google/genai';
  * import { concatMap, defer } from 'rxjs';
- * import { accumulateTurn, cleanTurn, requireFinish, retryAsEvents } from 'cleanturn';
+ * import { accumulateTurn, attemptPipeline, turnPipeline } from 'cleanturn';
  * import { geminiContent } from 'cleanturn/providers';
  *
  * const ai = new GoogleGenAI({ apiKey: process.env.GEMINI_API_KEY }); // no retryOptions: the pipeline retries
  * const tools = [{ functionDeclarations: [{ name: 'issue_refund', parametersJsonSchema: {} }] }];
  * const contents = 'Please refund order ORD-7781: the book arrived damaged.';
  * defer(() => ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents, config: { tools } }))
- *   .pipe(concatMap((stream) => stream), geminiContent(), requireFinish(), retryAsEvents({ count: 2 }))
- *   .pipe(cleanTurn({ turnId: 'turn-42' }), accumulateTurn())
+ *   .pipe(
+ *     concatMap((stream) => stream), //    one request per attempt: defer subscribes again on retry
+ *     attemptPipeline(geminiContent()), // chunks → events, calls made whole, a finish required
+ *     turnPipeline({ turnId: 'turn-42', retry: 2 }),
+ *     accumulateTurn(),
+ *   )
  *   .subscribe((turn) => console.log(turn.text));
  * ```
  *
