@@ -92,7 +92,8 @@ export interface FailedAttempt {
 }
 
 /**
- * The retry cap was reached: the last attempt failed and no further attempt is allowed.
+ * The last attempt failed and no further attempt is allowed: the retry cap was reached, or (the subclass
+ * {@link RetryBudgetExhaustedError}) a shared retry budget refused the retry.
  *
  * The message reads `gave up after <failures> attempt(s): <reason of the last attempt>` (without the colon and
  * reason when the reason is empty).
@@ -123,6 +124,24 @@ export class RetriesExhaustedError extends CleanturnError {
     super(reason === '' ? summary : `${summary}: ${reason}`, { retryable: false });
     this.attempts = attempts;
     this.failures = failures;
+  }
+}
+
+/**
+ * A retry budget shared by many turns (see `retryBudget`) refused the retry that this turn's last failure asked for:
+ * the turn ends at once, without the retry's delay. Not retryable.
+ *
+ * A {@link RetriesExhaustedError} (no further attempt is allowed), with the same `attempts` and `failures`; its message
+ * reads `retry budget exhausted: gave up after <failures> attempt(s): <reason of the last attempt>`.
+ */
+export class RetryBudgetExhaustedError extends RetriesExhaustedError {
+  /**
+   * @param attempts The records kept, oldest first; the last one is the failure whose retry was refused.
+   * @param failures How many attempts failed in total (default: `attempts.length`).
+   */
+  constructor(attempts: readonly FailedAttempt[], failures: number = attempts.length) {
+    super(attempts, failures);
+    this.message = `retry budget exhausted: ${this.message}`;
   }
 }
 

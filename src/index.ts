@@ -27,6 +27,7 @@ export {
   isRetryable,
   MissingFinishError,
   RetriesExhaustedError,
+  RetryBudgetExhaustedError,
   ToolCallAssemblyError,
 } from './errors.js';
 // Policies of the help-desk comparison
@@ -36,6 +37,8 @@ export type { WithResets } from './resetOnRetry.js';
 export { resetOnRetry } from './resetOnRetry.js';
 export type { RetryAsEventsOptions } from './retryAsEvents.js';
 export { retryAsEvents } from './retryAsEvents.js';
+export type { RetryBudget, RetryBudgetOptions, RetryBudgetState } from './retryBudget.js';
+export { retryBudget } from './retryBudget.js';
 export { tagAttempts } from './tagAttempts.js';
 export type { ToolResultDoubt, ToolResultStatus } from './toolResultStatus.js';
 export { toolResultStatus } from './toolResultStatus.js';

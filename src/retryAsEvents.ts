@@ -1,4 +1,5 @@
 import {
+  defer,
   from,
   identity,
   Observable,
@@ -8,9 +9,16 @@ import {
   take,
   timer,
 } from 'rxjs';
-import { describeError, type FailedAttempt, isRetryable, RetriesExhaustedError } from './errors.js';
+import {
+  describeError,
+  type FailedAttempt,
+  isRetryable,
+  RetriesExhaustedError,
+  RetryBudgetExhaustedError,
+} from './errors.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { NotInferred } from './internal/types.js';
+import type { RetryBudget } from './retryBudget.js';
 import type { RetryEvent } from './types.js';
 
 /** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
@@ -36,6 +44,13 @@ export interface RetryAsEventsOptions {
   shouldRetry?: (error: unknown, retryCount: number) => boolean;
   /** The `reason` of the `retry` event for an error. Default: the error's message. */
   reason?: (error: unknown) => string;
+  /**
+   * A retry budget shared with other turns (see {@link retryBudget}): each subscription deposits once, before its
+   * first attempt, and each retry that `shouldRetry` and `count` allow is withdrawn before its delay. When the budget
+   * refuses, the result errors at once with a {@link RetryBudgetExhaustedError}, without waiting for the delay.
+   * Default: none, only `count` caps the retries.
+   */
+  budget?: RetryBudget;
 }
 
 /**
@@ -54,8 +69,13 @@ const KEPT_FAILURES = 32;
  * those since the count was last reset; its `failures` counts them all. An error that `shouldRetry` declines
  * passes through as it is.
  *
+ * With a `budget` shared by many turns ({@link retryBudget}), each subscription deposits once before its first
+ * attempt and each retry is withdrawn before its delay; when the budget refuses, the result errors at once with a
+ * {@link RetryBudgetExhaustedError} that carries the same records, and the delay is never asked for.
+ *
  * As in RxJS, a number is the `count` (`retryAsEvents(3)` is `retryAsEvents({ count: 3 })`), and a count of 0
- * or less returns the source itself: its errors pass through unchanged, neither retried nor wrapped.
+ * or less returns the source itself: its errors pass through unchanged, neither retried nor wrapped (with a
+ * `budget`, each subscription still deposits: a turn that is never retried is load all the same).
  *
  * ```text
  * source 1: -a-#
@@ -74,9 +94,9 @@ const KEPT_FAILURES = 32;
  * Every case of `marbles/retryAsEvents.marbles.ts`, with pictures: `docs/operators/retryAsEvents.md`.
  *
  * State: the retry count, the number of the live attempt, the most recent failed attempts, the live
- * subscription and the pending delay. A source that fails synchronously is resubscribed in a loop, not by
- * recursion, so thousands of synchronous failures in a row (also with a delay notifier that emits
- * synchronously, such as `of(0)`) do not grow the stack.
+ * subscription and the pending delay (a budget keeps its own state, shared by the turns). A source that fails
+ * synchronously is resubscribed in a loop, not by recursion, so thousands of synchronous failures in a row (also
+ * with a delay notifier that emits synchronously, such as `of(0)`) do not grow the stack.
  *
  * ## Example
  * ```ts
@@ -92,8 +112,8 @@ const KEPT_FAILURES = 32;
  *   .subscribe(render);
  * ```
  *
- * @see {@link backoff} for exponential delays with jitter.
- * @param options The cap, delay and retry predicate.
+ * @see {@link backoff} for exponential delays with jitter; {@link retryBudget} for a cap shared by many turns.
+ * @param options The cap, delay, retry predicate and budget.
  * @returns An operator that emits the source's values and a `retry` event before each new attempt.
  */
 export function retryAsEvents<T>(
@@ -122,9 +142,19 @@ export function retryAsEvents<T>(
     delay,
     resetOnSuccess = false,
     shouldRetry = isRetryable,
+    budget,
   } = options;
-  // As RxJS `retry` does (`count <= 0 ? identity : …`): nothing to retry, so the source as it is.
-  if (count <= 0) return identity;
+  // As RxJS `retry` does (`count <= 0 ? identity : …`): nothing to retry, so the source as it is. A turn that is
+  // never retried is still load that a budget is a share of: it deposits.
+  if (count <= 0) {
+    if (budget === undefined) return identity;
+    return function depositOperator(source) {
+      return defer(() => {
+        budget.deposit();
+        return source;
+      });
+    };
+  }
   const describe = options.reason ?? describeError;
   return function retryAsEventsOperator(source) {
     return new Observable<T | RetryEvent>((subscriber) => {
@@ -190,6 +220,18 @@ export function retryAsEvents<T>(
           // Every attempt so far has failed: `attempt` of them, of which `failures` holds the most recent.
           subscriber.error(new RetriesExhaustedError(failures, attempt));
           return { retry: false };
+        }
+        // Withdrawn before the delay: a refused retry is not waited for.
+        if (budget !== undefined) {
+          const allowed = safely(() => budget.tryWithdraw());
+          if (!allowed.ok) {
+            subscriber.error(allowed.error);
+            return { retry: false };
+          }
+          if (!allowed.value) {
+            subscriber.error(new RetryBudgetExhaustedError(failures, attempt));
+            return { retry: false };
+          }
         }
         retryCount++;
         return { retry: true, reason: reason.value };
@@ -267,6 +309,14 @@ export function retryAsEvents<T>(
         }
       };
 
+      // The first attempt of this subscription is load that the budget is a share of.
+      if (budget !== undefined) {
+        const deposited = safely(() => budget.deposit());
+        if (!deposited.ok) {
+          subscriber.error(deposited.error);
+          return;
+        }
+      }
       start();
       return () => {
         inner?.unsubscribe();

@@ -16,10 +16,13 @@ import {
   MissingFinishError,
   naivePolicy,
   type ProviderEvent,
+  type RetryBudget,
+  RetryBudgetExhaustedError,
   requireFinish,
   resetOnlyPolicy,
   resetOnRetry,
   retryAsEvents,
+  retryBudget,
   tagAttempts,
 } from 'cleanturn';
 import { at, call, finish, refundArgs, reset, retrying, text, usage } from 'cleanturn/testing';
@@ -189,6 +192,46 @@ check<ProviderEvent>({
   ],
 });
 
+/** A budget of your own whose `tryWithdraw` throws (a deposit that throws fails at subscription: see retryAsEventsBudget.test.ts). */
+function throwingBudget(fail: () => never): RetryBudget {
+  return {
+    deposit: () => {},
+    tryWithdraw: fail,
+    state: () => ({ deposits: 0, withdrawals: 0, available: 0, refusals: 0 }),
+  };
+}
+
+// biome-ignore format: aligned diagrams
+check<ProviderEvent>({
+  name: 'retryAsEvents with a budget',
+  // A budget that refuses every retry: the source's error becomes a RetryBudgetExhaustedError in its frame, with
+  // the record of the one attempt, and the source is not subscribed again.
+  make: () => retryAsEvents({ count: 3, budget: retryBudget({ percentCanRetry: 0, minRetriesPerSec: 0 }) }),
+  values: { a: text('Checking'), b: usage(120, 8), c: finish() },
+  expected: { a: text('Checking'), b: usage(120, 8), c: finish() },
+  errorFor: (error) =>
+    new RetryBudgetExhaustedError([{ attempt: 1, reason: 'connection reset', error, emitted: 1 }]),
+  throwing: [
+    {
+      callback: 'budget.tryWithdraw', make: (fail) => retryAsEvents({ count: 3, budget: throwingBudget(fail) }),
+      source:     '-a-#',     values: provider,
+      expected:   '-a-#',     expectedValues: provider,
+      sourceSubs: '^--!',
+    },
+    // The clock is read at the deposit (subscription) and at the withdrawal: it fails at the second reading.
+    {
+      callback: 'the clock (now)',
+      make: (fail) => {
+        let readings = 0;
+        return retryAsEvents({ count: 3, budget: retryBudget({ now: () => (readings++ === 0 ? 0 : fail()) }) });
+      },
+      source:     '-a-#',     values: provider,
+      expected:   '-a-#',     expectedValues: provider,
+      sourceSubs: '^--!',
+    },
+  ],
+});
+
 check<AssembledEvent<ProviderEvent>>({
   name: 'requireFinish',
   make: () => requireFinish(),
@@ -251,6 +294,7 @@ it('covers every operator and policy', () => {
       'cleanTurn',
       'accumulateTurn',
       'retryAsEvents',
+      'retryAsEvents with a budget',
       'requireFinish',
       'naivePolicy',
       'resetOnlyPolicy',

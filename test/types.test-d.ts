@@ -9,6 +9,9 @@ import type {
   ProviderEvent,
   RepeatedToolCall,
   ResetEvent,
+  RetryBudget,
+  RetryBudgetOptions,
+  RetryBudgetState,
   RetryEvent,
   TextEvent,
   ToolCallDeltaEvent,
@@ -29,13 +32,18 @@ import {
   lateExecutionPolicy,
   naivePolicy,
   type RetriesExhaustedError,
+  type RetryBudgetExhaustedError,
   requireFinish,
   resetOnlyPolicy,
   resetOnRetry,
   retryAsEvents,
+  retryBudget,
   tagAttempts,
+  turnPipeline,
 } from 'cleanturn';
+import { openaiChat } from 'cleanturn/providers';
 import { text } from 'cleanturn/testing';
+import { streamTurn } from 'cleanturn/transport';
 import { type MonoTypeOperatorFunction, type Observable, type OperatorFunction, of } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
 
@@ -376,5 +384,63 @@ describe('retryAsEvents with a count, as RxJS retry(count)', () => {
   test('its error says how many attempts failed in total', () => {
     expectTypeOf<RetriesExhaustedError['failures']>().toBeNumber();
     expectTypeOf<FailedAttempt['attempt']>().toBeNumber();
+  });
+});
+
+describe('retryBudget', () => {
+  test('makes a RetryBudget from optional numbers and a clock', () => {
+    expectTypeOf(retryBudget()).toEqualTypeOf<RetryBudget>();
+    expectTypeOf(retryBudget).parameter(0).toEqualTypeOf<RetryBudgetOptions | undefined>();
+    expectTypeOf(
+      retryBudget({ ttlMs: 10_000, percentCanRetry: 0.2, minRetriesPerSec: 10, now: Date.now }),
+    ).toEqualTypeOf<RetryBudget>();
+    expectTypeOf(retryBudget().tryWithdraw()).toBeBoolean();
+    expectTypeOf(retryBudget().deposit()).toBeVoid();
+    expectTypeOf(retryBudget().state()).toEqualTypeOf<RetryBudgetState>();
+    expectTypeOf<RetryBudgetState>().toEqualTypeOf<{
+      deposits: number;
+      withdrawals: number;
+      available: number;
+      refusals: number;
+    }>();
+    // @ts-expect-error the window is a number of milliseconds
+    retryBudget({ ttlMs: '10s' });
+    // @ts-expect-error the clock returns milliseconds, not a Date
+    retryBudget({ now: () => new Date() });
+    // @ts-expect-error a misspelt option
+    retryBudget({ percentageCanRetry: 0.2 });
+  });
+
+  test('retryAsEvents, turnPipeline and streamTurn take one as their budget', () => {
+    const budget = retryBudget();
+    expectTypeOf(provider$.pipe(retryAsEvents({ count: 3, budget }))).toEqualTypeOf<
+      Observable<ProviderEvent>
+    >();
+    expectTypeOf(whole$.pipe(turnPipeline({ turnId: 't', retry: { count: 3, budget } }))).toEqualTypeOf<
+      Observable<TurnEvent>
+    >();
+    expectTypeOf(
+      streamTurn({ turnId: 't', adapter: openaiChat(), request: () => 'http://127.0.0.1/', budget }),
+    ).toEqualTypeOf<Observable<TurnEvent>>();
+    // A budget of your own (shared by several processes, say) is any object with the three methods.
+    const own: RetryBudget = {
+      deposit() {},
+      tryWithdraw: () => true,
+      state: () => ({ deposits: 0, withdrawals: 0, available: 0, refusals: 0 }),
+    };
+    retryAsEvents({ budget: own });
+    // @ts-expect-error a budget is an object, not a share
+    retryAsEvents({ budget: 0.2 });
+    // @ts-expect-error tryWithdraw answers with a boolean
+    retryAsEvents({ budget: { ...own, tryWithdraw: () => 1 } });
+    // @ts-expect-error streamTurn's budget is a RetryBudget too
+    streamTurn({ turnId: 't', adapter: openaiChat(), request: () => 'http://127.0.0.1/', budget: {} });
+  });
+
+  test('its refusal is a RetriesExhaustedError with the attempt records', () => {
+    expectTypeOf<RetryBudgetExhaustedError>().toExtend<RetriesExhaustedError>();
+    expectTypeOf<RetryBudgetExhaustedError['attempts']>().toEqualTypeOf<readonly FailedAttempt[]>();
+    expectTypeOf<RetryBudgetExhaustedError['failures']>().toBeNumber();
+    expectTypeOf<RetryBudgetExhaustedError['retryable']>().toBeBoolean();
   });
 });

@@ -6,6 +6,7 @@ import {
   type EffectKeyLookup,
   isRetryable,
   type ProviderEvent,
+  type RetryBudget,
   type ToolCallEvent,
   type TurnEvent,
   type TurnState,
@@ -30,6 +31,12 @@ export interface StreamTurnOptions<I = unknown> {
    * `retry + 1` attempts. Default 2.
    */
   retry?: number;
+  /**
+   * A retry budget shared with other turns (`retryBudget()` of `cleanturn`): the turn deposits once, and each retry
+   * is withdrawn before its wait; a refused retry fails the turn at once with `RetryBudgetExhaustedError`. Default:
+   * none, only `retry` caps the retries.
+   */
+  budget?: RetryBudget;
   /**
    * Abort an attempt (retryable) after this many milliseconds without a byte of the response. Default 60 000;
    * `0` turns it off.
@@ -64,7 +71,7 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * ```text
  * fromSSE → sseJson → attemptPipeline(adapter), which ends at the finish   (one attempt)
- *   → turnPipeline({ turnId, early, seen, retry: { count: retry, delay: backoff, honouring retry-after } })
+ *   → turnPipeline({ turnId, early, seen, retry: { count: retry, budget, delay: backoff, honouring retry-after } })
  * ```
  *
  * Each attempt is a new request; an abandoned attempt's request is aborted. An attempt ends at its finish (the
@@ -75,7 +82,9 @@ export interface StreamTurnOptions<I = unknown> {
  * Errors that are not retryable (a 401, an invalid request, a response that is not an event stream, SSE text
  * past `maxBufferSize`) end the turn at once; after `retry` retries the turn errors with
  * `RetriesExhaustedError` (with `retry: 0` nothing is retried, and the attempt's own error ends the turn,
- * as RxJS `retry` passes it through with a count of 0). `onReport` receives every attempt's usage, the abandoned ones too.
+ * as RxJS `retry` passes it through with a count of 0). With a `budget` shared by many turns, a retry the budget
+ * refuses ends the turn at once with `RetryBudgetExhaustedError`, without its wait. `onReport` receives every
+ * attempt's usage, the abandoned ones too.
  *
  * ## Example
  * ```ts
@@ -108,6 +117,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     early,
     seen,
     onReport,
+    budget,
   } = options;
   if (!Number.isInteger(retry) || retry < 0)
     throw new RangeError('streamTurn: retry must be an integer >= 0');
@@ -132,6 +142,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         seen,
         retry: {
           count: retry,
+          budget,
           shouldRetry: (error) =>
             isRetryable(error) &&
             !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),

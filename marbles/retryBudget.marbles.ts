@@ -1,0 +1,61 @@
+import { RetryBudgetExhaustedError, retryAsEvents, retryBudget } from 'cleanturn';
+import { defineMarbles, finish, retrying, text } from 'cleanturn/testing';
+
+const reset = new Error('connection reset');
+const v = { a: text('Refunding the dam'), b: text('Refund'), c: text('Refund started.'), f: finish() };
+
+// One retry per 10-frame window, whatever the first attempts: a floor of 100 retries per second over 10 ms, and no
+// share of first attempts. Made inside the run, the budget reads TestScheduler's virtual time (its default clock).
+const onePerWindow = 'retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100 })';
+const budget = () => retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100 });
+
+export default defineMarbles({
+  name: 'retryBudget',
+  summary:
+    'A retry budget shared by many turns (`retryAsEvents({ budget })`): retries may be at most a share of first' +
+    ' attempts over a sliding window, plus a floor per second; a refused retry ends the turn at once.',
+  cases: [
+    {
+      title: 'the window holds one retry: the second is refused, and the turn fails at once',
+      source: ['-a-#', '--b-#'],
+      values: v,
+      error: reset,
+      label: `retryAsEvents({ count: 3, budget: ${onePerWindow} })`,
+      operator: () => retryAsEvents({ count: 3, budget: budget() }),
+      expected: /* */ '-a-r-b-#',
+      expectedValues: { ...v, r: retrying('connection reset', reset) },
+      expectedError: new RetryBudgetExhaustedError([
+        { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
+        { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
+      ]),
+      subscriptions: ['^--!', '---^---!'],
+    },
+    {
+      title: 'the window slides: 10 frames after the first retry, a retry is allowed again',
+      source: ['-a-#', '--b-------#', '--c-f-|'],
+      values: v,
+      error: reset,
+      label: `retryAsEvents({ count: 3, budget: ${onePerWindow} })`,
+      operator: () => retryAsEvents({ count: 3, budget: budget() }),
+      expected: /* */ '-a-r-b-------r-c-f-|',
+      expectedValues: { ...v, r: retrying('connection reset', reset) },
+      subscriptions: ['^--!', '---^---------!', '-------------^-----!'],
+    },
+    {
+      title:
+        'a refused retry is refused before its delay: the turn does not wait for a retry it will not make',
+      source: ['-a-#', '--b-#'],
+      values: v,
+      error: reset,
+      label: `retryAsEvents({ count: 3, delay: 5, budget: ${onePerWindow} })`,
+      operator: () => retryAsEvents({ count: 3, delay: 5, budget: budget() }),
+      expected: /* */ '-a------r-b-#',
+      expectedValues: { ...v, r: retrying('connection reset', reset) },
+      expectedError: new RetryBudgetExhaustedError([
+        { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
+        { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
+      ]),
+      subscriptions: ['^--!', '--------^---!'],
+    },
+  ],
+});
