@@ -14,6 +14,6 @@ export {
 export type { FromSSEOptions, SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
 export { fromSSE } from './fromSSE.js';
 export { sseJson } from './sseJson.js';
-export type { StreamTurnOptions } from './streamTurn.js';
+export type { AttemptPlan, StreamTurnOptions } from './streamTurn.js';
 export { streamTurn } from './streamTurn.js';
 export type { AttemptReport, TurnReport } from './turnReport.js';

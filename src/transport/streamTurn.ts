@@ -18,12 +18,35 @@ import { fromSSE, type SseRequest } from './fromSSE.js';
 import { sseJson } from './sseJson.js';
 import { type TurnReport, toTurnReport } from './turnReport.js';
 
-/** Options of {@link streamTurn}. */
+/**
+ * What one attempt of a turn runs, as {@link StreamTurnOptions.plan} chooses it: the request, the adapter of the
+ * format its server speaks, and the names the turn's report bills the attempt under.
+ */
+export interface AttemptPlan {
+  /** Makes the attempt's HTTP request; pass `signal` on to fetch if you build a `Request`. */
+  request: (context: { signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
+  /** The adapter of the server's wire format (`openaiChat()`, `anthropicMessages()`…). */
+  adapter: OperatorFunction<never, ProviderEvent>;
+  /** The provider's name, for the report (`AttemptReport.provider`). */
+  provider?: string;
+  /** The model's name, for the report (`AttemptReport.model`). */
+  model?: string;
+}
+
+/** Options of {@link streamTurn}: `request` and `adapter` for every attempt, or a `plan` per attempt. */
 export interface StreamTurnOptions<I = unknown> {
   /** Makes the HTTP request of each attempt (1-based `attempt`); pass `signal` on to fetch if you build a `Request`. */
-  request: (context: { attempt: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
+  request?: (context: { attempt: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
   /** The provider adapter, from parsed SSE payloads to provider events (`openaiChat()`, `anthropicMessages()`…). */
-  adapter: OperatorFunction<I, ProviderEvent>;
+  adapter?: OperatorFunction<I, ProviderEvent>;
+  /**
+   * In place of `request` and `adapter`: what each attempt runs (1-based `attempt`), e.g. another provider after
+   * two failures. The reset before the attempt makes a switch of model safe: the user never reads two
+   * generations glued together, and the calls of an abandoned attempt never run. Called when the attempt
+   * starts; what it throws fails the attempt like any error (throw one with `retryable: false`, e.g. when no
+   * provider is left, to end the turn).
+   */
+  plan?: (context: { attempt: number }) => AttemptPlan;
   /** The turn's id, stable across retries and restarts: the scope of effect keys. */
   turnId: string;
   /**
@@ -107,8 +130,6 @@ export interface StreamTurnOptions<I = unknown> {
  */
 export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {
   const {
-    request,
-    adapter,
     turnId,
     retry = 2,
     stallTimeout = 60_000,
@@ -121,19 +142,23 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
   } = options;
   if (!Number.isInteger(retry) || retry < 0)
     throw new RangeError('streamTurn: retry must be an integer >= 0');
+  const plan = planOf(options);
   const wait = options.backoff === false ? undefined : backoff(options.backoff ?? {});
 
   return defer(() => {
     // The attempt the next subscription to the source makes.
     let attempt = 0;
+    // The provider and model of each attempt, for the report.
+    const labels = new Map<number, { provider?: string; model?: string }>();
     const oneAttempt = defer(() => {
       attempt++;
-      const current = attempt;
-      return fromSSE(({ signal }) => request({ attempt: current, signal }), {
+      const chosen = plan(attempt);
+      labels.set(attempt, { provider: chosen.provider, model: chosen.model });
+      return fromSSE(chosen.request, {
         fetch: options.fetch,
         stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
         maxBufferSize,
-      }).pipe(sseJson<I>(), attemptPipeline(adapter));
+      }).pipe(sseJson<never>(), attemptPipeline(chosen.adapter));
     });
     const events = oneAttempt.pipe(
       turnPipeline({
@@ -155,7 +180,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       }),
     );
     if (onReport === undefined) return events;
-    return reporting(events, turnId, onReport);
+    return reporting(events, turnId, onReport, labels);
   });
 }
 
@@ -164,6 +189,7 @@ function reporting(
   events: Observable<TurnEvent>,
   turnId: string,
   onReport: (report: TurnReport) => void,
+  labels: ReadonlyMap<number, { provider?: string; model?: string }>,
 ): Observable<TurnEvent> {
   return new Observable<TurnEvent>((subscriber) => {
     let state: TurnState<unknown> | undefined;
@@ -172,7 +198,7 @@ function reporting(
       if (reported) return;
       reported = true;
       try {
-        onReport(toTurnReport(turnId, state, end));
+        onReport(toTurnReport(turnId, state, end, labels));
       } catch (error) {
         // A failing report must not change how the turn ends for its consumer: report it as RxJS reports an
         // error nobody handles.
@@ -203,4 +229,18 @@ function reporting(
       report({ outcome: 'cancelled' });
     };
   });
+}
+
+/** The plan of each attempt: the user's, or the same request and adapter every time. */
+function planOf<I>(options: StreamTurnOptions<I>): (attempt: number) => AttemptPlan {
+  const { request, adapter, plan } = options;
+  if (plan !== undefined) {
+    if (request !== undefined || adapter !== undefined)
+      throw new TypeError('streamTurn: pass either a plan or request and adapter, not both');
+    return (attempt) => plan({ attempt });
+  }
+  if (request === undefined || adapter === undefined)
+    throw new TypeError('streamTurn: request and adapter (or a plan) are required');
+  const same = adapter as OperatorFunction<never, ProviderEvent>;
+  return (attempt) => ({ adapter: same, request: ({ signal }) => request({ attempt, signal }) });
 }

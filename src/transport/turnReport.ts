@@ -22,6 +22,10 @@ export interface AttemptReport {
   textLength: number;
   /** Tool calls of the attempt that were released to the tools. */
   toolCalls: number;
+  /** The provider the attempt went to, when a plan named it (`streamTurn`'s `plan`). */
+  provider?: string;
+  /** The model the attempt asked for, when a plan named it. */
+  model?: string;
 }
 
 /** What a turn cost and how it ended, for logs and billing. */
@@ -52,6 +56,7 @@ export function toTurnReport(
   turnId: string,
   state: TurnState<unknown> | undefined,
   end: { outcome: TurnReport['outcome']; error?: unknown },
+  labels?: ReadonlyMap<number, { provider?: string; model?: string }>,
 ): TurnReport {
   const records = state?.attempts ?? [
     { attempt: 1, outcome: 'streaming' as const, textLength: 0, toolCalls: 0 },
@@ -81,6 +86,9 @@ export function toTurnReport(
           : undefined);
     if (reason !== undefined) report.reason = reason;
     if (record.usage !== undefined) report.usage = record.usage;
+    const label = labels?.get(record.attempt);
+    if (label?.provider !== undefined) report.provider = label.provider;
+    if (label?.model !== undefined) report.model = label.model;
     return report;
   });
   const usage: Usage = {};
