@@ -9,8 +9,7 @@ import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractBlocks } from '../scripts/readmeCode.js';
-import { chatTranscript } from './support/chatTranscript.js';
-import { startServer } from './support/httpServer.js';
+import { lastSentence, retriedChatServer } from './support/retriedChatServer.js';
 
 const root = resolve(import.meta.dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -74,6 +73,14 @@ beforeAll(() => {
 afterAll(() => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
+
+/** Type-checks the project with the repository's TypeScript and the given config; throws with tsc's report. */
+function typecheck(config: string): void {
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', config], {
+    cwd: project,
+    encoding: 'utf8',
+  });
+}
 
 /** Runs `code` as a file of the project (`name` decides ESM or CommonJS) and returns what it printed. */
 function runInProject(name: string, code: string): string {
@@ -167,10 +174,7 @@ turn$.subscribe((event) => {
 });
 `,
     );
-    const tsc = join(root, 'node_modules/typescript/bin/tsc');
-    expect(() =>
-      execFileSync(process.execPath, [tsc, '-p', '.'], { cwd: project, encoding: 'utf8' }),
-    ).not.toThrow();
+    expect(() => typecheck('tsconfig.json')).not.toThrow();
   });
 });
 
@@ -179,8 +183,6 @@ describe("the README's quick start, pasted into the new project", { timeout: 120
   const quickStart = extractBlocks(readme.slice(readme.indexOf('## Quick start'))).find(
     (b) => b.lang === 'ts',
   );
-  const refund = { order_id: 'ORD-7781' };
-  const sentence = 'The book arrived damaged, so I have started a full refund.';
 
   it('type-checks against the installed package', () => {
     if (quickStart === undefined) throw new Error('the README has no quick start block');
@@ -200,39 +202,12 @@ describe("the README's quick start, pasted into the new project", { timeout: 120
         include: ['quickstart.ts'],
       }),
     );
-    const tsc = join(root, 'node_modules/typescript/bin/tsc');
-    expect(() =>
-      execFileSync(process.execPath, [tsc, '-p', 'tsconfig.quickstart.json'], {
-        cwd: project,
-        encoding: 'utf8',
-      }),
-    ).not.toThrow();
+    expect(() => typecheck('tsconfig.quickstart.json')).not.toThrow();
   });
 
   it("runs: attempt 2's text, the refund released once, one request per attempt", async () => {
     if (quickStart === undefined) throw new Error('the README has no quick start block');
-    const first = chatTranscript(
-      [
-        { text: 'Checking order ORD-7781. ' },
-        { call: { id: 'call_c1', name: 'issue_refund', args: JSON.stringify(refund) } },
-        { text: 'Refunding the dam' },
-        { text: 'aged book.' },
-      ],
-      { usage: { prompt: 40, completion: 20 } },
-    );
-    const second = chatTranscript(
-      [
-        { text: 'Checking order ORD-7781. ' },
-        { call: { id: 'call_c7', name: 'issue_refund', args: JSON.stringify(refund) } },
-        { text: sentence },
-      ],
-      { usage: { prompt: 40, completion: 30 } },
-    );
-    const server = await startServer((n) =>
-      n === 0
-        ? { body: first.body, destroyAfter: first.after('text:Refunding the dam') }
-        : { body: second.body },
-    );
+    const server = await retriedChatServer();
     try {
       const js = ts.transpileModule(quickStart.code, {
         compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
@@ -253,7 +228,7 @@ describe("the README's quick start, pasted into the new project", { timeout: 120
         );
       });
       expect(server.requests).toHaveLength(2);
-      expect(stdout).toContain(sentence);
+      expect(stdout).toContain(lastSentence);
       expect(stdout.match(/⚙ run issue_refund once/g)).toHaveLength(1);
     } finally {
       await server.close();

@@ -9,43 +9,15 @@ import { effectKey } from 'cleanturn';
 import { describe, expect, it } from 'vitest';
 import { documentPaths } from '../scripts/readme.js';
 import { type CodeBlock, extractBlocks, runBlock } from '../scripts/readmeCode.js';
-import { chatTranscript } from './support/chatTranscript.js';
-import { startServer, type TestServer } from './support/httpServer.js';
+import type { TestServer } from './support/httpServer.js';
+import { lastSentence, refund, retriedChatServer } from './support/retriedChatServer.js';
 
-const refund = { order_id: 'ORD-7781', amount: 'full' };
 const refundKey = effectKey('turn-42', { name: 'issue_refund', args: refund });
-const lastSentence = 'The book arrived damaged, so I have started a full refund.';
 const apiKey = 'sk-loopback';
-
-// Attempt 1 streams text, the whole refund call (c1) and half a sentence; the connection resets inside a word.
-const attempt1 = chatTranscript(
-  [
-    { text: 'Checking order ORD-7781. ' },
-    { call: { id: 'call_c1', name: 'issue_refund', args: JSON.stringify(refund) } },
-    { text: 'Refunding the dam' },
-    { text: 'aged book in full.' },
-  ],
-  { usage: { prompt: 142, completion: 31 } },
-);
-// Every later attempt is whole: the same refund with another id (c7), a sentence, the finish and the usage.
-const attempt2 = chatTranscript(
-  [
-    { text: 'Checking order ORD-7781. ' },
-    { call: { id: 'call_c7', name: 'issue_refund', args: JSON.stringify(refund) } },
-    { text: lastSentence },
-  ],
-  { usage: { prompt: 142, completion: 58 } },
-);
-
-/** A server that answers the first request with attempt 1, cut after "Refunding the dam", and the others whole. */
-function chatServer(): Promise<TestServer> {
-  const cut = attempt1.after('text:Refunding the dam');
-  return startServer((n) => (n === 0 ? { body: attempt1.body, destroyAfter: cut } : { body: attempt2.body }));
-}
 
 /** Runs a block against a fresh server; what it printed and the requests the server received. */
 async function runAgainstServer(block: CodeBlock): Promise<{ stdout: string; server: TestServer }> {
-  const server = await chatServer();
+  const server = await retriedChatServer();
   try {
     const stdout = await runBlock(block, {
       env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: apiKey },

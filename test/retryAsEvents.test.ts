@@ -24,14 +24,9 @@ import {
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
+import { attemptsOf } from './support/attemptsOf.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-
-/** A source whose n-th subscription subscribes to the n-th observable (the last one again after that). */
-function attemptsOf<T>(...attempts: Observable<T>[]): Observable<T> {
-  let next = 0;
-  return defer(() => attempts[Math.min(next++, attempts.length - 1)] as Observable<T>);
-}
 
 const e1 = new Error('first failed');
 const e2 = new Error('second failed');

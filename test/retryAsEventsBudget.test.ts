@@ -11,17 +11,12 @@ import {
   turnPipeline,
 } from 'cleanturn';
 import { finish, reset, retrying, text } from 'cleanturn/testing';
-import { defer, type Observable, of, tap, throwError } from 'rxjs';
+import { defer, of, tap, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
+import { attemptsOf } from './support/attemptsOf.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-
-/** A source whose n-th subscription subscribes to the n-th observable (the last one again after that). */
-function attemptsOf<T>(...attempts: Observable<T>[]): Observable<T> {
-  let next = 0;
-  return defer(() => attempts[Math.min(next++, attempts.length - 1)] as Observable<T>);
-}
 
 /** A budget that records what it was asked and answers withdrawals from a list (the last answer repeats). */
 function scriptedBudget(...answers: boolean[]): RetryBudget & { calls: string[] } {

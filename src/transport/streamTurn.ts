@@ -125,7 +125,7 @@ export interface StreamTurnOptions<I = unknown> {
  * }).subscribe(render);
  * ```
  *
- * @param options The request, the adapter, the turn id, and the retry policy.
+ * @param options The request and the adapter (or a `plan` per attempt), the turn id, and the retry policy.
  * @returns A cold Observable of the clean turn; each subscription runs the turn.
  */
 export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {

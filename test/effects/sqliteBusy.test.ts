@@ -171,6 +171,8 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
 
   it('a claim whose signal is aborted stops waiting at once, claims nothing and leaves no timer behind', async () => {
     const { ledger } = await lockedLedger(HOLD_MS);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
     const controller = new AbortController();
     const pending = Promise.resolve(
       ledger.claim('turn-1', 'k', { leaseMs: 60_000, signal: controller.signal }),
@@ -181,6 +183,7 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
     const reason = new Error('turn unsubscribed');
     controller.abort(reason);
     expect(await pending).toBe(reason);
+    expect(timers()).toBeLessThanOrEqual(before);
     // The lock is released later: the abandoned claim never lands.
     await stopFixtures();
     await new Promise((resolve) => setTimeout(resolve, 100));

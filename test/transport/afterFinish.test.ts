@@ -4,10 +4,10 @@
 import { openaiChat } from 'cleanturn/providers';
 import { fromSSE, sseJson, streamTurn } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
-import { settledResources } from '../support/resources.js';
+import { expectNoLeftoverHandles } from '../support/resources.js';
 import { collectTurn } from './collectTurn.js';
 
 const text = 'Your refund for ORD-7781 has started.';
@@ -16,15 +16,9 @@ const noUsage = chatTranscript([{ text }]);
 const withUsage = chatTranscript([{ text }], { usage: { prompt: 12, completion: 9 } });
 
 let server: TestServer | undefined;
-let baseline: string[] = [];
-beforeEach(() => {
-  baseline = process.getActiveResourcesInfo();
-});
-afterEach(async () => {
+expectNoLeftoverHandles(async () => {
   await server?.close();
   server = undefined;
-  const count = (list: string[]) => list.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length;
-  expect(count(await settledResources(baseline))).toBeLessThanOrEqual(count(baseline));
 });
 
 /** One turn against `first` (then a whole second attempt, which must not be asked for); two attempts at most. */

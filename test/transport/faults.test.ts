@@ -3,11 +3,11 @@
 import { effectKey, RetriesExhaustedError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { HttpStatusError, streamTurn } from 'cleanturn/transport';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { prng, seed } from '../support/random.js';
-import { settledResources } from '../support/resources.js';
+import { expectNoLeftoverHandles } from '../support/resources.js';
 import { collectTurn } from './collectTurn.js';
 
 const args = '{"order_id":"ORD-7781","amount":"full"}';
@@ -35,17 +35,9 @@ const attempt2 = chatTranscript(
 const whole: ScriptedResponse = { body: attempt2.body, chunkSize: 64 };
 
 let server: TestServer | undefined;
-let baseline: string[] = [];
-beforeEach(() => {
-  baseline = process.getActiveResourcesInfo();
-});
-afterEach(async () => {
+expectNoLeftoverHandles(async () => {
   await server?.close();
   server = undefined;
-  const left = await settledResources(baseline);
-  expect(left.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length).toBeLessThanOrEqual(
-    baseline.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length,
-  );
 });
 
 /** The user reads attempt 2 only, one reset arrived, c7 ran once with the meaning key, two attempts were billed. */

@@ -9,20 +9,14 @@ import {
   StallError,
 } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
-import { settledResources } from '../support/resources.js';
+import { expectNoLeftoverHandles } from '../support/resources.js';
 
 let server: TestServer | undefined;
-let baseline: string[] = [];
-beforeEach(() => {
-  baseline = process.getActiveResourcesInfo();
-});
-afterEach(async () => {
+expectNoLeftoverHandles(async () => {
   await server?.close();
   server = undefined;
-  const count = (list: string[]) => list.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length;
-  expect(count(await settledResources(baseline))).toBeLessThanOrEqual(count(baseline));
 });
 
 const MB = 1024 * 1024;

@@ -5,11 +5,11 @@ import { performance } from 'node:perf_hooks';
 import { RetriesExhaustedError, RetryBudgetExhaustedError, retryBudget, type TurnEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { streamTurn, type TurnReport } from 'cleanturn/transport';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { prng, seed } from '../support/random.js';
-import { settledResources } from '../support/resources.js';
+import { expectNoLeftoverHandles } from '../support/resources.js';
 
 const cleanText = 'Refund started.';
 const whole: ScriptedResponse = { body: chatTranscript([{ text: cleanText }]).body };
@@ -22,17 +22,9 @@ const overloaded: ScriptedResponse = {
 };
 
 let server: TestServer | undefined;
-let baseline: string[] = [];
-beforeEach(() => {
-  baseline = process.getActiveResourcesInfo();
-});
-afterEach(async () => {
+expectNoLeftoverHandles(async () => {
   await server?.close();
   server = undefined;
-  const left = await settledResources(baseline);
-  expect(left.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length).toBeLessThanOrEqual(
-    baseline.filter((r) => r === 'TCPSocketWrap' || r === 'Timeout').length,
-  );
 });
 
 /** What one turn did, as its consumer saw it. */
