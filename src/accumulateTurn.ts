@@ -32,6 +32,11 @@ export interface AttemptRecord {
   readonly textLength: number;
   /** Tool calls of it that reached this point of the pipeline (after buffering: the released ones). */
   readonly toolCalls: number;
+  /**
+   * How many times its connection was cut and resumed (`resume` events): the same generation went on, billed
+   * once. Absent when it never was.
+   */
+  readonly resumes?: number;
 }
 
 /** A snapshot of the turn, as {@link accumulateTurn} emits it after every event. Never mutated. */
@@ -60,7 +65,8 @@ type CallOf<E> = Extract<E, { type: 'tool-call' | 'tool-call-repeat' }>;
  * Reduces the turn stream to the current turn state, emitting an immutable snapshot after every event.
  *
  * A `reset` (or `retry`, or any event of a newer attempt) starts a new live attempt: the text and released
- * calls start over and the previous attempt's record is closed as abandoned. Events of older attempts, and
+ * calls start over and the previous attempt's record is closed as abandoned. A `resume` starts nothing: the
+ * attempt's record counts it (`resumes`), and its text goes on. Events of older attempts, and
  * events of an attempt after its finish (usage excepted), are ignored: the rules of {@link AttemptTracker}. Every attempt keeps a record of its usage, text length and calls, so that a turn's full cost is
  * visible.
  *
@@ -141,6 +147,8 @@ class TurnAccumulator<C> {
   private finish: Attempted<FinishEvent> | undefined = undefined;
   /** The live attempt's usage; replaced when a usage event arrives. */
   private usage: Usage | undefined = undefined;
+  /** How many times the live attempt was resumed. */
+  private resumes = 0;
   /** The last snapshot, returned again for stragglers. */
   private snapshot: TurnState<C> | undefined = undefined;
 
@@ -174,6 +182,9 @@ class TurnAccumulator<C> {
       case 'finish':
         this.finish = event as unknown as Attempted<FinishEvent>;
         break;
+      case 'resume':
+        this.resumes++;
+        break;
     }
     return this.snap();
   }
@@ -192,6 +203,7 @@ class TurnAccumulator<C> {
     this.toolCalls = [];
     this.finish = undefined;
     this.usage = undefined;
+    this.resumes = 0;
   }
 
   private record(attempt: number, endedAs: 'abandoned' | 'live', reason?: string): AttemptRecord {
@@ -212,13 +224,14 @@ class TurnAccumulator<C> {
     if (reason !== undefined) record.reason = reason;
     if (this.finish !== undefined) record.finishReason = this.finish.reason;
     if (this.usage !== undefined) record.usage = this.usage;
+    if (this.resumes > 0) record.resumes = this.resumes;
     return record;
   }
 
   /** The live attempt's record; the common cases are single object literals (one shape each, no added keys). */
   private liveRecord(): AttemptRecord {
     const { attempt } = this.attempts;
-    if (this.finish !== undefined) return this.record(attempt, 'live');
+    if (this.finish !== undefined || this.resumes > 0) return this.record(attempt, 'live');
     const { usage } = this;
     const textLength = this.text.length;
     const toolCalls = this.toolCalls.length;

@@ -54,6 +54,7 @@ export type {
   ReleasedCall,
   RepeatedToolCall,
   ResetEvent,
+  ResumeEvent,
   RetryEvent,
   TextEvent,
   ToolCallDeltaEvent,

@@ -74,6 +74,20 @@ export interface RetryEvent {
   error?: unknown;
 }
 
+/**
+ * The connection of the live attempt was cut and is resumed: the same generation goes on after `after`, where it
+ * was cut (OpenAI Responses in background mode; `resumeResponse` of `cleanturn/transport` emits it). Unlike a
+ * `retry`, no new attempt starts and nothing is discarded: what the user read stays, held calls stay held, and
+ * nothing is billed twice. A UI may say "reconnecting" until the next text arrives.
+ */
+export interface ResumeEvent {
+  type: 'resume';
+  /** The last position of the stream that arrived before the cut (a Responses `sequence_number`). */
+  after: number;
+  /** Why the connection was cut, for people and logs. */
+  reason: string;
+}
+
 /** Everything a provider stream can say, in provider-neutral form. */
 export type ProviderEvent =
   | TextEvent
@@ -81,7 +95,8 @@ export type ProviderEvent =
   | ToolCallEvent
   | UsageEvent
   | FinishEvent
-  | RetryEvent;
+  | RetryEvent
+  | ResumeEvent;
 
 /**
  * An event stamped with the attempt it belongs to (1 for the first attempt). A `retry` carries the number of
@@ -121,7 +136,7 @@ export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetE
 
 /** The clean turn stream that {@link cleanTurn} emits: like {@link PolicyEvent}, with keyed tool calls. */
 export type TurnEvent =
-  | Attempted<TextEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent>
+  | Attempted<TextEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent | ResumeEvent>
   | KeyedToolCall
   | RepeatedToolCall
   | ResetEvent;

@@ -30,6 +30,7 @@ const operators = [
   'anthropicMessages',
   'geminiContent',
   'aiSdkParts',
+  'resumeResponse',
 ];
 
 it('has one marble spec per operator and policy', () => {

@@ -154,6 +154,8 @@ function label(e: WholeEvent): string {
       return `finish(${e.reason})`;
     case 'retry':
       return `retry(${e.reason})`;
+    case 'resume':
+      return `resume(${e.after})`;
   }
 }
 

@@ -8,6 +8,7 @@
 // The executor's result events, defined by the core and read here.
 export type { ToolResultLike } from 'cleanturn';
 export type {
+  ResumeNotice,
   RetryNotice,
   ToolCallView,
   ToolCallViewStatus,

@@ -53,6 +53,15 @@ export interface RetryNotice {
   reason: string;
 }
 
+/** A message a UI shows beside the text: the connection was cut, and the same answer goes on (the text stays). */
+export interface ResumeNotice {
+  type: 'resuming';
+  /** The live attempt, which goes on. */
+  attempt: number;
+  /** Why the connection was cut. */
+  reason: string;
+}
+
 /**
  * What a user should see now, as {@link reduceView} computes it. Never mutated: every change makes a new
  * snapshot that shares what did not change (the text string, the tool call array).
@@ -72,8 +81,11 @@ export interface TurnView {
   readonly refusal: string | undefined;
   /** Every reset so far, oldest first: `resets.length` is the number of retries the user sat through. */
   readonly resets: readonly ResetEvent[];
-  /** Set by a reset until the new attempt shows something (text, a call) or finishes: "retrying…". */
-  readonly notice: RetryNotice | undefined;
+  /**
+   * Set by a reset until the new attempt shows something (text, a call) or finishes: "retrying…"; set by a
+   * `resume` until the answer goes on: "reconnecting…", with the text kept.
+   */
+  readonly notice: RetryNotice | ResumeNotice | undefined;
 }
 
 /** The empty tool call list, shared by every view without calls. */
@@ -108,6 +120,7 @@ export const initialView: TurnView = Object.freeze({
  * - `finish`: `finished`, `finishReason` and `refusal`; the notice clears;
  * - `reset` to a newer attempt (or any event of a newer attempt): text and calls start over, the reset is
  *   recorded in `resets` and shown as the notice;
+ * - `resume` of the live attempt: text and calls stay; a "resuming" notice shows until the answer goes on;
  * - `tool-result` of a shown call: its status becomes `completed`, `running` or `failed`.
  *
  * ## Example
@@ -164,6 +177,8 @@ export function reduceView(view: TurnView, event: ViewEvent): TurnView {
         refusal: typeof event.refusal === 'string' ? event.refusal : undefined,
         notice: undefined,
       };
+    case 'resume':
+      return { ...live, notice: { type: 'resuming', attempt: live.attempt, reason: event.reason } };
     default:
       return live;
   }

@@ -1,4 +1,4 @@
-import { CleanturnError, isRetryableUpstream } from 'cleanturn';
+import { CleanturnError, describeError, isRetryableUpstream } from 'cleanturn';
 
 /**
  * The server answered with a status other than 2xx. Whether it is retryable is the answer of the table the
@@ -116,6 +116,62 @@ export class NotEventStreamError extends CleanturnError {
     this.status = status;
     this.contentType = contentType;
     this.body = body ?? '';
+  }
+}
+
+/**
+ * Why a cut response could not be resumed (see `resumeResponse`):
+ * - `not-found`: the server does not know the response (a 404: it was not created in background mode, or another
+ *   key or project made it);
+ * - `expired`: the server knows it but will not stream it any more (another 4xx);
+ * - `gap`: the resumed stream skipped events, which a resume must not lose;
+ * - `repeated`: resumes in a row (`maxResumes`) delivered no new event.
+ */
+export type ResumeFailure = 'not-found' | 'expired' | 'gap' | 'repeated';
+
+/**
+ * A cut response could not be resumed, so the attempt fails: retryable, so that an ordinary retry (a new
+ * generation, after a `reset`) takes over, with this error's message as the retry's reason.
+ */
+export class ResumeError extends CleanturnError {
+  /** Why the resume was impossible. */
+  readonly failure: ResumeFailure;
+  /** The response that was being resumed. */
+  readonly responseId: string;
+  /** The last sequence number that arrived before the failed resume. */
+  readonly after: number;
+
+  /**
+   * @param failure Why the resume was impossible.
+   * @param responseId The response's id.
+   * @param after The last sequence number that arrived.
+   * @param detail What was seen: the first missing and the next sequence number of a `gap`, the resume count of
+   *   `repeated`.
+   * @param cause The error of the resume request, when there was one.
+   */
+  constructor(
+    failure: ResumeFailure,
+    responseId: string,
+    after: number,
+    detail: { next?: number; resumes?: number } = {},
+    cause?: unknown,
+  ) {
+    const why =
+      failure === 'not-found'
+        ? 'the server does not know it'
+        : failure === 'expired'
+          ? 'the server no longer streams it'
+          : failure === 'gap'
+            ? `events ${after + 1} to ${(detail.next ?? after + 2) - 1} are missing`
+            : `${detail.resumes ?? 0} resumes in a row delivered nothing`;
+    const from = cause === undefined ? '' : ` (${describeError(cause)})`;
+    super(`cannot resume response ${responseId} after event ${after}: ${why}${from}`, {
+      retryable: true,
+      cause,
+    });
+    this.failure = failure;
+    this.responseId = responseId;
+    this.after = after;
   }
 }
 

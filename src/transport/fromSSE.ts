@@ -275,7 +275,8 @@ function rawJson(lines: readonly string[]): string | undefined {
   return undefined;
 }
 
-function toFetchArgs(made: SseRequest): [Request | string | URL, RequestInit | undefined] {
+/** The arguments of `fetch` for a request as an {@link SseRequest} gives it. */
+export function toFetchArgs(made: SseRequest): [Request | string | URL, RequestInit | undefined] {
   if (typeof made === 'string' || made instanceof URL) return [made, undefined];
   if (typeof Request !== 'undefined' && made instanceof Request) return [made, undefined];
   const { url, init } = made as { url: string | URL; init?: RequestInit };

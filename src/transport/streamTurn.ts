@@ -12,9 +12,11 @@ import {
   type TurnState,
   turnPipeline,
 } from 'cleanturn';
-import { config, defer, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
+import { config, defer, identity, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
 import { HttpStatusError } from './errors.js';
-import { fromSSE, type SseRequest } from './fromSSE.js';
+import { type FromSSEOptions, fromSSE, type SseRequest, toFetchArgs } from './fromSSE.js';
+import type { ResumeRequests } from './openaiBackground.js';
+import { resumeResponse } from './resumeResponse.js';
 import { sseJson } from './sseJson.js';
 import { type TurnReport, toTurnReport } from './turnReport.js';
 
@@ -31,6 +33,8 @@ export interface AttemptPlan {
   provider?: string;
   /** The model's name, for the report (`AttemptReport.model`). */
   model?: string;
+  /** Resume the attempt where its connection is cut instead of retrying it (see {@link StreamTurnOptions.resume}). */
+  resume?: ResumeRequests;
 }
 
 /** Options of {@link streamTurn}: `request` and `adapter` for every attempt, or a `plan` per attempt. */
@@ -47,6 +51,15 @@ export interface StreamTurnOptions<I = unknown> {
    * provider is left, to end the turn).
    */
   plan?: (context: { attempt: number }) => AttemptPlan;
+  /**
+   * Resume each attempt where its connection is cut instead of retrying it: OpenAI Responses in background mode,
+   * with `openaiBackground({ headers })`, the `openaiResponses()` adapter, and a request that asks for
+   * `background: true, stream: true`. A cut then emits a `resume` and the same generation goes on (see
+   * `resumeResponse`); when resuming is impossible (no response id yet, 404, expired, a gap, resumes that keep
+   * failing), an ordinary retry takes over, its reason saying why. An abandoned response is cancelled. With a
+   * `plan`, each attempt's plan names its own `resume`.
+   */
+  resume?: ResumeRequests;
   /** The turn's id, stable across retries and restarts: the scope of effect keys. */
   turnId: string;
   /**
@@ -154,11 +167,23 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       attempt++;
       const chosen = plan(attempt);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
-      return fromSSE(chosen.request, {
+      const sse: FromSSEOptions = {
         fetch: options.fetch,
         stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
         maxBufferSize,
-      }).pipe(sseJson<never>(), attemptPipeline(chosen.adapter));
+      };
+      const { resume } = chosen;
+      if (resume === undefined)
+        return fromSSE(chosen.request, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter));
+      return resumeResponse({
+        create: () => fromSSE(chosen.request, sse).pipe(sseJson()),
+        retrieve: ({ id, after }) =>
+          fromSSE(({ signal }) => resume.retrieve({ id, after, signal }), sse).pipe(sseJson()),
+        cancel: resume.cancel && (({ id }) => sendCancel(resume, id, options.fetch ?? globalThis.fetch)),
+        adapter: chosen.adapter,
+        maxResumes: resume.maxResumes,
+        delay: resume.delay,
+      }).pipe(attemptPipeline(identity));
     });
     const events = oneAttempt.pipe(
       turnPipeline({
@@ -233,14 +258,36 @@ function reporting(
 
 /** The plan of each attempt: the user's, or the same request and adapter every time. */
 function planOf<I>(options: StreamTurnOptions<I>): (attempt: number) => AttemptPlan {
-  const { request, adapter, plan } = options;
+  const { request, adapter, plan, resume } = options;
   if (plan !== undefined) {
-    if (request !== undefined || adapter !== undefined)
-      throw new TypeError('streamTurn: pass either a plan or request and adapter, not both');
+    if (request !== undefined || adapter !== undefined || resume !== undefined)
+      throw new TypeError('streamTurn: pass either a plan or request, adapter and resume, not both');
     return (attempt) => plan({ attempt });
   }
   if (request === undefined || adapter === undefined)
     throw new TypeError('streamTurn: request and adapter (or a plan) are required');
   const same = adapter as OperatorFunction<never, ProviderEvent>;
-  return (attempt) => ({ adapter: same, request: ({ signal }) => request({ attempt, signal }) });
+  return (attempt) => {
+    const chosen: AttemptPlan = { adapter: same, request: ({ signal }) => request({ attempt, signal }) };
+    if (resume !== undefined) chosen.resume = resume;
+    return chosen;
+  };
+}
+
+/** How long a cancel request may take; it runs after its turn, so it must end on its own. */
+const CANCEL_TIMEOUT_MS = 10_000;
+
+/** Sends the cancel request of response `id` and discards its answer. */
+async function sendCancel(resume: ResumeRequests, id: string, doFetch: typeof fetch): Promise<void> {
+  const make = resume.cancel;
+  if (make === undefined) return;
+  const controller = new AbortController();
+  const timeout = setTimeout(() => controller.abort(), CANCEL_TIMEOUT_MS);
+  try {
+    const [input, init] = toFetchArgs(await make({ id, signal: controller.signal }));
+    const response = await doFetch(input, { ...init, signal: controller.signal });
+    await response.body?.cancel();
+  } finally {
+    clearTimeout(timeout);
+  }
 }

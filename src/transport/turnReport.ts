@@ -22,6 +22,11 @@ export interface AttemptReport {
   textLength: number;
   /** Tool calls of the attempt that were released to the tools. */
   toolCalls: number;
+  /**
+   * How many times the attempt's connection was cut and resumed (`streamTurn`'s `resume`): the same generation
+   * went on, billed once. 0 when it never was.
+   */
+  resumes: number;
   /** The provider the attempt went to, when a plan named it (`streamTurn`'s `plan`). */
   provider?: string;
   /** The model the attempt asked for, when a plan named it. */
@@ -39,6 +44,8 @@ export interface TurnReport {
   text: string;
   /** Every attempt, abandoned ones included: each was billed. */
   attempts: AttemptReport[];
+  /** Resumes of all attempts: each was one more request, but no new generation (not billed again). */
+  resumes: number;
   /** Summed usage of the attempts that reported any. */
   usage: Usage;
   /** True when every attempt reported its usage. */
@@ -76,6 +83,7 @@ export function toTurnReport(
       usageKnown: record.usage !== undefined,
       textLength: record.textLength,
       toolCalls: record.toolCalls,
+      resumes: record.resumes ?? 0,
     };
     const reason =
       record.reason ??
@@ -103,6 +111,7 @@ export function toTurnReport(
     outcome: end.outcome,
     text: state?.text ?? '',
     attempts,
+    resumes: attempts.reduce((sum, a) => sum + a.resumes, 0),
     usage,
     usageComplete: attempts.length > 0 && attempts.every((a) => a.usageKnown),
   };

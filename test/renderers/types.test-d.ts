@@ -66,11 +66,10 @@ describe('cleanturn/renderers', () => {
     expectTypeOf<ToolCallViewStatus>().toEqualTypeOf<
       'released' | 'repeat' | 'running' | 'completed' | 'failed'
     >();
-    expectTypeOf<NonNullable<TurnView['notice']>>().toEqualTypeOf<{
-      type: 'retrying';
-      attempt: number;
-      reason: string;
-    }>();
+    expectTypeOf<NonNullable<TurnView['notice']>>().toEqualTypeOf<
+      | { type: 'retrying'; attempt: number; reason: string }
+      | { type: 'resuming'; attempt: number; reason: string }
+    >();
     const view = initialView;
     // @ts-expect-error a snapshot is never mutated
     view.text = 'changed';

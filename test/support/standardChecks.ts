@@ -63,8 +63,8 @@ export interface ThrowingCallback<I> {
   expected?: string;
   /** The values of `expected`; default what the sample events become. */
   expectedValues?: Record<string, unknown>;
-  /** The source's subscription; default `^!`. */
-  sourceSubs?: string;
+  /** The source's subscription; default `^!`; `[]` when the callback throws before the source is subscribed. */
+  sourceSubs?: string | string[];
 }
 
 /** Runs `body` and returns every notification that RxJS dropped because its subscriber had already stopped. */

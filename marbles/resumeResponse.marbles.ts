@@ -1,0 +1,128 @@
+import { attemptPipeline, MissingFinishError } from 'cleanturn';
+import { openaiResponses } from 'cleanturn/providers';
+import { defineMarbles, finish, text, usage } from 'cleanturn/testing';
+import { ResumeError, type ResumeResponseOptions, resumeResponse } from 'cleanturn/transport';
+import { identity, type Observable } from 'rxjs';
+
+// One diagram per connection: the first is the create request's stream, each next one a resume's. The operator
+// under test is resumeResponse with both requests reading the next diagram.
+const resuming =
+  (options: Partial<ResumeResponseOptions> = {}) =>
+  (connection: Observable<never>) =>
+    resumeResponse({
+      create: () => connection,
+      retrieve: () => connection,
+      adapter: openaiResponses(),
+      delay: 2,
+      ...options,
+    });
+
+const id = 'resp_1';
+const reset = new Error('connection reset');
+const v = {
+  c: { type: 'response.created', sequence_number: 0, response: { id, status: 'in_progress' } },
+  a: { type: 'response.output_text.delta', sequence_number: 1, delta: 'Checking order ORD-7781. ' },
+  b: { type: 'response.output_text.delta', sequence_number: 2, delta: 'The book arrived damaged.' },
+  d: {
+    type: 'response.completed',
+    sequence_number: 3,
+    response: { id, status: 'completed', usage: { input_tokens: 142, output_tokens: 31 } },
+  },
+};
+const out = {
+  A: text('Checking order ORD-7781. '),
+  B: text('The book arrived damaged.'),
+  U: usage(142, 31),
+  F: finish('stop', 'completed'),
+};
+const resume = (after: number, reason = 'connection reset') => ({ type: 'resume', after, reason });
+const label = 'resumeResponse({ create, retrieve, adapter: openaiResponses(), delay: 2 })';
+
+export default defineMarbles({
+  name: 'resumeResponse',
+  summary:
+    'One attempt of a Responses turn in background mode: a cut connection is resumed after the last sequence number' +
+    ' seen (a `resume`, then the same generation goes on), and only when that is impossible does the attempt fail,' +
+    ' for an ordinary retry. Each diagram of the source is one connection: create, then each resume.',
+  cases: [
+    {
+      title: 'a reset mid-stream: a resume after event 1, and the same generation goes on',
+      source: ['-c-a-#', '-b-d|'],
+      values: v,
+      error: reset,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '---A-RB-(UF|)',
+      expectedValues: { ...out, R: resume(1) },
+      subscriptions: ['^----!', '-----^--!'],
+    },
+    {
+      title: 'events at or below the last one seen are replays, and are dropped',
+      source: ['-c-a-#', '-a-b-d|'],
+      values: v,
+      error: reset,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '---A-R--B-(UF|)',
+      expectedValues: { ...out, R: resume(1) },
+      subscriptions: ['^----!', '-----^----!'],
+    },
+    {
+      title: 'a clean close before the end is a cut too',
+      source: ['-c-a-|', '-b-d|'],
+      values: v,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '---A-RB-(UF|)',
+      expectedValues: { ...out, R: resume(1, 'the stream closed before the response ended') },
+      subscriptions: ['^----!', '-----^--!'],
+    },
+    {
+      title: 'a resume that skips an event is a gap: the attempt fails, for an ordinary retry',
+      source: ['-c-a-#', '-d|'],
+      values: v,
+      error: reset,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '---A-R#',
+      expectedValues: { ...out, R: resume(1) },
+      expectedError: new ResumeError('gap', id, 1, { next: 3 }),
+      subscriptions: ['^----!', '-----^!'],
+    },
+    {
+      title: 'resumes that deliver nothing wait longer each time, and fail after maxResumes',
+      source: ['-c-a-#', '#', '#'],
+      values: v,
+      error: reset,
+      label: 'resumeResponse({ create, retrieve, adapter: openaiResponses(), delay: 4, maxResumes: 2 })',
+      operator: () => resuming({ delay: 4, maxResumes: 2 }),
+      expected: /* */ '---A-(RS)#',
+      expectedValues: { ...out, R: resume(1), S: resume(1) },
+      expectedError: new ResumeError('repeated', id, 1, { resumes: 2 }, reset),
+      subscriptions: ['^----!', '-----(^!)', '---------(^!)'],
+    },
+    {
+      title: 'a cut before the response named itself cannot be resumed: the cut ends the attempt',
+      source: ['-#'],
+      values: v,
+      error: reset,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '-#',
+      expectedError: reset,
+      subscriptions: ['^!'],
+    },
+    {
+      title:
+        'with nothing to resume from, a clean close completes without a finish, for requireFinish to fail',
+      source: ['-|'],
+      values: v,
+      label: `${label}, then attemptPipeline(identity)`,
+      operator: () => (connection: Observable<never>) =>
+        resuming()(connection).pipe(attemptPipeline(identity)),
+      expected: /* */ '-#',
+      expectedError: new MissingFinishError(),
+      subscriptions: ['^!'],
+    },
+  ],
+});

@@ -1,0 +1,77 @@
+import type { SseRequest } from './fromSSE.js';
+
+/**
+ * How {@link streamTurn} resumes a cut attempt instead of retrying it (`resume`, or `AttemptPlan.resume`): the
+ * request that streams the rest of a response, and the one that cancels it. {@link openaiBackground} makes them
+ * for OpenAI's API.
+ */
+export interface ResumeRequests {
+  /** The request that streams response `id` after sequence number `after`. */
+  retrieve: (context: { id: string; after: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
+  /** The request that cancels response `id`, sent when the turn abandons it before its end. */
+  cancel?: (context: { id: string; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
+  /** Resumes in a row that may deliver no new event before an ordinary retry takes over. Default 3. */
+  maxResumes?: number;
+  /** Milliseconds before the second resume in a row that delivered nothing, doubled after. Default 250. */
+  delay?: number;
+}
+
+/** Options of {@link openaiBackground}. */
+export interface OpenAIBackgroundOptions {
+  /** The API's base URL, up to `/v1`. Default `https://api.openai.com/v1`. */
+  baseUrl?: string | URL;
+  /** Headers of both requests: `authorization`, and `openai-organization` or `openai-project` if you use them. */
+  headers?: HeadersInit;
+  /** See {@link ResumeRequests.maxResumes}. */
+  maxResumes?: number;
+  /** See {@link ResumeRequests.delay}. */
+  delay?: number;
+}
+
+/**
+ * The resume requests of OpenAI's Responses API in background mode, for `streamTurn({ resume })`:
+ * `GET {baseUrl}/responses/{id}?stream=true&starting_after={after}` streams the rest of the response, and
+ * `POST {baseUrl}/responses/{id}/cancel` cancels it. Each attempt's own request must create the response with
+ * `background: true, stream: true` (only a background response goes on generating while no client is
+ * connected), and the adapter must be `openaiResponses()`.
+ *
+ * ## Example
+ * ```ts
+ * import { openaiResponses } from 'cleanturn/providers';
+ * import { openaiBackground, streamTurn } from 'cleanturn/transport';
+ *
+ * const headers = { authorization: `Bearer ${process.env.OPENAI_API_KEY}`, 'content-type': 'application/json' };
+ * const body = { model: 'gpt-4.1', input: 'Refund order ORD-7781.', background: true, stream: true };
+ * streamTurn({
+ *   turnId: 'turn-42',
+ *   adapter: openaiResponses(),
+ *   request: () => ({ url: 'https://api.openai.com/v1/responses', init: { method: 'POST', headers, body: JSON.stringify(body) } }),
+ *   resume: openaiBackground({ headers }),
+ * }).subscribe(render);
+ * ```
+ *
+ * @param options The base URL and the headers of the requests.
+ * @returns The resume requests.
+ */
+export function openaiBackground(options: OpenAIBackgroundOptions = {}): ResumeRequests {
+  const base = String(options.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+  const headers = new Headers(options.headers);
+  // A GET and a bodyless POST carry no content type.
+  headers.delete('content-type');
+  const at = (id: string) => `${base}/responses/${encodeURIComponent(id)}`;
+  const streaming = new Headers(headers);
+  streaming.set('accept', 'text/event-stream');
+  const requests: ResumeRequests = {
+    retrieve: ({ id, after }) => ({
+      url: `${at(id)}?stream=true&starting_after=${after}`,
+      init: { method: 'GET', headers: new Headers(streaming) },
+    }),
+    cancel: ({ id }) => ({
+      url: `${at(id)}/cancel`,
+      init: { method: 'POST', headers: new Headers(headers) },
+    }),
+  };
+  if (options.maxResumes !== undefined) requests.maxResumes = options.maxResumes;
+  if (options.delay !== undefined) requests.delay = options.delay;
+  return requests;
+}

@@ -1,0 +1,319 @@
+import { describeError, isRetryable, type ProviderEvent, type ResumeEvent } from 'cleanturn';
+import {
+  from,
+  isObservable,
+  mergeMap,
+  Observable,
+  type ObservableInput,
+  type OperatorFunction,
+  Subject,
+  type Subscription,
+  takeUntil,
+  timer,
+} from 'rxjs';
+import { ResumeError } from './errors.js';
+
+/**
+ * A stream of parsed Responses events, as `create` and `retrieve` return it: an Observable or async iterable of
+ * them (`fromSSE(…).pipe(sseJson())`), or a promise of an async iterable (what the official SDK's
+ * `client.responses.create({ …, stream: true })` and `retrieve(id, { stream: true, … })` return).
+ */
+export type ResponseEventsInput = ObservableInput<unknown> | PromiseLike<AsyncIterable<unknown>>;
+
+/** Options of {@link resumeResponse}. */
+export interface ResumeResponseOptions {
+  /**
+   * Creates the response and streams its events: a request with `background: true` and `stream: true` (only a
+   * background response goes on generating while no client is connected). Pass `signal` on to abort it.
+   */
+  create: (context: { signal: AbortSignal }) => ResponseEventsInput;
+  /**
+   * Streams the events of response `id` after sequence number `after`: `GET /v1/responses/{id}?stream=true&
+   * starting_after={after}`, or the SDK's `client.responses.retrieve(id, { stream: true, starting_after })`.
+   */
+  retrieve: (context: { id: string; after: number; signal: AbortSignal }) => ResponseEventsInput;
+  /**
+   * Cancels response `id` (`POST /v1/responses/{id}/cancel`, or the SDK's `client.responses.cancel(id)`): called
+   * once when the response is abandoned before its end (the consumer unsubscribed, or the attempt failed and an
+   * ordinary retry takes over), so that it stops costing money. What it throws or rejects with is ignored: the
+   * response then runs to its end on the server.
+   */
+  cancel?: (context: { id: string }) => unknown;
+  /** The adapter of the Responses format: `openaiResponses()` of `cleanturn/providers`. */
+  adapter: OperatorFunction<never, ProviderEvent>;
+  /**
+   * Resumes in a row that may deliver no new event before the attempt fails with a `ResumeError` (`repeated`).
+   * Default 3; `0` never resumes.
+   */
+  maxResumes?: number;
+  /**
+   * Milliseconds before the second resume in a row that delivered nothing, doubled for each further one; the
+   * first resume after a cut is immediate. Default 250.
+   */
+  delay?: number;
+}
+
+/** The event types after which a response generates nothing more. */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error']);
+
+/**
+ * One attempt of an OpenAI Responses turn in background mode, resumed where its connection is cut instead of
+ * generated again: the same generation, billed once, with no `reset` on any screen.
+ *
+ * `create` starts the response (`background: true, stream: true`). When its stream is cut (a reset, a stall, a
+ * close before the response's end), a `resume` event (with the last sequence number seen and the reason) goes
+ * out, and `retrieve` streams the rest of the same response after that sequence number. Events at or below it
+ * (a server that replays) are dropped; the adapter sees one stream, as if nothing had happened.
+ *
+ * ```text
+ * source:   -c-a-#                      (one diagram per connection: create, then each resume)
+ *           -b-d|
+ *           resumeResponse({ create, retrieve, adapter: openaiResponses() })
+ * result:   -A---R-B-(UF)|
+ *
+ * where
+ *   c = {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress"}}
+ *   a = {"type":"response.output_text.delta","sequence_number":1,"delta":"Checking order ORD-7781. "}
+ *   b = {"type":"response.output_text.delta","sequence_number":2,"delta":"The book arrived damaged."}
+ *   d = {"type":"response.completed","sequence_number":3,"response":{"status":"completed","usage":{…}}}
+ *   R = resume after 1 (connection reset)
+ * ```
+ *
+ * Every case of `marbles/resumeResponse.marbles.ts`, with pictures: `docs/operators/resumeResponse.md`.
+ *
+ * When resuming is impossible, the attempt fails and an ordinary retry (a new generation after a `reset`) takes
+ * over, its reason saying why:
+ * - the cut came before the response's id or first sequence number: the cut's own error (a clean close completes
+ *   without a finish, for `requireFinish` to fail);
+ * - the server does not know the response (404) or no longer streams it (another 4xx): a `ResumeError`
+ *   `not-found` or `expired`;
+ * - the resumed stream skips a sequence number: `gap`;
+ * - `maxResumes` resumes in a row delivered no new event: `repeated`;
+ * - the response failed on the server (`response.failed`, an `error` event): the adapter's `ProviderError`,
+ *   retryable by the same table as every provider error.
+ * An error that is not retryable (a 401, a payload the adapter cannot read) fails the attempt as it is.
+ *
+ * A response abandoned before its end (unsubscribed, or failed as above) is cancelled with `cancel`, so it stops
+ * generating. Put it where an attempt goes: `attemptPipeline(identity)` and `turnPipeline`, or `streamTurn`'s
+ * `resume` option, which does this over `fromSSE`.
+ *
+ * ## Example
+ * ```ts
+ * import OpenAI from 'openai';
+ * import { defer, identity } from 'rxjs';
+ * import { attemptPipeline, turnPipeline } from 'cleanturn';
+ * import { openaiResponses } from 'cleanturn/providers';
+ * import { resumeResponse } from 'cleanturn/transport';
+ *
+ * const client = new OpenAI({ maxRetries: 0 });
+ * const body = { model: 'gpt-4.1', input: 'Refund order ORD-7781.', background: true, stream: true } as const;
+ * const turn$ = defer(() =>
+ *   resumeResponse({
+ *     create: ({ signal }) => client.responses.create(body, { signal }),
+ *     retrieve: ({ id, after, signal }) =>
+ *       client.responses.retrieve(id, { stream: true, starting_after: after }, { signal }),
+ *     cancel: ({ id }) => client.responses.cancel(id),
+ *     adapter: openaiResponses(),
+ *   }),
+ * ).pipe(attemptPipeline(identity), turnPipeline({ turnId: 'turn-42' }));
+ * ```
+ *
+ * @param options How to create, resume and cancel the response, and its adapter.
+ * @returns A cold Observable of the attempt's provider events, `resume` events included; each subscription
+ *   creates a new response.
+ */
+export function resumeResponse(options: ResumeResponseOptions): Observable<ProviderEvent> {
+  const { create, retrieve, cancel, maxResumes = 3, delay = 250 } = options;
+  const adapter = options.adapter as OperatorFunction<unknown, ProviderEvent>;
+  if (!Number.isInteger(maxResumes) || maxResumes < 0)
+    throw new RangeError('resumeResponse: maxResumes must be an integer >= 0');
+  if (!(delay >= 0 && Number.isFinite(delay)))
+    throw new RangeError('resumeResponse: delay must be a finite number >= 0');
+
+  return new Observable<ProviderEvent>((subscriber) => {
+    // The response's id, once an event named it.
+    let id: string | undefined;
+    // The last sequence number that arrived; -1 before the first.
+    let last = -1;
+    // A terminal event arrived: the response generates nothing more, and needs no cancel.
+    let ended = false;
+    // Resumes since an event last arrived.
+    let idle = 0;
+    let cancelled = false;
+    // The live connection, or the wait before the next one.
+    let live: Connection | undefined;
+    let wait: Subscription | undefined;
+
+    // The adapter sees one stream of payloads over every connection.
+    const payloads = new Subject<unknown>();
+    const output = payloads.pipe(adapter).subscribe({
+      next: (event) => subscriber.next(event),
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => subscriber.complete(),
+    });
+
+    const connect = (resuming: boolean): void => {
+      const connection: Connection = {
+        request: new AbortController(),
+        stop: new Subject<void>(),
+        resuming,
+        delivered: false,
+      };
+      live = connection;
+      let input: ResponseEventsInput;
+      try {
+        const signal = connection.request.signal;
+        input = resuming && id !== undefined ? retrieve({ id, after: last, signal }) : create({ signal });
+      } catch (error) {
+        subscriber.error(error);
+        return;
+      }
+      // takeUntil closes the source's subscriber at once, so that even a synchronous source stops when told.
+      const subscription = eventsOf(input)
+        .pipe(takeUntil(connection.stop))
+        .subscribe({
+          next: (payload) => {
+            if (live !== connection) return;
+            const sequence = sequenceOf(payload);
+            if (sequence !== undefined) {
+              // A replay of what arrived before the cut.
+              if (sequence <= last) return;
+              if (resuming && sequence !== last + 1 && id !== undefined) {
+                subscriber.error(new ResumeError('gap', id, last, { next: sequence }));
+                return;
+              }
+              last = sequence;
+            }
+            id ??= responseIdOf(payload);
+            if (TERMINAL.has(typeOf(payload))) ended = true;
+            connection.delivered = true;
+            idle = 0;
+            payloads.next(payload);
+            // The response's end is the attempt's end: what follows (a close, a reset) loses nothing.
+            if (ended && !subscriber.closed) payloads.complete();
+          },
+          error: (error: unknown) => cut(connection, error),
+          complete: () => cut(connection, undefined),
+        });
+      // A connection that ended while it subscribed (a synchronous source) is over already.
+      if (live === connection) connection.subscription = subscription;
+      else subscription.unsubscribe();
+    };
+
+    // The live connection ended (`error` undefined: it closed cleanly) before the adapter ended the attempt.
+    const cut = (connection: Connection, error: unknown): void => {
+      if (live !== connection || subscriber.closed) return;
+      live = undefined;
+      if (error !== undefined && connection.resuming && !connection.delivered && id !== undefined) {
+        const status = statusOf(error);
+        if (status !== undefined && unresumable(status)) {
+          const failure = status === 404 ? 'not-found' : 'expired';
+          subscriber.error(new ResumeError(failure, id, last, {}, error));
+          return;
+        }
+      }
+      if (error !== undefined && !isRetryable(error)) {
+        subscriber.error(error);
+        return;
+      }
+      if (id === undefined || last < 0 || ended || maxResumes === 0) {
+        // Nothing to resume from: the attempt ends as the cut ends it (a clean close without a finish completes,
+        // for requireFinish to fail).
+        if (error === undefined) payloads.complete();
+        else subscriber.error(error);
+        return;
+      }
+      if (idle >= maxResumes) {
+        subscriber.error(new ResumeError('repeated', id, last, { resumes: idle }, error));
+        return;
+      }
+      idle++;
+      const resume: ResumeEvent = {
+        type: 'resume',
+        after: last,
+        reason: error === undefined ? 'the stream closed before the response ended' : describeError(error),
+      };
+      subscriber.next(resume);
+      if (subscriber.closed) return;
+      const pause = idle > 1 ? delay * 2 ** (idle - 2) : 0;
+      if (pause === 0) connect(true);
+      else
+        wait = timer(pause).subscribe(() => {
+          wait = undefined;
+          connect(true);
+        });
+    };
+
+    // Registered before the first connection, which may end the subscription while it subscribes.
+    subscriber.add(() => {
+      output.unsubscribe();
+      wait?.unsubscribe();
+      const connection = live;
+      live = undefined;
+      connection?.stop.next();
+      connection?.subscription?.unsubscribe();
+      connection?.request.abort();
+      if (id !== undefined && !ended && !cancelled && cancel !== undefined) {
+        cancelled = true;
+        const responseId = id;
+        try {
+          Promise.resolve(cancel({ id: responseId })).catch(() => undefined);
+        } catch {
+          // A cancel that throws is ignored, as one that rejects: the response runs to its end on the server.
+        }
+      }
+    });
+    connect(false);
+  });
+}
+
+/** One connection to the response: its request, and whether it delivered a new event. */
+interface Connection {
+  readonly request: AbortController;
+  /** Stops the connection's source, even inside a synchronous emission. */
+  readonly stop: Subject<void>;
+  readonly resuming: boolean;
+  delivered: boolean;
+  subscription?: Subscription;
+}
+
+/** The payloads of a connection, from whatever `create` or `retrieve` returned. */
+function eventsOf(input: ResponseEventsInput): Observable<unknown> {
+  if (isObservable(input) || !isPromiseLike(input)) return from(input as ObservableInput<unknown>);
+  // A promise of a stream (the SDK's): its events, not the stream object.
+  return from(input).pipe(mergeMap((stream) => from(stream as ObservableInput<unknown>)));
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
+/** Statuses that say the response cannot be resumed: 4xx, but not those a later try may pass. */
+function unresumable(status: number): boolean {
+  return (
+    status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 408 && status !== 429
+  );
+}
+
+function typeOf(payload: unknown): string {
+  const type = (payload as { type?: unknown } | null)?.type;
+  return typeof type === 'string' ? type : '';
+}
+
+function sequenceOf(payload: unknown): number | undefined {
+  const sequence = (payload as { sequence_number?: unknown } | null)?.sequence_number;
+  return typeof sequence === 'number' && Number.isInteger(sequence) ? sequence : undefined;
+}
+
+/** The response id a payload names (`response.created`, `response.in_progress`… carry the response). */
+function responseIdOf(payload: unknown): string | undefined {
+  const response = (payload as { response?: unknown } | null)?.response;
+  const id = (response as { id?: unknown } | null | undefined)?.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/** The HTTP status of a request's error: `HttpStatusError`'s, or the SDK's `APIError`'s. */
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' ? status : undefined;
+}

@@ -1,0 +1,182 @@
+// resumeResponse on its own: the standard operator checks (each connection is the next subscription of the
+// source), the callbacks that throw, cancel on unsubscribe, what the official SDK's calls return, and its options.
+import { openaiResponses } from 'cleanturn/providers';
+import { finish, text, usage } from 'cleanturn/testing';
+import { ResumeError, type ResumeResponseOptions, resumeResponse } from 'cleanturn/transport';
+import { lastValueFrom, type Observable, take, toArray } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { nothing, standardChecks } from '../support/standardChecks.js';
+
+const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+
+/** resumeResponse with create and retrieve both reading the next subscription of `connection`. */
+const resuming =
+  (options: Partial<ResumeResponseOptions> = {}) =>
+  (connection: Observable<unknown>) =>
+    resumeResponse({
+      create: () => connection,
+      retrieve: () => connection,
+      adapter: openaiResponses(),
+      delay: 0,
+      ...options,
+    });
+
+const id = 'resp_1';
+const created = { type: 'response.created', sequence_number: 0, response: { id, status: 'in_progress' } };
+const delta = (sequence: number, fragment: string) => ({
+  type: 'response.output_text.delta',
+  sequence_number: sequence,
+  delta: fragment,
+});
+const completed = (sequence: number) => ({
+  type: 'response.completed',
+  sequence_number: sequence,
+  response: { id, status: 'completed', usage: { input_tokens: 142, output_tokens: 31 } },
+});
+
+// Without a response id the stream cannot be resumed: resumeResponse is its adapter, and passes errors through.
+standardChecks<unknown>({
+  name: 'resumeResponse',
+  make: () => resuming(),
+  values: {
+    a: { type: 'response.output_text.delta', delta: 'Checking' },
+    b: { type: 'response.in_progress' },
+    c: { type: 'response.output_text.delta', delta: ' order ORD-7781.' },
+  },
+  expected: { a: text('Checking'), b: nothing, c: text(' order ORD-7781.') },
+  throwing: [
+    {
+      callback: 'create',
+      make: (fail) => resuming({ create: fail }),
+      source: '-a-b-c-|',
+      expected: '#',
+      sourceSubs: [],
+    },
+  ],
+});
+
+describe('resumeResponse', () => {
+  it('fails with what retrieve throws, at the cut it was to resume', () => {
+    const thrown = new Error('no client');
+    newScheduler().run(({ cold, expectObservable }) => {
+      const first = cold('-c-a-#', { c: created, a: delta(1, 'Checking') }, new Error('connection reset'));
+      const result = resumeResponse({
+        create: () => first,
+        retrieve: () => {
+          throw thrown;
+        },
+        adapter: openaiResponses(),
+      });
+      expectObservable(result).toBe(
+        '---A-(R#)',
+        { A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
+        thrown,
+      );
+    });
+  });
+
+  it('cancels the response when unsubscribed before its end, once; not after its end', async () => {
+    const cancelled: string[] = [];
+    newScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-c-a-b-|', { c: created, a: delta(1, 'Checking'), b: completed(2) });
+      const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
+      expectObservable(resuming({ cancel })(source), '----!').toBe('---A', { A: text('Checking') });
+    });
+    expect(cancelled).toEqual([id]);
+
+    cancelled.length = 0;
+    newScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-c-a-b-|', { c: created, a: delta(1, 'Checking'), b: completed(2) });
+      const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
+      expectObservable(resuming({ cancel })(source)).toBe('---A-(UF|)', {
+        A: text('Checking'),
+        U: usage(142, 31),
+        F: finish('stop', 'completed'),
+      });
+    });
+    expect(cancelled).toEqual([]);
+  });
+
+  it('cancels a response it gives up on, and ignores a cancel that throws or rejects', () => {
+    const calls: string[] = [];
+    newScheduler().run(({ cold, expectObservable }) => {
+      const first = cold('-c-a-#', { c: created, a: delta(1, 'Checking') }, new Error('connection reset'));
+      const gap = cold('-b|', { b: delta(5, ' late') });
+      let connection = 0;
+      const result = resumeResponse({
+        create: () => first,
+        retrieve: () => (connection++ === 0 ? gap : first),
+        cancel: ({ id: response }) => {
+          calls.push(response);
+          throw new Error('cancel failed');
+        },
+        adapter: openaiResponses(),
+      });
+      expectObservable(result).toBe(
+        '---A-R#',
+        { A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
+        new ResumeError('gap', id, 1, { next: 5 }),
+      );
+    });
+    expect(calls).toEqual([id]);
+  });
+
+  it("reads the official SDK's calls: a promise of an async iterable stream", async () => {
+    let cut = true;
+    async function* stream(events: unknown[], breakAfter?: number) {
+      for (const [i, event] of events.entries()) {
+        if (i === breakAfter) throw Object.assign(new Error('terminated'), { name: 'APIConnectionError' });
+        yield event;
+      }
+    }
+    const all = [created, delta(1, 'Checking order '), delta(2, 'ORD-7781.'), completed(3)];
+    const seen: { id: string; after: number }[] = [];
+    const events = await lastValueFrom(
+      resumeResponse({
+        create: async () => stream(all, 2),
+        retrieve: async ({ id: response, after }) => {
+          seen.push({ id: response, after });
+          cut = false;
+          // A server that replays from the start: the replays are dropped.
+          return stream(all);
+        },
+        adapter: openaiResponses(),
+      }).pipe(toArray()),
+    );
+    expect(cut).toBe(false);
+    expect(seen).toEqual([{ id, after: 1 }]);
+    expect(events).toEqual([
+      text('Checking order '),
+      { type: 'resume', after: 1, reason: 'terminated' },
+      text('ORD-7781.'),
+      usage(142, 31),
+      finish('stop', 'completed'),
+    ]);
+  });
+
+  it('aborts the signal of the live connection when unsubscribed', async () => {
+    const signals: AbortSignal[] = [];
+    const result = resumeResponse({
+      create: async function* ({ signal }: { signal: AbortSignal }) {
+        signals.push(signal);
+        yield created;
+        yield delta(1, 'Checking');
+        await new Promise(() => {});
+      } as unknown as ResumeResponseOptions['create'],
+      retrieve: () => [],
+      adapter: openaiResponses(),
+    });
+    await lastValueFrom(result.pipe(take(1)));
+    expect(signals).toHaveLength(1);
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
+  it('refuses a maxResumes or delay that is not a count or a duration', () => {
+    const base = { create: () => [], retrieve: () => [], adapter: openaiResponses() };
+    expect(() => resumeResponse({ ...base, maxResumes: -1 })).toThrow(RangeError);
+    expect(() => resumeResponse({ ...base, maxResumes: 1.5 })).toThrow(RangeError);
+    expect(() => resumeResponse({ ...base, delay: Number.NaN })).toThrow(RangeError);
+    expect(() => resumeResponse({ ...base, delay: -1 })).toThrow(RangeError);
+  });
+});
