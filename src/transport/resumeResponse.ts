@@ -66,17 +66,22 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
  * (a server that replays) are dropped; the adapter sees one stream, as if nothing had happened.
  *
  * ```text
- * source:   -c-a-#                      (one diagram per connection: create, then each resume)
- *           -b-d|
- *           resumeResponse({ create, retrieve, adapter: openaiResponses() })
- * result:   -A---R-B-(UF)|
+ * source 1: -c-a-#
+ * source 2: -b-d|
+ *           resumeResponse({ create, retrieve, adapter: openaiResponses(), delay: 2 })
+ * result:   ---A-RB-(UF|)
  *
  * where
  *   c = {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress"}}
  *   a = {"type":"response.output_text.delta","sequence_number":1,"delta":"Checking order ORD-7781. "}
+ *   # = error: Error (connection reset)
  *   b = {"type":"response.output_text.delta","sequence_number":2,"delta":"The book arrived damaged."}
- *   d = {"type":"response.completed","sequence_number":3,"response":{"status":"completed","usage":{…}}}
- *   R = resume after 1 (connection reset)
+ *   d = {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1","status":"completed","usage":{"input_tokens":142,"output_tokens":31}}}
+ *   A = text "Checking order ORD-7781. "
+ *   R = {"type":"resume","after":1,"reason":"connection reset"}
+ *   B = text "The book arrived damaged."
+ *   U = usage in 142 / out 31
+ *   F = finish stop
  * ```
  *
  * Every case of `marbles/resumeResponse.marbles.ts`, with pictures: `docs/operators/resumeResponse.md`.
