@@ -315,3 +315,50 @@ describe('accumulateTurn after cleanTurn', () => {
     });
   });
 });
+
+describe('accumulateTurn: resumes', () => {
+  const resume = (attempt: number, after: number) => ({
+    type: 'resume',
+    attempt,
+    after,
+    reason: 'connection reset',
+  });
+
+  it('counts the resumes of an attempt, keeps its text, and starts no new attempt', () => {
+    const states: TurnState<never>[] = [];
+    from([
+      at(1, text('Checking order ')),
+      resume(1, 4),
+      at(1, text('ORD-7781.')),
+      resume(1, 9),
+      at(1, finish()),
+    ])
+      .pipe(accumulateTurn())
+      .subscribe((s) => states.push(s as TurnState<never>));
+    const last = states[states.length - 1];
+    expect(last?.text).toBe('Checking order ORD-7781.');
+    expect(last?.attempts).toEqual([
+      { attempt: 1, outcome: 'completed', finishReason: 'stop', textLength: 24, toolCalls: 0, resumes: 2 },
+    ]);
+    expect(states[1]?.attempts[0]).toEqual({
+      attempt: 1,
+      outcome: 'streaming',
+      textLength: 15,
+      toolCalls: 0,
+      resumes: 1,
+    });
+  });
+
+  it('keeps the count on the abandoned attempt, and starts the next one at none', () => {
+    let state: TurnState<never> | undefined;
+    from([at(1, text('Refunding the dam')), resume(1, 3), reset(2, 'gap'), at(2, text('Refund started.'))])
+      .pipe(accumulateTurn())
+      .subscribe((s) => {
+        state = s as TurnState<never>;
+      });
+    expect(state?.attempts).toEqual([
+      { attempt: 1, outcome: 'abandoned', reason: 'gap', textLength: 17, toolCalls: 0, resumes: 1 },
+      { attempt: 2, outcome: 'streaming', textLength: 15, toolCalls: 0 },
+    ]);
+  });
+});

@@ -244,3 +244,23 @@ standardChecks<ViewEvent>({
     c: { ...views.b, finished: true, finishReason: 'stop' },
   },
 });
+
+describe('reduceView: a resume', () => {
+  it('keeps the text and shows "resuming" until the answer goes on', () => {
+    let view = initialView;
+    view = reduceView(view, at(1, text('Checking order ')));
+    const before = view;
+    view = reduceView(view, { type: 'resume', attempt: 1, after: 4, reason: 'connection reset' });
+    expect(view.text).toBe('Checking order ');
+    expect(view.resets).toBe(before.resets);
+    expect(view.notice).toEqual({ type: 'resuming', attempt: 1, reason: 'connection reset' });
+    view = reduceView(view, at(1, text('ORD-7781.')));
+    expect(view.text).toBe('Checking order ORD-7781.');
+    expect(view.notice).toBeUndefined();
+  });
+
+  it('ignores a resume of an abandoned attempt', () => {
+    const view = reduceView(reduceView(initialView, reset(2, 'connection reset')), at(2, text('Refund')));
+    expect(reduceView(view, { type: 'resume', attempt: 1, after: 4, reason: 'late' })).toBe(view);
+  });
+});
