@@ -1,8 +1,15 @@
 import { turnPipeline } from 'cleanturn';
-import { at, defineMarbles, helpDesk as h } from 'cleanturn/testing';
+import { at, call, defineMarbles, helpDesk as h, keyed, refundArgs, text } from 'cleanturn/testing';
 import { keyedK, tagged as t, turnId } from './alphabet.js';
 
 const cut = new Error('connection reset');
+
+// Attempt 2 from another provider (streamTurn's plan): Anthropic's own call id, the same refund.
+const claude = {
+  ...h,
+  m: text('The book arrived damaged; I have started a full refund.'),
+  n: call('toolu_9', 'issue_refund', refundArgs),
+};
 
 export default defineMarbles({
   name: 'turnPipeline',
@@ -19,6 +26,23 @@ export default defineMarbles({
       expected: /* */ '-A---D-XB---E-(KF)-|',
       expectedValues: { ...t, K: keyedK, F: at(2, h.f) },
       subscriptions: ['^------!', '-------^-----------!'],
+    },
+    {
+      title:
+        'another provider on retry (streamTurn with a plan): the reset makes the switch safe, and the refund keeps its effect key under the new call id',
+      source: ['-a-c-d-#', '-m-n-f----|'],
+      values: claude,
+      error: cut,
+      label: "turnPipeline({ turnId: 'turn-42', retry: 1 }): attempt 1 to OpenAI, attempt 2 to Anthropic",
+      operator: () => turnPipeline({ turnId, retry: 1 }),
+      expected: /* */ '-A---D-XM---(NF)-|',
+      expectedValues: {
+        ...t,
+        M: at(2, claude.m),
+        N: keyed(turnId, 2, claude.n),
+        F: at(2, h.f),
+      },
+      subscriptions: ['^------!', '-------^---------!'],
     },
   ],
 });
