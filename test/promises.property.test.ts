@@ -70,7 +70,8 @@ const declines = (name: string, args: unknown): boolean =>
 type Step =
   | { kind: 'text'; text: string }
   | { kind: 'call'; name: ToolName; args: number }
-  | { kind: 'usage'; inputTokens: number | undefined; outputTokens: number | undefined };
+  | { kind: 'usage'; inputTokens: number | undefined; outputTokens: number | undefined }
+  | { kind: 'resume'; after: number };
 
 /** What may follow the final finish (and must be ignored, `usage` excepted). */
 type TrailingStep = Step | { kind: 'finish'; reason: FinishReason };
@@ -120,6 +121,7 @@ const callStepArb = fc.record({
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('text' as const), text: fragmentArb }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('resume' as const), after: fc.nat({ max: 99 }) }) },
   { weight: 4, arbitrary: callStepArb },
   {
     weight: 1,
@@ -176,6 +178,9 @@ function attemptEvents(prefix: string, attempt: number, steps: readonly Step[], 
       );
       calls.push({ event, attempt, key: keyOf(step.name, step.args) });
       events.push(event);
+    } else if (step.kind === 'resume') {
+      // A cut connection resumed: the attempt goes on, and nothing of it is discarded.
+      events.push({ type: 'resume', after: step.after, reason: 'connection reset' });
     } else {
       events.push(usage(step.inputTokens, step.outputTokens));
     }
