@@ -5,6 +5,7 @@ export default defineConfig({
     index: 'src/index.ts',
     providers: 'src/providers/index.ts',
     transport: 'src/transport/index.ts',
+    'transport-redis': 'src/transport/redis/index.ts',
     effects: 'src/effects/index.ts',
     'effects-sqlite': 'src/effects/sqlite/index.ts',
     'effects-redis': 'src/effects/redis/index.ts',

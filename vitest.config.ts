@@ -10,6 +10,7 @@ export default defineConfig({
       { find: /^cleanturn\/testing$/, replacement: src('testing/index.ts') },
       { find: /^cleanturn\/providers$/, replacement: src('providers/index.ts') },
       { find: /^cleanturn\/transport$/, replacement: src('transport/index.ts') },
+      { find: /^cleanturn\/transport\/redis$/, replacement: src('transport/redis/index.ts') },
       { find: /^cleanturn\/renderers$/, replacement: src('renderers/index.ts') },
       { find: /^cleanturn\/acp$/, replacement: src('acp/index.ts') },
       { find: /^cleanturn\/effects\/sqlite$/, replacement: src('effects/sqlite/index.ts') },

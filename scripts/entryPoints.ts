@@ -150,6 +150,7 @@ const guidesByEntry: Readonly<Record<string, readonly string[]>> = {
   cleanturn: ['pipeline', 'effects', 'providers', 'transport', 'renderers'],
   'cleanturn/providers': ['providers'],
   'cleanturn/transport': ['transport'],
+  'cleanturn/transport/redis': ['transport'],
   'cleanturn/effects': ['effects'],
   'cleanturn/effects/sqlite': ['effects'],
   'cleanturn/effects/redis': ['effects'],

@@ -6,6 +6,8 @@ export function describeValue(value: unknown): string {
   if (value instanceof Error) return `error: ${value.name}${value.message ? ` (${value.message})` : ''}`;
   if (typeof value !== 'object' || value === null) return JSON.stringify(value);
   const e = value as Record<string, unknown>;
+  const angular = describeHttpClientValue(e);
+  if (angular !== undefined) return angular;
   const attempt = typeof e.attempt === 'number' ? `, attempt ${e.attempt}` : '';
   switch (e.type) {
     case 'text':
@@ -44,6 +46,31 @@ export function describeValue(value: unknown): string {
         return `state: attempt ${e.attempt}, text ${JSON.stringify(e.text)}, ${(e.toolCalls as unknown[]).length} call(s), ${attempts.join(', ')}`;
       }
       return JSON.stringify(value);
+  }
+}
+
+/**
+ * An event of Angular's HttpClient (its `type` is a number of `HttpEventType`) or its `HttpErrorResponse`, by
+ * Angular's names (the httpClientSSE spec); `undefined` for anything else.
+ */
+function describeHttpClientValue(e: Record<string, unknown>): string | undefined {
+  const headers = e.headers === undefined ? '' : `, headers ${JSON.stringify(e.headers)}`;
+  if (e.name === 'HttpErrorResponse') {
+    const error =
+      e.error instanceof Error ? `${e.error.name}: ${e.error.message}` : JSON.stringify(e.error ?? null);
+    return `HttpErrorResponse ${e.status} ${e.statusText}, error ${error}${headers}`;
+  }
+  switch (typeof e.type === 'number' ? e.type : undefined) {
+    case 0:
+      return 'HttpSentEvent';
+    case 2:
+      return `HttpHeaderResponse ${e.status} ${e.statusText}${headers}`;
+    case 3:
+      return `HttpDownloadProgressEvent, partialText ${JSON.stringify(e.partialText)}`;
+    case 4:
+      return `HttpResponse ${e.status} ${e.statusText}${headers}, body ${JSON.stringify(e.body)}`;
+    default:
+      return undefined;
   }
 }
 

@@ -31,6 +31,7 @@ const operators = [
   'geminiContent',
   'aiSdkParts',
   'resumeResponse',
+  'httpClientSSE',
 ];
 
 it('has one marble spec per operator and policy', () => {

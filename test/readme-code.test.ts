@@ -38,7 +38,7 @@ import {
 /** The placeholders of the examples of the README and the guides. */
 const prelude = `
 import type { Observable } from 'rxjs';
-import type { AttemptRecord, ProviderEvent } from 'cleanturn';
+import type { AttemptRecord, ProviderEvent, TurnEvent } from 'cleanturn';
 import type { ToolHandler } from 'cleanturn/effects';
 
 declare global {
@@ -64,6 +64,11 @@ declare global {
   const steps: readonly Observable<ProviderEvent>[];
   /** The tool handlers of the agent (the step numbers example). */
   const handlers: Record<string, ToolHandler>;
+  /** The Angular guide's chat turns (its chat-turn.ts, used by its component). */
+  function injectChatTurn(): (
+    turnId: string,
+    messages: { role: 'user' | 'assistant'; content: string }[],
+  ) => Observable<TurnEvent>;
 }
 export {};
 `;

@@ -178,8 +178,13 @@ export class ResumeError extends CleanturnError {
 /**
  * How long a response asks the client to wait, in milliseconds: `retry-after-ms` (OpenAI sends it, in
  * milliseconds) when it is readable, else `retry-after`. Undefined when neither is present or readable.
+ *
+ * @param headers The response's headers: fetch's `Headers`, Angular's `HttpHeaders`, anything with that `get`.
  */
-export function retryAfterOf(headers: Headers, now: number = Date.now()): number | undefined {
+export function retryAfterOf(
+  headers: { get(name: string): string | null },
+  now: number = Date.now(),
+): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms !== null) {
     const trimmed = ms.trim();

@@ -1,24 +1,10 @@
-import { describeError } from 'cleanturn';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Observable } from 'rxjs';
-import {
-  ConnectionError,
-  HttpStatusError,
-  NotEventStreamError,
-  retryAfterOf,
-  SseLimitError,
-  StallError,
-} from './errors.js';
+import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf, StallError } from './errors.js';
+import { reconnecting, type SseReconnectOptions } from './reconnect.js';
+import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
+import { describeFailure, ERROR_BODY_SIZE, responseProblem } from './sseResponse.js';
 
-/** One server-sent event. */
-export interface SseMessage {
-  /** The `event:` name, when the server sent one. Raw JSON that arrived outside SSE framing has `raw`. */
-  event?: string | undefined;
-  /** The `data:` payload (several `data:` lines joined with `\n`). */
-  data: string;
-  /** The `id:` field, when the server sent one. */
-  id?: string | undefined;
-}
+export type { SseMessage } from './sseParser.js';
 
 /** What a request factory may return: a `Request`, a URL, or a URL with its `RequestInit`. */
 export type SseRequest = Request | string | URL | { url: string | URL; init?: RequestInit };
@@ -26,13 +12,10 @@ export type SseRequest = Request | string | URL | { url: string | URL; init?: Re
 /** Makes the request of one attempt; `signal` aborts it when the attempt is abandoned. */
 export type SseRequestFactory = (context: { signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
 
-/** The default of {@link FromSSEOptions.maxBufferSize}: 16 MiB of text. */
-export const DEFAULT_MAX_BUFFER_SIZE = 16 * 1024 * 1024;
-
-/** How much of a response that is not an event stream (an HTTP error, an HTML page) is read for the error. */
-const ERROR_BODY_BYTES = 4096;
-/** How long reading that start of the body may take, at most (a body that trickles or hangs); the stall timeout
- * caps it too. */
+/**
+ * How long reading the start of a body that is not an event stream may take, at most (a body that trickles or
+ * hangs); the stall timeout caps it too.
+ */
 const ERROR_BODY_WAIT = 5_000;
 
 /** Options of {@link fromSSE}. */
@@ -51,6 +34,12 @@ export interface FromSSEOptions {
    * (16 MiB: room for an event that carries a whole base64 image).
    */
   maxBufferSize?: number;
+  /**
+   * Reconnect after a retryable cut with the `Last-Event-ID` of the last message (the EventSource rule), for a
+   * server that resumes its stream after it, as `turnServer` does: the messages go on without a repeat. Only a
+   * stream whose messages carry ids is reconnected. Default: no reconnect.
+   */
+  reconnect?: SseReconnectOptions;
 }
 
 /**
@@ -72,6 +61,8 @@ export interface FromSSEOptions {
  *   at the end of the stream as one message with `event: 'raw'`; unframed lines before it (a keep-alive) and
  *   other unframed text are ignored.
  * - An event cut off by the end of the stream (no blank line after it) is not emitted.
+ * - With `reconnect`, a retryable cut of a stream whose messages carry ids is followed by a new request with the
+ *   `Last-Event-ID` header, and the messages go on.
  *
  * ```text
  * request:      --[data: a][data: b]--|       (bytes on the wire)
@@ -94,8 +85,11 @@ export interface FromSSEOptions {
  * @returns A cold Observable of the response's events.
  */
 export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}): Observable<SseMessage> {
-  const { stallTimeout, maxBufferSize = DEFAULT_MAX_BUFFER_SIZE } = options;
-  if (!(maxBufferSize > 0)) throw new RangeError('fromSSE: maxBufferSize must be > 0');
+  const { reconnect } = options;
+  if (reconnect !== undefined)
+    return reconnecting(request, (made) => fromSSE(made, { ...options, reconnect: undefined }), reconnect);
+  const { stallTimeout } = options;
+  const maxBufferSize = resolveMaxBufferSize('fromSSE', options.maxBufferSize);
   const errorBodyWait = Math.min(ERROR_BODY_WAIT, stallTimeout ?? ERROR_BODY_WAIT);
   return new Observable<SseMessage>((subscriber) => {
     const controller = new AbortController();
@@ -106,11 +100,8 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
     let stall: ReturnType<typeof setTimeout> | undefined;
     // When the latest bytes arrived (performance.now()).
     let lastActivity = 0;
-    // Unframed lines since the last event (a raw JSON error tail), and their length in characters.
-    let rawLines: string[] = [];
-    let rawSize = 0;
-    // The error that stops reading (a limit passed), set by the parser's callbacks.
-    let failure: SseLimitError | undefined;
+    // The SSE parser of this response (the rules are in sseParser.ts).
+    const sse = createSseDecoder((message) => subscriber.next(message), maxBufferSize);
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
     const checkStall = () => {
@@ -134,36 +125,6 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
       stall = undefined;
     };
 
-    const parser = createParser({
-      maxBufferSize,
-      onEvent(event: EventSourceMessage) {
-        if (rawSize !== 0) {
-          rawLines = [];
-          rawSize = 0;
-        }
-        subscriber.next(event.id === undefined ? { event: event.event, data: event.data } : event);
-      },
-      onError(error) {
-        if (error.type === 'max-buffer-size-exceeded') {
-          failure ??= new SseLimitError(maxBufferSize, 'event');
-        } else if (error.type === 'unknown-field' && error.line !== undefined && failure === undefined) {
-          rawSize += error.line.length + 1;
-          if (rawSize > maxBufferSize) {
-            rawLines = [];
-            rawSize = 0;
-            failure = new SseLimitError(maxBufferSize, 'unframed');
-          } else {
-            rawLines.push(error.line);
-          }
-        }
-      },
-    });
-    // Feeds decoded text to the parser, and stops at a limit the parser reported.
-    const feed = (text: string) => {
-      parser.feed(text);
-      if (failure !== undefined) throw failure;
-    };
-
     const run = async () => {
       startStallTimer();
       const made = await request({ signal: controller.signal });
@@ -174,26 +135,26 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
       } catch (error) {
         throw controller.signal.aborted
           ? error
-          : new ConnectionError(describe('request failed', error), error);
+          : new ConnectionError(describeFailure('request failed', error), error);
       }
-      if (!response.ok) {
+      const { body } = response;
+      const contentType = response.headers.get('content-type') ?? undefined;
+      const problem = responseProblem(response.status, contentType, body !== null);
+      if (problem === 'status') {
         // The error is in the status and headers; the start of the body is for logs, and no stall applies.
         stopStallTimer();
         const body = await readStart(response, errorBodyWait);
         throw new HttpStatusError(response.status, response.statusText, body, retryAfterOf(response.headers));
       }
-      const contentType = response.headers.get('content-type') ?? undefined;
-      if (response.body === null || response.status === 204) {
+      if (problem === 'no-body' || body === null) {
         throw new NotEventStreamError(response.status, contentType, undefined);
       }
-      if (contentType !== undefined && !isEventStream(contentType)) {
+      if (problem === 'not-event-stream') {
         stopStallTimer();
         throw new NotEventStreamError(response.status, contentType, await readStart(response, errorBodyWait));
       }
-      reader = response.body.getReader();
+      reader = body.getReader();
       const decoder = new TextDecoder();
-      // Whether the text fed last ended with a CR, which the parser holds until it knows whether an LF follows.
-      let endsWithCR = false;
       for (;;) {
         let chunk: ReadableStreamReadResult<Uint8Array>;
         try {
@@ -201,28 +162,15 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
         } catch (error) {
           throw controller.signal.aborted
             ? error
-            : new ConnectionError(describe('the stream broke', error), error);
+            : new ConnectionError(describeFailure('the stream broke', error), error);
         }
         if (subscriber.closed) return;
         if (chunk.done) break;
         if (stallTimeout !== undefined) lastActivity = performance.now();
-        const text = decoder.decode(chunk.value, { stream: true });
-        if (text !== '') {
-          endsWithCR = text.charCodeAt(text.length - 1) === CR;
-          feed(text);
-        }
+        sse.feed(decoder.decode(chunk.value, { stream: true }));
       }
-      const rest = decoder.decode();
-      if (rest !== '') endsWithCR = rest.charCodeAt(rest.length - 1) === CR;
-      // A final CR ends its line (it may be the blank line that dispatches the last event): an LF after it is the
-      // same line ending, never one more blank line.
-      feed(endsWithCR ? `${rest}\n` : rest);
-      parser.reset({ consume: true }); // an unframed last line without a line ending
-      if (failure !== undefined) throw failure;
-      const raw = rawJson(rawLines);
-      rawLines = [];
-      rawSize = 0;
-      if (raw !== undefined) subscriber.next({ event: 'raw', data: raw });
+      sse.feed(decoder.decode());
+      sse.end();
       subscriber.complete();
     };
 
@@ -239,40 +187,11 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
 
     return () => {
       stopStallTimer();
-      rawLines = [];
+      sse.clear();
       controller.abort();
       reader?.cancel().catch(() => {});
     };
   });
-}
-
-const CR = 13;
-
-/** Whether a `content-type` names an event stream (`text/event-stream`, with or without parameters). */
-function isEventStream(contentType: string): boolean {
-  const semicolon = contentType.indexOf(';');
-  const type = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
-  return type === 'text/event-stream';
-}
-
-/**
- * The JSON document among the unframed lines after the last event, if any: all of them, or, when something
- * else came first (a keep-alive line), the lines from one that opens an object or array on. A few starts are
- * tried, not every line, so that a hostile tail costs little.
- */
-function rawJson(lines: readonly string[]): string | undefined {
-  if (lines.length === 0) return undefined;
-  const whole = lines.join('\n').trim();
-  if (whole !== '' && isJson(whole)) return whole;
-  let tries = 0;
-  for (let i = 1; i < lines.length && tries < 8; i++) {
-    const first = (lines[i] as string).trimStart();
-    if (first[0] !== '{' && first[0] !== '[') continue;
-    tries++;
-    const text = lines.slice(i).join('\n').trim();
-    if (isJson(text)) return text;
-  }
-  return undefined;
 }
 
 /** The arguments of `fetch` for a request as an {@link SseRequest} gives it. */
@@ -284,7 +203,7 @@ export function toFetchArgs(made: SseRequest): [Request | string | URL, RequestI
 }
 
 /**
- * Reads the start of a body (at most {@link ERROR_BODY_BYTES}, for at most `wait` ms), then cancels the rest: an
+ * Reads the start of a body (at most {@link ERROR_BODY_SIZE}, for at most `wait` ms), then cancels the rest: an
  * endless or hanging error body must not hold the error back, nor be kept in memory.
  */
 async function readStart(response: Response, wait: number): Promise<string> {
@@ -298,7 +217,7 @@ async function readStart(response: Response, wait: number): Promise<string> {
     timer = setTimeout(() => resolve('late'), wait);
   });
   try {
-    while (size < ERROR_BODY_BYTES) {
+    while (size < ERROR_BODY_SIZE) {
       const chunk = await Promise.race([reader.read(), deadline]);
       if (chunk === 'late' || chunk.done) break;
       parts.push(chunk.value);
@@ -310,7 +229,7 @@ async function readStart(response: Response, wait: number): Promise<string> {
     clearTimeout(timer);
     reader.cancel().catch(() => {});
   }
-  const bytes = new Uint8Array(Math.min(size, ERROR_BODY_BYTES));
+  const bytes = new Uint8Array(Math.min(size, ERROR_BODY_SIZE));
   let offset = 0;
   for (const part of parts) {
     const take = Math.min(part.byteLength, bytes.length - offset);
@@ -320,19 +239,4 @@ async function readStart(response: Response, wait: number): Promise<string> {
   }
   // A cut inside a UTF-8 character at the end decodes to a replacement character: the body is for logs.
   return new TextDecoder().decode(bytes);
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function describe(what: string, error: unknown): string {
-  // fetch rejects with `TypeError: fetch failed` and puts what happened (ECONNRESET…) in its cause.
-  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
-  return `${what}: ${describeError(cause)}`;
 }

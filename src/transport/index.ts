@@ -1,5 +1,6 @@
 /**
- * SSE over fetch, and a turn runner that composes the transport, an adapter and the clean-turn operators.
+ * SSE over fetch or Angular's HttpClient, and a turn runner that composes the transport, an adapter and the
+ * clean-turn operators.
  *
  * @module
  */
@@ -15,11 +16,27 @@ export {
 } from './errors.js';
 export type { FromSSEOptions, SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
 export { fromSSE } from './fromSSE.js';
+export type { FromTurnSSEOptions } from './fromTurnSSE.js';
+export { fromTurnSSE } from './fromTurnSSE.js';
+export type {
+  HttpClientEvent,
+  HttpClientHeaderEvent,
+  HttpClientProgressEvent,
+  HttpClientResponseEvent,
+  HttpClientSSEOptions,
+  HttpHeadersLike,
+} from './httpClientSSE.js';
+export { httpClientSSE } from './httpClientSSE.js';
 export type { OpenAIBackgroundOptions, ResumeRequests } from './openaiBackground.js';
 export { openaiBackground } from './openaiBackground.js';
+export type { SseReconnectOptions } from './reconnect.js';
 export type { ResponseEventsInput, ResumeResponseOptions } from './resumeResponse.js';
 export { resumeResponse } from './resumeResponse.js';
 export { sseJson } from './sseJson.js';
 export type { AttemptPlan, StreamTurnOptions } from './streamTurn.js';
 export { streamTurn } from './streamTurn.js';
+export type { MemoryTurnLogOptions, TurnFailure, TurnLog, TurnLogEntry } from './turnLog.js';
+export { memoryTurnLog, TurnNotFoundError } from './turnLog.js';
 export type { AttemptReport, TurnReport } from './turnReport.js';
+export type { ServeTurnOptions, TurnMessage, TurnServer, TurnServerOptions } from './turnServer.js';
+export { RemoteTurnError, toSSE, turnServer } from './turnServer.js';

@@ -1,0 +1,148 @@
+import { defineMarbles } from 'cleanturn/testing';
+import {
+  ConnectionError,
+  type HttpClientEvent,
+  type HttpHeadersLike,
+  HttpStatusError,
+  httpClientSSE,
+  NotEventStreamError,
+} from 'cleanturn/transport';
+
+// Angular's HttpClient events and HttpErrorResponse, by shape (as the operator reads them): the real classes need
+// Angular loaded, which the pictures do not. test/transport/httpClientSSE.test.ts runs the real HttpClient.
+
+/** A stand-in for Angular's `HttpHeaders`: `get` with names in any case; shown as a record. */
+class HttpHeaders implements HttpHeadersLike {
+  constructor(private readonly record: Readonly<Record<string, string>>) {}
+  get(name: string): string | null {
+    return this.record[name.toLowerCase()] ?? null;
+  }
+  toJSON(): Readonly<Record<string, string>> {
+    return this.record;
+  }
+}
+
+const eventStream = new HttpHeaders({ 'content-type': 'text/event-stream' });
+const sent: HttpClientEvent = { type: 0 };
+/** `HttpHeaderResponse`: the status and headers. */
+const head = (status: number, statusText: string, headers: HttpHeaders): HttpClientEvent => ({
+  type: 2,
+  status,
+  statusText,
+  headers,
+});
+/** `HttpDownloadProgressEvent`: the whole text so far. */
+const progress = (partialText: string): HttpClientEvent => ({ type: 3, partialText });
+/** `HttpResponse<string>`: the whole body. */
+const response = (body: string, headers = eventStream): HttpClientEvent => ({
+  type: 4,
+  status: 200,
+  statusText: 'OK',
+  headers,
+  body,
+});
+/** `HttpErrorResponse`: not an `Error`; `error` is the body, or with status 0 what stopped the request. */
+const httpError = (status: number, statusText: string, error: unknown, headers = new HttpHeaders({})) => ({
+  name: 'HttpErrorResponse',
+  message: `Http failure response for /api/chat/completions: ${status} ${statusText}`,
+  ok: false,
+  status,
+  statusText,
+  error,
+  headers,
+});
+
+const message = (data: string) => ({ event: undefined, data });
+const stream = 'data: Checking order\n\ndata: ORD-7781.\n\n';
+const rateLimited = '{"error":{"type":"rate_limit_exceeded","code":"rate_limit_exceeded"}}';
+const rateLimitHeaders = new HttpHeaders({ 'content-type': 'application/json', 'retry-after-ms': '400' });
+const cut = httpError(
+  0,
+  'Unknown Error',
+  new TypeError('terminated', { cause: new Error('other side closed') }),
+);
+const portal = '<html><body>Sign in to use the Wi-Fi</body></html>';
+const html = new HttpHeaders({ 'content-type': 'text/html; charset=utf-8' });
+
+export default defineMarbles({
+  name: 'httpClientSSE',
+  summary:
+    "Turns the events of an Angular `HttpClient` request (`observe: 'events'`, `reportProgress: true`, `responseType: 'text'`) into server-sent events; an `HttpErrorResponse` into the typed error that retries read.",
+  cases: [
+    {
+      title:
+        'partialText is the whole text so far: only the new part is parsed, a line split across events waits for its end, and the HttpResponse adds what no progress event showed',
+      source: /*   */ '-s-h-p-q-(r|)',
+      // biome-ignore format: an aligned value table
+      values: {
+        s: sent,
+        h: head(200, 'OK', eventStream),
+        p: progress('data: Check'),
+        q: progress('data: Checking order\n\ndata: ORD-'),
+        r: response(stream),
+      },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-------a-(b|)',
+      expectedValues: { a: message('Checking order'), b: message('ORD-7781.') },
+      subscriptions: '^--------!',
+    },
+    {
+      title:
+        'a 429 (an HttpErrorResponse with its body) becomes a retryable HttpStatusError with the wait the server asked for; the body is not read as SSE',
+      source: /*   */ '-s-h-p-#',
+      values: {
+        s: sent,
+        h: head(429, 'Too Many Requests', rateLimitHeaders),
+        p: progress(rateLimited),
+      },
+      error: httpError(429, 'Too Many Requests', rateLimited, rateLimitHeaders),
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-------#',
+      expectedError: new HttpStatusError(429, 'Too Many Requests', rateLimited, 400),
+      subscriptions: '^------!',
+    },
+    {
+      title: 'status 0, a stream that broke (or a request that failed), becomes a retryable ConnectionError',
+      source: /*   */ '-s-h-p-#',
+      values: { s: sent, h: head(200, 'OK', eventStream), p: progress('data: Checking order\n\ndata: ORD-') },
+      error: cut,
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-----a-#',
+      expectedValues: { a: message('Checking order') },
+      expectedError: new ConnectionError('the stream broke: other side closed', cut),
+      subscriptions: '^------!',
+    },
+    {
+      title:
+        "a 200 that is not an event stream (a captive portal's page) fails with a non-retryable NotEventStreamError and the start of the page",
+      source: /*   */ '-s-h-p-(r|)',
+      values: { s: sent, h: head(200, 'OK', html), p: progress(portal), r: response(portal, html) },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-------#',
+      expectedError: new NotEventStreamError(200, 'text/html; charset=utf-8', portal),
+      subscriptions: '^------!',
+    },
+    {
+      title:
+        'unsubscribing unsubscribes from the HttpClient, which aborts the request: the abandoned attempt stops streaming',
+      source: /*   */ '-s-h-p---q-(r|)',
+      values: {
+        s: sent,
+        h: head(200, 'OK', eventStream),
+        p: progress('data: Checking order\n\ndata: ORD-'),
+        q: progress(stream),
+        r: response(stream),
+      },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-----a-',
+      expectedValues: { a: message('Checking order') },
+      unsubscribe: '-------!',
+      subscriptions: '^------!',
+    },
+  ],
+});

@@ -1,0 +1,281 @@
+import { Observable, type OperatorFunction } from 'rxjs';
+import { subscribeLinked } from '../internal/subscribeLinked.js';
+import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf } from './errors.js';
+import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
+import { describeFailure, ERROR_BODY_SIZE, type ResponseProblem, responseProblem } from './sseResponse.js';
+
+/** Response headers as Angular's `HttpHeaders` gives them (fetch's `Headers` fits too). */
+export interface HttpHeadersLike {
+  /** The header's value, or `null` when the response has none; the name is case-insensitive. */
+  get(name: string): string | null;
+}
+
+/**
+ * Angular's `HttpHeaderResponse` (`HttpEventType.ResponseHeader`, 2): the status and headers, before the body. The
+ * HttpClient sends it when the request asks for `reportProgress: true`.
+ */
+export interface HttpClientHeaderEvent {
+  readonly type: 2;
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: HttpHeadersLike;
+}
+
+/**
+ * Angular's `HttpDownloadProgressEvent` (`HttpEventType.DownloadProgress`, 3). With `responseType: 'text'`,
+ * `partialText` is the whole text received so far, not the piece that just arrived.
+ */
+export interface HttpClientProgressEvent {
+  readonly type: 3;
+  readonly partialText?: string | undefined;
+}
+
+/** Angular's `HttpResponse<string>` (`HttpEventType.Response`, 4): the whole body, once the response ended. */
+export interface HttpClientResponseEvent {
+  readonly type: 4;
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: HttpHeadersLike;
+  readonly body: string | null;
+}
+
+/**
+ * An event of Angular's `HttpClient`, as {@link httpClientSSE} reads it: `HttpEvent<string>` of
+ * `@angular/common/http` fits, and is read by its shape (`type` is the number of `HttpEventType`), so that cleanturn
+ * never loads Angular. `Sent` (0), `UploadProgress` (1) and `User` (5) events carry nothing to read.
+ */
+export type HttpClientEvent =
+  | { readonly type: 0 | 1 | 5 }
+  | HttpClientHeaderEvent
+  | HttpClientProgressEvent
+  | HttpClientResponseEvent;
+
+/** Options of {@link httpClientSSE}. */
+export interface HttpClientSSEOptions {
+  /**
+   * The most SSE text the parser holds at once, in characters, as in `fromSSE`: past it the stream errors with a
+   * non-retryable `SseLimitError` and the request is cancelled. Default 16 MiB. (Angular itself keeps the whole
+   * response text until the request ends: `partialText` grows with it.)
+   */
+  maxBufferSize?: number;
+}
+
+/** Angular's `HttpErrorResponse`, the error notification of its HttpClient, read by its shape. */
+interface HttpErrorResponseLike {
+  readonly name: 'HttpErrorResponse';
+  /** 0 when the request failed or the stream broke (no status, or the body could not be read to its end). */
+  readonly status: number;
+  readonly statusText?: string;
+  /** The body (a string with `responseType: 'text'`), or, with status 0, the error that stopped the request. */
+  readonly error?: unknown;
+  readonly headers?: HttpHeadersLike;
+}
+
+/**
+ * Turns the events of an Angular `HttpClient` request into server-sent events, so that an Angular app streams a
+ * turn through its own HttpClient (interceptors, auth, `withFetch()`) and on into `sseJson()` and an adapter.
+ *
+ * The request asks for the events and the text as it arrives: `observe: 'events'`, `reportProgress: true`,
+ * `responseType: 'text'` (with `provideHttpClient(withFetch())` the body streams; without `reportProgress` it
+ * arrives whole at the end).
+ *
+ * - Each `HttpDownloadProgressEvent` holds the whole text so far: only the part not read yet is parsed, so a long
+ *   answer costs linear time. The final `HttpResponse` holds the whole body: only what no progress event showed is
+ *   parsed, then the result completes.
+ * - The SSE rules are `fromSSE`'s: any line ending, a line split across events, `maxBufferSize` with
+ *   `SseLimitError`, a raw JSON tail emitted as `event: 'raw'`, and an event cut off by the end not emitted.
+ * - An `HttpErrorResponse` becomes the typed error that retries read: a non-2xx status an {@link HttpStatusError}
+ *   (the start of the body, `retryAfterMs` from `retry-after-ms` or `retry-after`), status 0 (the request failed, or
+ *   the stream broke) a retryable {@link ConnectionError}. Other errors pass through.
+ * - A 2xx response whose `content-type` is not `text/event-stream` (a captive portal's HTML page), or a 204, errors
+ *   with a non-retryable {@link NotEventStreamError} (with up to 4 KiB of the body), and the request is cancelled.
+ * - Unsubscribing unsubscribes from the HttpClient, which aborts the request: an abandoned attempt's connection
+ *   is closed.
+ *
+ * ```text
+ * source:   -s-h-p-q-(r|)
+ *           httpClientSSE()
+ * result:   -------a-(b|)
+ *
+ * where
+ *   s = HttpSentEvent
+ *   h = HttpHeaderResponse 200 OK, headers {"content-type":"text/event-stream"}
+ *   p = HttpDownloadProgressEvent, partialText "data: Check"
+ *   q = HttpDownloadProgressEvent, partialText "data: Checking order\n\ndata: ORD-"
+ *   r = HttpResponse 200 OK, headers {"content-type":"text/event-stream"}, body "data: Checking order\n\ndata: ORD-7781.\n\n"
+ *   a = {"data":"Checking order"}
+ *   b = {"data":"ORD-7781."}
+ * ```
+ *
+ * Every case of `marbles/httpClientSSE.marbles.ts`, with pictures: `docs/operators/httpClientSSE.md`.
+ *
+ * State: how much of the text was parsed, the parser's unfinished line and event, and whether the status and
+ * headers arrived; each subscription (each request) starts afresh.
+ *
+ * ## Example
+ * ```ts
+ * import { HttpClient } from '@angular/common/http';
+ * import { inject } from '@angular/core';
+ * import { defer } from 'rxjs';
+ * import { attemptPipeline, turnPipeline } from 'cleanturn';
+ * import { type OpenAIChatChunk, openaiChat } from 'cleanturn/providers';
+ * import { httpClientSSE, sseJson } from 'cleanturn/transport';
+ *
+ * const http = inject(HttpClient); // in an injection context: a component's or a service's field
+ * const body = { model: 'gpt-4.1', messages: [{ role: 'user', content: 'Refund order ORD-7781.' }], stream: true };
+ * const turn$ = defer(() =>
+ *   http.post('/api/chat/completions', body, { observe: 'events', reportProgress: true, responseType: 'text' }),
+ * ).pipe(
+ *   httpClientSSE(),
+ *   sseJson<OpenAIChatChunk>(),
+ *   attemptPipeline(openaiChat()),
+ *   turnPipeline({ turnId: 'turn-42', retry: { count: 2 } }),
+ * );
+ * ```
+ *
+ * @param options `maxBufferSize`.
+ * @returns An operator from one request's HttpClient events to its server-sent events.
+ */
+export function httpClientSSE(
+  options: HttpClientSSEOptions = {},
+): OperatorFunction<HttpClientEvent, SseMessage> {
+  const maxBufferSize = resolveMaxBufferSize('httpClientSSE', options.maxBufferSize);
+  return function httpClientSSEOperator(source) {
+    return new Observable<SseMessage>((subscriber) => {
+      // The SSE parser of this response (the rules are in sseParser.ts).
+      const sse = createSseDecoder((message) => subscriber.next(message), maxBufferSize);
+      // How many characters of the body's text were parsed: each event holds the whole text so far.
+      let parsed = 0;
+      // Whether the status and headers arrived: a failure after them is a broken stream.
+      let responded = false;
+      // A response that is not an event stream, and why, while the start of its body is awaited for the error.
+      let rejected: { response: ResponseHead; problem: ResponseProblem } | undefined;
+      // That start of the body, so far.
+      let bodyStart = '';
+
+      // The status and headers arrived: an event stream is read on; a 204 fails at once; any other problem waits
+      // for the start of the body.
+      const onHead = (response: ResponseHead) => {
+        responded = true;
+        const problem = responseProblem(response.status, contentTypeOf(response.headers));
+        if (problem === undefined) return;
+        rejected = { response, problem };
+        if (problem === 'no-body') subscriber.error(rejection(rejected, undefined));
+      };
+
+      // The whole text so far arrived (`end`: and the response ended).
+      const onText = (text: string, end: boolean) => {
+        if (rejected !== undefined) {
+          bodyStart = text.slice(0, ERROR_BODY_SIZE);
+          if (end || text.length >= ERROR_BODY_SIZE) subscriber.error(rejection(rejected, bodyStart));
+          return;
+        }
+        try {
+          if (text.length > parsed) {
+            const piece = text.slice(parsed);
+            parsed = text.length;
+            sse.feed(piece);
+          }
+          if (end) sse.end();
+        } catch (error) {
+          subscriber.error(error);
+          return;
+        }
+        if (end) subscriber.complete();
+      };
+
+      const upstream = subscribeLinked(source, subscriber, {
+        next(event) {
+          if (typeof event !== 'object' || event === null || typeof event.type !== 'number') {
+            throw new TypeError(
+              `httpClientSSE: expected the events of an HttpClient request (observe: 'events'), got ${describeValue(event)}`,
+            );
+          }
+          if (event.type === 2) {
+            onHead(event);
+          } else if (event.type === 3) {
+            if (typeof event.partialText === 'string') onText(event.partialText, false);
+          } else if (event.type === 4) {
+            if (!responded) onHead(event);
+            if (subscriber.closed) return;
+            const { body } = event;
+            if (body !== null && typeof body !== 'string') {
+              throw new TypeError(
+                `httpClientSSE: the response body is ${describeValue(body)}, not text: request it with responseType: 'text'`,
+              );
+            }
+            if (body === null && parsed === 0 && rejected === undefined) {
+              subscriber.error(rejection({ response: event, problem: 'no-body' }, undefined));
+              return;
+            }
+            onText(body ?? '', true);
+          }
+          // Sent, UploadProgress and User events carry nothing to read.
+        },
+        error(error) {
+          subscriber.error(isHttpErrorResponse(error) ? fromHttpError(error, responded, bodyStart) : error);
+        },
+        complete() {
+          // The response ended without its HttpResponse (Angular's app was destroyed, or a source of one's own).
+          if (rejected !== undefined) subscriber.error(rejection(rejected, bodyStart));
+          else onText('', true);
+        },
+      });
+      return () => {
+        upstream.unsubscribe();
+        sse.clear();
+        bodyStart = '';
+      };
+    });
+  };
+}
+
+/** The status and headers of a response: `HttpHeaderResponse`, or `HttpResponse` when no header event came first. */
+type ResponseHead = HttpClientHeaderEvent | HttpClientResponseEvent;
+
+/** The error of a response that is not an event stream, with the start of its body. */
+function rejection(rejected: { response: ResponseHead; problem: ResponseProblem }, body: string | undefined) {
+  const { response, problem } = rejected;
+  return problem === 'status'
+    ? new HttpStatusError(response.status, response.statusText, body ?? '', retryAfterOf(response.headers))
+    : new NotEventStreamError(response.status, contentTypeOf(response.headers), body);
+}
+
+/**
+ * The typed error of an `HttpErrorResponse`: status 0 a {@link ConnectionError} (the request failed before the
+ * response's head, or the stream broke after it), a non-2xx status an {@link HttpStatusError}; a 2xx (a body Angular
+ * could not read as the `responseType` asked) passes through.
+ */
+function fromHttpError(error: HttpErrorResponseLike, responded: boolean, bodyStart: string): unknown {
+  const { status } = error;
+  if (status === 0) {
+    const what = responded ? 'the stream broke' : 'request failed';
+    return new ConnectionError(describeFailure(what, error.error ?? error), error);
+  }
+  if (responseProblem(status, undefined) !== 'status') return error;
+  const body = typeof error.error === 'string' ? error.error.slice(0, ERROR_BODY_SIZE) : bodyStart;
+  const retryAfter = error.headers === undefined ? undefined : retryAfterOf(error.headers);
+  return new HttpStatusError(status, error.statusText ?? '', body, retryAfter);
+}
+
+/** The `content-type` of a response, if it has one. */
+function contentTypeOf(headers: HttpHeadersLike): string | undefined {
+  return headers.get('content-type') ?? undefined;
+}
+
+/** Whether an error is Angular's `HttpErrorResponse` (its `name` says so; it is not an `Error`). */
+function isHttpErrorResponse(error: unknown): error is HttpErrorResponseLike {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { name?: unknown }).name === 'HttpErrorResponse' &&
+    typeof (error as { status?: unknown }).status === 'number'
+  );
+}
+
+/** What a value is, for a message: its type, or its constructor's name. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  return value.constructor?.name ?? 'an object';
+}

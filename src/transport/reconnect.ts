@@ -1,0 +1,104 @@
+import { isRetryable } from 'cleanturn';
+import { Observable, type Subscription, timer } from 'rxjs';
+import { ConnectionError } from './errors.js';
+import type { SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
+
+/**
+ * How {@link fromSSE} reconnects to a server that resumes its stream after the `Last-Event-ID` the client sends
+ * (the EventSource rule): the turn streams of `turnServer` do.
+ */
+export interface SseReconnectOptions {
+  /** Reconnects in a row that may bring no new message before the stream fails with the cut's error. */
+  count: number;
+  /** Milliseconds before each reconnect. Default 1 000. */
+  delay?: number;
+  /**
+   * Whether a message is the stream's last. When given, a clean close before that message is a cut too (a proxy
+   * that closes an idle connection); without it, a clean close completes the stream.
+   */
+  isLast?: (message: SseMessage) => boolean;
+}
+
+/**
+ * The messages of `connect`'s connections, reconnected with `Last-Event-ID` after a retryable cut. Only a stream
+ * whose messages carry ids is reconnected: without one, the server could only start over, and the cut's error
+ * ends the stream (for an ordinary retry to decide).
+ */
+export function reconnecting(
+  request: SseRequestFactory,
+  connect: (request: SseRequestFactory) => Observable<SseMessage>,
+  options: SseReconnectOptions,
+): Observable<SseMessage> {
+  const { count, delay = 1_000, isLast } = options;
+  if (!Number.isInteger(count) || count < 0)
+    throw new RangeError('fromSSE: reconnect.count must be an integer >= 0');
+  if (!(delay >= 0 && Number.isFinite(delay)))
+    throw new RangeError('fromSSE: reconnect.delay must be a finite number >= 0');
+  return new Observable<SseMessage>((subscriber) => {
+    let lastId: string | undefined;
+    // Reconnects since a message last arrived.
+    let idle = 0;
+    let ended = false;
+    let live: Subscription | undefined;
+    let wait: Subscription | undefined;
+
+    const open = (): void => {
+      const after = lastId;
+      const made: SseRequestFactory =
+        after === undefined ? request : async (context) => withLastEventId(await request(context), after);
+      live = connect(made).subscribe({
+        next: (message) => {
+          if (message.id !== undefined) lastId = message.id;
+          idle = 0;
+          if (isLast?.(message)) ended = true;
+          subscriber.next(message);
+        },
+        error: (error: unknown) => cut(error),
+        complete: () => {
+          if (isLast === undefined || ended) subscriber.complete();
+          else cut(new ConnectionError('the stream closed before its last message', undefined));
+        },
+      });
+    };
+
+    const cut = (error: unknown): void => {
+      live = undefined;
+      // A cut after the last message loses nothing.
+      if (ended) {
+        subscriber.complete();
+        return;
+      }
+      if (!isRetryable(error) || lastId === undefined || idle >= count) {
+        subscriber.error(error);
+        return;
+      }
+      idle++;
+      wait = timer(delay).subscribe(() => {
+        wait = undefined;
+        open();
+      });
+    };
+
+    subscriber.add(() => {
+      wait?.unsubscribe();
+      live?.unsubscribe();
+    });
+    open();
+  });
+}
+
+/** The request with a `Last-Event-ID` header. */
+function withLastEventId(made: SseRequest, id: string): SseRequest {
+  if (typeof made === 'string' || made instanceof URL) {
+    return { url: made, init: { headers: { 'last-event-id': id } } };
+  }
+  if (typeof Request !== 'undefined' && made instanceof Request) {
+    const headers = new Headers(made.headers);
+    headers.set('last-event-id', id);
+    return new Request(made, { headers });
+  }
+  const { url, init } = made as { url: string | URL; init?: RequestInit };
+  const headers = new Headers(init?.headers);
+  headers.set('last-event-id', id);
+  return { url, init: { ...init, headers } };
+}

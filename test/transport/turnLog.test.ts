@@ -1,0 +1,380 @@
+// The TurnLog contract, checked against both logs: memoryTurnLog (an injected clock) and redisTurnLog (a real
+// redis-server started for this file; short ttlMs for expiry). Then what only the Redis log has: its keys, the
+// reader's own connection for blocking reads, expiry while read, and its command timeout.
+import { memoryTurnLog, type TurnLog, type TurnLogEntry, TurnNotFoundError } from 'cleanturn/transport';
+import { redisTurnLog, TurnLogTimeoutError } from 'cleanturn/transport/redis';
+import { Redis } from 'ioredis';
+import { lastValueFrom, type Observable, type Subscription, take, toArray } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
+import { expectNoLeftoverHandles } from '../support/resources.js';
+import { freePort } from '../support/serverProcess.js';
+
+/** What a log takes in these tests. */
+interface LogOptions {
+  maxEntries?: number;
+  ttlMs?: number;
+}
+
+/** A log under test, and what the contract tests need around it. */
+interface Harness {
+  log: TurnLog<string>;
+  /** Another log on the same store, as another server process would have. */
+  other(): TurnLog<string>;
+  /** Lets `ms` pass, as the log sees time. */
+  elapse(ms: number): Promise<void>;
+  /** How many connections the store has open now (Redis); `undefined` for a log that has none. */
+  connections(): Promise<number | undefined>;
+}
+
+let turns = 0;
+/** A turn id no other test uses. */
+const freshTurn = () => `turn-${++turns}`;
+
+const event = (seq: number): TurnLogEntry<string> => ({ seq, event: `e${seq}` });
+const end = (seq: number): TurnLogEntry<string> => ({ seq, end: 'completed' });
+
+const all = <T>(source: Observable<T>) => lastValueFrom(source.pipe(toArray()));
+
+/** Appends `e0`…`e<count-1>` (and the end, when asked) to a claimed turn. */
+async function fill(log: TurnLog<string>, turnId: string, count: number, ended = false): Promise<void> {
+  for (let seq = 0; seq < count; seq++) await log.append(turnId, event(seq));
+  if (ended) await log.append(turnId, end(count));
+}
+
+/** Waits for `condition`, asking every 10 ms; fails after `deadlineMs`. */
+async function until(condition: () => boolean | Promise<boolean>, deadlineMs = 5_000): Promise<void> {
+  const limit = Date.now() + deadlineMs;
+  while (!(await condition())) {
+    if (Date.now() > limit) throw new Error(`condition not met within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A subscribed reader: what it got so far, and how it ended. */
+function subscribe(source: Observable<TurnLogEntry<string>>) {
+  const state = {
+    got: [] as TurnLogEntry<string>[],
+    completed: false,
+    error: undefined as unknown,
+    subscription: undefined as unknown as Subscription,
+  };
+  state.subscription = source.subscribe({
+    next: (entry) => state.got.push(entry),
+    complete: () => {
+      state.completed = true;
+    },
+    error: (error: unknown) => {
+      state.error = error;
+    },
+  });
+  return state;
+}
+
+/** The TurnLog contract, for a log made by `make`. */
+function turnLogContract(make: (options?: LogOptions) => Harness): void {
+  it('claims a turn once, whichever log of the store asks', async () => {
+    const { log, other } = make();
+    const turnId = freshTurn();
+    expect(await log.claim(turnId)).toBe(true);
+    expect(await log.claim(turnId)).toBe(false);
+    expect(await other().claim(turnId)).toBe(false);
+    expect(await other().claim(freshTurn())).toBe(true);
+  });
+
+  it('reads the entries in order, up to and with the end, then completes', async () => {
+    const { log } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await log.append(turnId, event(0));
+    await log.append(turnId, event(1));
+    await log.append(turnId, { seq: 2, end: 'failed', error: { name: 'E', message: 'm', retryable: true } });
+    expect(await all(log.read(turnId, -1))).toEqual([
+      event(0),
+      event(1),
+      { seq: 2, end: 'failed', error: { name: 'E', message: 'm', retryable: true } },
+    ]);
+  });
+
+  it('reads the entries after seq N', async () => {
+    const { log } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await fill(log, turnId, 5, true);
+    expect(await all(log.read(turnId, 2))).toEqual([event(3), event(4), end(5)]);
+  });
+
+  it('follows a running turn: each new entry as it is appended, on another log of the store too', async () => {
+    const { log, other } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    const here = subscribe(log.read(turnId, -1));
+    const there = subscribe(other().read(turnId, -1));
+    await log.append(turnId, event(0));
+    await until(() => here.got.length === 1 && there.got.length === 1);
+    await log.append(turnId, event(1));
+    await until(() => here.got.length === 2 && there.got.length === 2);
+    expect(here.completed || there.completed).toBe(false);
+    await log.append(turnId, end(2));
+    await until(() => here.completed && there.completed);
+    expect(here.got).toEqual([event(0), event(1), end(2)]);
+    expect(there.got).toEqual(here.got);
+  });
+
+  it('serves a reader that joins after the end, and one that already had the end', async () => {
+    const { log } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await fill(log, turnId, 3, true);
+    expect(await all(log.read(turnId, -1))).toEqual([event(0), event(1), event(2), end(3)]);
+    expect(await all(log.read(turnId, 2))).toEqual([end(3)]);
+    expect(await all(log.read(turnId, 3))).toEqual([]);
+  });
+
+  it('errors with TurnNotFoundError for a turn it does not know', async () => {
+    const { log } = make();
+    const turnId = freshTurn();
+    const error = await all(log.read(turnId, -1)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TurnNotFoundError);
+    expect(error).toMatchObject({ turnId, reason: 'unknown', retryable: false });
+    await expect(log.append(turnId, event(0))).rejects.toBeInstanceOf(TurnNotFoundError);
+  });
+
+  it('refuses an entry after the end', async () => {
+    const { log } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await fill(log, turnId, 1, true);
+    await expect(log.append(turnId, event(2))).rejects.toThrow(/ended/);
+  });
+
+  it("errors with TurnNotFoundError 'trimmed' when the entries asked for were trimmed", async () => {
+    const { log } = make({ maxEntries: 10 });
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await fill(log, turnId, 300, true);
+    const error = await all(log.read(turnId, -1)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TurnNotFoundError);
+    expect(error).toMatchObject({ turnId, reason: 'trimmed' });
+    expect(await all(log.read(turnId, 296))).toEqual([event(297), event(298), event(299), end(300)]);
+  });
+
+  it('forgets a turn ttlMs after its last entry: it is unknown, and can be claimed anew', async () => {
+    const { log, elapse } = make({ ttlMs: 300 });
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await fill(log, turnId, 2);
+    await elapse(150);
+    await log.append(turnId, event(2));
+    await log.append(turnId, end(3));
+    await elapse(200);
+    // 350 ms after the claim, 200 ms after the last entry: still known.
+    expect(await all(log.read(turnId, 1).pipe(take(1)))).toEqual([event(2)]);
+    await elapse(400);
+    await expect(all(log.read(turnId, -1))).rejects.toMatchObject({
+      name: 'TurnNotFoundError',
+      reason: 'unknown',
+    });
+    expect(await log.claim(turnId)).toBe(true);
+  });
+
+  it('a reader that unsubscribes gets nothing more, and its connection closes', async () => {
+    const { log, connections } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    await log.append(turnId, event(0));
+    const before = await connections();
+    const reader = subscribe(log.read(turnId, -1));
+    await until(() => reader.got.length === 1);
+    // The reader waits for the next entry (Redis: on a connection of its own).
+    if (before !== undefined) await until(async () => (await connections()) === before + 1);
+    reader.subscription.unsubscribe();
+    if (before !== undefined) await until(async () => (await connections()) === before);
+    await log.append(turnId, event(1));
+    await log.append(turnId, end(2));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(reader.got).toEqual([event(0)]);
+    expect(reader.completed).toBe(false);
+  });
+
+  it('a reader that reads the end closes its connection', async () => {
+    const { log, connections } = make();
+    const turnId = freshTurn();
+    await log.claim(turnId);
+    const before = await connections();
+    const reader = subscribe(log.read(turnId, -1));
+    if (before !== undefined) await until(async () => (await connections()) === before + 1);
+    await fill(log, turnId, 2, true);
+    await until(() => reader.completed);
+    if (before !== undefined) await until(async () => (await connections()) === before);
+    expect(reader.got).toEqual([event(0), event(1), end(2)]);
+  });
+}
+
+describe('memoryTurnLog', () => {
+  expectNoLeftoverHandles(() => {});
+  turnLogContract((options = {}) => {
+    let now = 1_000_000;
+    const log = memoryTurnLog<string>({ ...options, now: () => now });
+    return {
+      log,
+      other: () => log,
+      elapse: async (ms) => {
+        now += ms;
+      },
+      connections: async () => undefined,
+    };
+  });
+
+  it('keeps a turn that has not ended, however quiet: its run is alive in this process, and must not run twice', async () => {
+    let now = 0;
+    const log = memoryTurnLog<string>({ ttlMs: 100, now: () => now });
+    expect(await log.claim('quiet')).toBe(true);
+    await log.append('quiet', event(0));
+    now += 10_000;
+    expect(await log.claim('quiet')).toBe(false);
+    expect(await all(log.read('quiet', -1).pipe(take(1)))).toEqual([event(0)]);
+  });
+});
+
+describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
+  let server: RedisServer;
+  let client: Redis;
+  let admin: Redis;
+  /** The clients a test opened beyond the shared ones: closed after it. */
+  const opened: Redis[] = [];
+  let prefixes = 0;
+
+  beforeAll(async () => {
+    server = await startRedisServer({ persistence: 'none' });
+    client = server.client();
+    admin = server.client();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  expectNoLeftoverHandles(async () => {
+    await Promise.all(opened.splice(0).map((c) => c.quit()));
+  });
+
+  const connections = async () =>
+    String(await admin.client('LIST'))
+      .trim()
+      .split('\n').length;
+
+  const make = (options: LogOptions = {}): Harness => {
+    const prefix = `test-${++prefixes}`;
+    return {
+      log: redisTurnLog<string>({ client, prefix, ...options }),
+      other: () => {
+        const c = server.client();
+        opened.push(c);
+        return redisTurnLog<string>({ client: c, prefix, ...options });
+      },
+      elapse: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      connections,
+    };
+  };
+
+  turnLogContract(make);
+
+  describe('on Redis Streams', () => {
+    it('keeps a turn as a stream of JSON entries with ids 0-<seq+1>, and its claim, both expiring', async () => {
+      const log = redisTurnLog<string>({ client, prefix: 'layout', ttlMs: 60_000 });
+      await log.claim('turn:1');
+      const stream = 'layout:{turn%3A1}';
+      expect(await client.get(`${stream}:owner`)).toBe('running');
+      await fill(log, 'turn:1', 2, true);
+      expect(await client.xrange(stream, '-', '+')).toEqual([
+        ['0-1', ['entry', '{"event":"e0"}']],
+        ['0-2', ['entry', '{"event":"e1"}']],
+        ['0-3', ['entry', '{"end":"completed"}']],
+      ]);
+      expect(await client.get(`${stream}:owner`)).toBe('ended');
+      for (const key of [stream, `${stream}:owner`]) {
+        const ttl = await client.pttl(key);
+        expect(ttl).toBeGreaterThan(50_000);
+        expect(ttl).toBeLessThanOrEqual(60_000);
+      }
+    });
+
+    it('keeps about maxEntries per turn (MAXLEN ~)', async () => {
+      const log = redisTurnLog<string>({ client, prefix: 'trim', maxEntries: 100 });
+      await log.claim('t');
+      await fill(log, 't', 1_000);
+      const length = await client.xlen('trim:{t}');
+      expect(length).toBeGreaterThanOrEqual(100);
+      expect(length).toBeLessThan(300);
+    });
+
+    it('tells apart turn ids that would meet in a key', async () => {
+      const log = redisTurnLog<string>({ client, prefix: 'ids' });
+      expect(await log.claim('a')).toBe(true);
+      expect(await log.claim('a}:owner')).toBe(true);
+      expect(await log.claim('a:owner')).toBe(true);
+      expect(await log.claim('a')).toBe(false);
+    });
+
+    it('blocking readers never block the shared client, and a reader after the end opens no connection', async () => {
+      const log = redisTurnLog<string>({ client, prefix: 'shared' });
+      const duplicates = vi.spyOn(client, 'duplicate');
+      try {
+        await log.claim('t');
+        const readers = Array.from({ length: 5 }, () => subscribe(log.read('t', -1)));
+        await until(() => duplicates.mock.calls.length === 5);
+        const started = Date.now();
+        await client.ping();
+        await log.append('t', event(0));
+        expect(Date.now() - started).toBeLessThan(1_000);
+        await log.append('t', end(1));
+        await until(() => readers.every((r) => r.completed));
+        for (const r of readers) expect(r.got).toEqual([event(0), end(1)]);
+        expect(await all(log.read('t', -1))).toEqual([event(0), end(1)]);
+        expect(duplicates).toHaveBeenCalledTimes(5);
+      } finally {
+        duplicates.mockRestore();
+      }
+    });
+
+    it('errors its readers with TurnNotFoundError when the turn expires while they wait', async () => {
+      const log = redisTurnLog<string>({ client, prefix: 'expiring', ttlMs: 300, blockMs: 100 });
+      await log.claim('t');
+      await log.append('t', event(0));
+      const before = await connections();
+      const reader = subscribe(log.read('t', -1));
+      await until(() => reader.error !== undefined);
+      expect(reader.got).toEqual([event(0)]);
+      expect(reader.error).toBeInstanceOf(TurnNotFoundError);
+      expect(reader.error).toMatchObject({ reason: 'unknown' });
+      await until(async () => (await connections()) === before);
+    });
+
+    it('gives up after commandTimeoutMs with TurnLogTimeoutError, and never closes the client', async () => {
+      const dead = new Redis({ port: await freePort(), lazyConnect: true, retryStrategy: () => 50 });
+      dead.on('error', () => {});
+      try {
+        const log = redisTurnLog<string>({ client: dead, commandTimeoutMs: 200 });
+        const started = Date.now();
+        const error = await log.claim('t').catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(TurnLogTimeoutError);
+        expect(error).toMatchObject({ operation: 'claim', timeoutMs: 200, retryable: true });
+        expect(Date.now() - started).toBeLessThan(2_000);
+        await expect(all(log.read('t', -1))).rejects.toMatchObject({
+          name: 'TurnLogTimeoutError',
+          operation: 'read',
+        });
+        await expect(log.append('t', event(0))).rejects.toMatchObject({ operation: 'append' });
+      } finally {
+        dead.disconnect();
+      }
+      expect(client.status).toBe('ready');
+    });
+
+    it('validates its options', () => {
+      expect(() => redisTurnLog({ client, maxEntries: 0 })).toThrow(RangeError);
+      expect(() => redisTurnLog({ client, ttlMs: 0 })).toThrow(RangeError);
+      expect(() => redisTurnLog({ client, blockMs: Number.POSITIVE_INFINITY })).toThrow(RangeError);
+      expect(() => redisTurnLog({ client, commandTimeoutMs: -1 })).toThrow(RangeError);
+    });
+  });
+});

@@ -1,0 +1,343 @@
+// The browser hop in one process: turnServer with a memory log behind a real HTTP server on 127.0.0.1, and
+// fromTurnSSE as the client. The server cuts client connections on purpose; the turn runs once and the client
+// reads each event once, in order.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TurnEvent } from 'cleanturn';
+import { at, finish, reset, text } from 'cleanturn/testing';
+import {
+  ConnectionError,
+  fromSSE,
+  fromTurnSSE,
+  memoryTurnLog,
+  RemoteTurnError,
+  type TurnMessage,
+  type TurnServer,
+  toSSE,
+  turnServer,
+} from 'cleanturn/transport';
+import { firstValueFrom, lastValueFrom, Subject, throwError, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { expectNoLeftoverHandles } from '../support/resources.js';
+
+/** A server of turns that destroys a connection after `cutAfter(n)` messages, for the n-th connection (0-based). */
+async function serveTurns(
+  turns: TurnServer<TurnEvent>,
+  run: () => Subject<TurnEvent>,
+  cutAfter: (connection: number) => number | undefined = () => undefined,
+) {
+  const requests: { lastEventId: string | undefined }[] = [];
+  let runs = 0;
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const connection = requests.length;
+    const lastEventId = req.headers['last-event-id'] as string | undefined;
+    requests.push({ lastEventId });
+    const turnId = (req.url ?? '').split('/').pop() ?? '';
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    let sent = 0;
+    const limit = cutAfter(connection);
+    if (limit === 0) {
+      res.destroy();
+      return;
+    }
+    const subscription = turns
+      .serve({
+        turnId,
+        lastEventId,
+        run: () => {
+          runs++;
+          return run();
+        },
+      })
+      .subscribe({
+        next: (message: TurnMessage) => {
+          if (++sent !== limit) {
+            res.write(toSSE(message));
+            return;
+          }
+          // The cut: after this message has reached the socket.
+          subscription?.unsubscribe();
+          res.write(toSSE(message), () => res.destroy());
+        },
+        complete: () => res.end(),
+        error: () => res.destroy(),
+      });
+    res.on('close', () => subscription.unsubscribe());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    requests,
+    runs: () => runs,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const events: TurnEvent[] = [
+  at(1, text('Refunding the dam')),
+  reset(2, 'connection reset'),
+  at(2, text('Checking order ORD-7781. ')),
+  at(2, text('The book arrived damaged, so I have started a full refund.')),
+  at(2, finish()),
+];
+
+let cleanup: (() => Promise<void>)[] = [];
+expectNoLeftoverHandles(async () => {
+  for (const step of cleanup.reverse()) await step();
+  cleanup = [];
+});
+
+/** Feeds the events to a running turn, one per macrotask, then completes it. */
+function feed(source: Subject<TurnEvent>, all: readonly TurnEvent[]): void {
+  let i = 0;
+  const step = () => {
+    if (source.closed) return;
+    const event = all[i++];
+    if (event === undefined) source.complete();
+    else {
+      source.next(event);
+      setTimeout(step, 2);
+    }
+  };
+  setTimeout(step, 2);
+}
+
+describe('turnServer + fromTurnSSE', () => {
+  it('a client cut twice mid-turn reconnects with Last-Event-ID and reads each event once; the turn runs once', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    const server = await serveTurns(
+      turns,
+      () => {
+        const source = new Subject<TurnEvent>();
+        feed(source, events);
+        return source;
+      },
+      (connection) => (connection < 2 ? 2 : undefined),
+    );
+    cleanup.push(server.close, () => turns.close());
+
+    const received = await lastValueFrom(
+      fromTurnSSE(() => `${server.url}/turns/turn-42`, { reconnectDelay: 0 }).pipe(toArray()),
+    );
+    expect(received).toEqual(events);
+    expect(server.runs()).toBe(1);
+    expect(server.requests.map((r) => r.lastEventId)).toEqual([undefined, 'turn-42:1', 'turn-42:3']);
+    expect(turns.running).toBe(0);
+  });
+
+  it('a client that connects after the turn ended reads all of it; a second client does not run it again', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    const server = await serveTurns(turns, () => {
+      const source = new Subject<TurnEvent>();
+      feed(source, events);
+      return source;
+    });
+    cleanup.push(server.close, () => turns.close());
+    const read = () => lastValueFrom(fromTurnSSE(() => `${server.url}/turns/turn-7`).pipe(toArray()));
+    expect(await read()).toEqual(events);
+    expect(await read()).toEqual(events);
+    expect(server.runs()).toBe(1);
+  });
+
+  it('a turn that fails on the server fails the client with RemoteTurnError, as retryable as the server said', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    const server = await serveTurns(turns, () => {
+      const source = new Subject<TurnEvent>();
+      setTimeout(() => {
+        source.next(events[0] as TurnEvent);
+        source.error(Object.assign(new Error('invalid api key'), { retryable: false }));
+      }, 2);
+      return source;
+    });
+    cleanup.push(server.close, () => turns.close());
+    const seen: TurnEvent[] = [];
+    const error = await lastValueFrom(fromTurnSSE(() => `${server.url}/turns/turn-9`)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RemoteTurnError);
+    expect((error as RemoteTurnError).retryable).toBe(false);
+    expect((error as RemoteTurnError).message).toContain('invalid api key');
+    expect(seen).toEqual([]);
+  });
+
+  it('a Last-Event-ID of a turn the log does not know gets a typed error, and runs nothing', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    const server = await serveTurns(turns, () => new Subject<TurnEvent>());
+    cleanup.push(server.close, () => turns.close());
+    const error = await firstValueFrom(
+      fromTurnSSE(() => ({
+        url: `${server.url}/turns/gone`,
+        init: { headers: { 'last-event-id': 'gone:4' } },
+      })),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RemoteTurnError);
+    expect((error as RemoteTurnError).remoteName).toBe('TurnNotFoundError');
+    expect(server.runs()).toBe(0);
+  });
+
+  it('close() stops the running turns, and their readers end with a retryable error', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    const source = new Subject<TurnEvent>();
+    const server = await serveTurns(turns, () => source);
+    cleanup.push(server.close);
+    const reading = lastValueFrom(fromTurnSSE(() => `${server.url}/turns/turn-5`).pipe(toArray())).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    while (turns.running === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    source.next(events[0] as TurnEvent);
+    await turns.close();
+    const error = await reading;
+    expect(error).toBeInstanceOf(RemoteTurnError);
+    expect((error as RemoteTurnError).retryable).toBe(true);
+    expect(source.observed).toBe(false);
+  });
+
+  it('gives up after the reconnects allowed in a row without a new event', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    // The first connection gets one event then is cut; every reconnect is cut before its first event.
+    const server = await serveTurns(
+      turns,
+      () => {
+        const source = new Subject<TurnEvent>();
+        setTimeout(() => source.next(events[0] as TurnEvent), 2);
+        return source;
+      },
+      (connection) => (connection === 0 ? 1 : 0),
+    );
+    cleanup.push(server.close, () => turns.close());
+    const error = await lastValueFrom(
+      fromTurnSSE(() => `${server.url}/turns/turn-3`, { reconnects: 2, reconnectDelay: 5 }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(server.requests.map((r) => r.lastEventId)).toEqual([undefined, 'turn-3:0', 'turn-3:0']);
+  });
+});
+
+describe('turnServer: what a client is told, whatever goes wrong', () => {
+  it('a Last-Event-ID naming the turn at -1 (what EventSource sends after a not-found message) never starts it', async () => {
+    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+    const server = await serveTurns(turns, () => new Subject<TurnEvent>());
+    cleanup.push(server.close, () => turns.close());
+    const error = await firstValueFrom(
+      fromTurnSSE(() => ({
+        url: `${server.url}/turns/gone`,
+        init: { headers: { 'last-event-id': 'gone:-1' } },
+      })),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RemoteTurnError);
+    expect(server.runs()).toBe(0);
+  });
+
+  it('any error of the log reaches the client as a typed failed message, not as a broken connection', async () => {
+    const memory = memoryTurnLog<TurnEvent>();
+    const broken = { ...memory, read: () => throwError(() => new Error('the log is down')) };
+    const turns = turnServer<TurnEvent>({ log: broken });
+    const messages = await lastValueFrom(
+      turns.serve({ turnId: 't', run: () => new Subject<TurnEvent>() }).pipe(toArray()),
+    );
+    expect(messages).toEqual([
+      {
+        id: 't:-1',
+        type: 'failed',
+        data: JSON.stringify({ name: 'Error', message: 'the log is down', retryable: true }),
+      },
+    ]);
+    await turns.close();
+  });
+
+  it('close() waits for an entry being written, and never writes a second end', async () => {
+    const memory = memoryTurnLog<TurnEvent>();
+    const written: string[] = [];
+    let slow = Promise.resolve();
+    const log = {
+      ...memory,
+      append: async (turnId: string, entry: Parameters<typeof memory.append>[1]) => {
+        // Each append takes a while: one is still being written when close() is called.
+        slow = slow.then(() => new Promise((resolve) => setTimeout(resolve, 20)));
+        await slow;
+        written.push('event' in entry ? `event ${entry.seq}` : `end ${entry.seq} ${entry.end}`);
+        return memory.append(turnId, entry);
+      },
+    };
+    const turns = turnServer<TurnEvent>({ log, onLogError: (error) => written.push(`log error ${error}`) });
+    const source = new Subject<TurnEvent>();
+    const reading = lastValueFrom(turns.serve({ turnId: 't', run: () => source }).pipe(toArray()));
+    while (turns.running === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    source.next(events[0] as TurnEvent);
+    source.complete();
+    await turns.close();
+    await reading;
+    expect(written).toEqual(['event 0', 'end 1 completed']);
+  });
+});
+
+describe('fromSSE({ reconnect })', () => {
+  it('does not reconnect a stream whose messages carry no id: the server could only start over', async () => {
+    let connections = 0;
+    const server = createServer((_req, res) => {
+      connections++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"n":1}\n\n', () => res.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const error = await lastValueFrom(fromSSE(() => url, { reconnect: { count: 3, delay: 0 } })).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(connections).toBe(1);
+  });
+
+  it('a cut after the last message completes the stream: nothing is missing', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: 1\nevent: end\ndata: {}\n\n', () => res.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const messages = await lastValueFrom(
+      fromSSE(() => url, { reconnect: { count: 3, delay: 0, isLast: (m) => m.event === 'end' } }).pipe(
+        toArray(),
+      ),
+    );
+    expect(messages).toEqual([{ id: '1', event: 'end', data: '{}' }]);
+  });
+
+  it('refuses a reconnect count or delay that is not a count or a duration', () => {
+    expect(() => fromSSE(() => 'http://127.0.0.1/', { reconnect: { count: -1 } })).toThrow(RangeError);
+    expect(() => fromSSE(() => 'http://127.0.0.1/', { reconnect: { count: 1, delay: Number.NaN } })).toThrow(
+      RangeError,
+    );
+  });
+});
