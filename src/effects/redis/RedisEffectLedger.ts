@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -12,6 +11,7 @@ import {
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
+import { type RedisScript, redisScript, runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import { LedgerPersistenceError, LedgerTimeoutError, type RedisLedgerOperation } from './errors.js';
 import { persistenceProblems } from './persistence.js';
@@ -115,22 +115,12 @@ if r[3] then remaining = ms(tonumber(r[3]) - now) end
 return {r[1], r[2], remaining, r[4], ms(redis.call('PTTL', KEYS[1]))}
 `;
 
-/** A Lua script and its SHA-1, for EVALSHA with a fallback to EVAL. */
-interface Script {
-  source: string;
-  sha: string;
-}
-
-const script = (source: string): Script => ({
-  source,
-  sha: createHash('sha1').update(source).digest('hex'),
-});
 const scripts = {
-  claim: script(CLAIM),
-  settle: script(SETTLE),
-  release: script(RELEASE),
-  renew: script(RENEW),
-  get: script(GET),
+  claim: redisScript(CLAIM),
+  settle: redisScript(SETTLE),
+  release: redisScript(RELEASE),
+  renew: redisScript(RENEW),
+  get: redisScript(GET),
 };
 
 /**
@@ -309,15 +299,10 @@ export class RedisEffectLedger implements EffectLedger {
    * Runs a script by its SHA-1, loading it on first use (or after the server lost its script cache), after the
    * persistence check; all of it within `commandTimeoutMs`.
    */
-  #run(operation: RedisLedgerOperation, s: Script, key: string, args: string[]): Promise<unknown> {
+  #run(operation: RedisLedgerOperation, s: RedisScript, key: string, args: string[]): Promise<unknown> {
     return this.#withTimeout(operation, async () => {
       await this.#check();
-      try {
-        return await this.#client.evalsha(s.sha, 1, key, ...args);
-      } catch (error) {
-        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-        return await this.#client.eval(s.source, 1, key, ...args);
-      }
+      return runRedisScript(this.#client, s, [key], args);
     });
   }
 
@@ -340,15 +325,7 @@ export class RedisEffectLedger implements EffectLedger {
   }
 
   /** Runs `operation`, or fails with {@link LedgerTimeoutError} once `commandTimeoutMs` has passed; the timer is always cleared. */
-  async #withTimeout<T>(operation: RedisLedgerOperation, run: () => Promise<T>): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new LedgerTimeoutError(operation, this.#timeoutMs)), this.#timeoutMs);
-    });
-    try {
-      return await Promise.race([run(), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  #withTimeout<T>(operation: RedisLedgerOperation, run: () => Promise<T>): Promise<T> {
+    return withinTime(this.#timeoutMs, () => new LedgerTimeoutError(operation, this.#timeoutMs), run);
   }
 }

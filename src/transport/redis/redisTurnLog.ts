@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { type TurnFailure, type TurnLog, type TurnLogEntry, TurnNotFoundError } from 'cleanturn/transport';
 import type { Cluster, Redis } from 'ioredis';
 import { Observable } from 'rxjs';
+import { type RedisScript, redisScript, runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
 
 /** Options of {@link redisTurnLog}. */
@@ -66,17 +66,7 @@ if not state then return false end
 return {state, redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])}
 `;
 
-/** A Lua script and its SHA-1, for EVALSHA with a fallback to EVAL. */
-interface Script {
-  source: string;
-  sha: string;
-}
-
-const script = (source: string): Script => ({
-  source,
-  sha: createHash('sha1').update(source).digest('hex'),
-});
-const scripts = { claim: script(CLAIM), append: script(APPEND), page: script(PAGE_OF) };
+const scripts = { claim: redisScript(CLAIM), append: redisScript(APPEND), page: redisScript(PAGE_OF) };
 
 /** A stream entry as Redis answers it: its id and its fields (`['entry', json]`). */
 type StreamEntry = [id: string, fields: string[]];
@@ -134,15 +124,8 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
     return { stream, owner: `${stream}:owner` };
   };
 
-  // Runs a script by its SHA-1, loading it on first use (or after the server lost its script cache).
-  const run = async (s: Script, keys: TurnKeys, args: (string | number)[]): Promise<unknown> => {
-    try {
-      return await client.evalsha(s.sha, 2, keys.stream, keys.owner, ...args);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return await client.eval(s.source, 2, keys.stream, keys.owner, ...args);
-    }
-  };
+  const run = (s: RedisScript, keys: TurnKeys, args: (string | number)[]): Promise<unknown> =>
+    runRedisScript(client, s, [keys.stream, keys.owner], args);
 
   return {
     async claim(turnId) {
@@ -283,29 +266,12 @@ function duration(value: number, name: string): number {
  * Runs `command`, or fails with {@link TurnLogTimeoutError} once `timeoutMs` has passed, or (silently, for a
  * reader that went away) once `signal` aborts, even after the answer; the timer is always cleared.
  */
-async function within<T>(
+function within<T>(
   operation: RedisTurnLogOperation,
   timeoutMs: number,
   command: () => Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {
-  if (signal?.aborted) throw signal.reason;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let abort: (() => void) | undefined;
-  const stopped = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TurnLogTimeoutError(operation, timeoutMs)), timeoutMs);
-    if (signal !== undefined) {
-      abort = () => reject(signal.reason);
-      signal.addEventListener('abort', abort, { once: true });
-    }
-  });
-  try {
-    const result = await Promise.race([command(), stopped]);
-    // A reader that went away meanwhile goes no further (it opens no connection).
-    if (signal?.aborted) throw signal.reason;
-    return result;
-  } finally {
-    clearTimeout(timer);
-    if (abort !== undefined) signal?.removeEventListener('abort', abort);
-  }
+  // A reader that went away meanwhile goes no further (it opens no connection).
+  return withinTime(timeoutMs, () => new TurnLogTimeoutError(operation, timeoutMs), command, signal);
 }
