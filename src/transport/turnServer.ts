@@ -20,8 +20,8 @@ export interface TurnServerOptions<E> {
   /** Where running turns keep their events for reconnecting clients: `memoryTurnLog()` or `redisTurnLog()`. */
   log: TurnLog<E>;
   /**
-   * Called when the log refuses an entry of a running turn (its store is down): the turn is stopped, and its
-   * readers end when their own reads fail. Default: RxJS's `config.onUnhandledError` if set, else `console.error`
+   * Called when the log refuses an entry of a running turn (its store is down): the turn is stopped, its end is
+   * written as failed if the log takes it (its readers end), and the server forgets the run. Default: RxJS's `config.onUnhandledError` if set, else `console.error`
    * (never a thrown error: a store that is down must not crash the server).
    */
   onLogError?: (error: unknown, turnId: string) => void;
@@ -90,13 +90,20 @@ export interface TurnServer<E> {
 export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
   const { log } = options;
   const runs = new Map<string, Run>();
-  // A store that is down must not take the server down with it: the default reports, and does not throw.
-  const logError =
-    options.onLogError ??
-    ((error: unknown, turnId: string) => {
-      if (config.onUnhandledError) config.onUnhandledError(error);
-      else console.error(`cleanturn: the turn log refused an entry of turn ${turnId}:`, error);
-    });
+  // A store that is down must not take the server down with it: the default reports, and does not throw; nor
+  // does a callback that throws.
+  const logError = (error: unknown, turnId: string): void => {
+    try {
+      if (options.onLogError !== undefined) {
+        options.onLogError(error, turnId);
+        return;
+      }
+    } catch (thrown) {
+      error = thrown;
+    }
+    if (config.onUnhandledError) config.onUnhandledError(error);
+    else console.error(`cleanturn: the turn log refused an entry of turn ${turnId}:`, error);
+  };
 
   const start = (turnId: string, run: () => Observable<E>): void => {
     const record: Run = {
@@ -107,7 +114,11 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       source: undefined,
     };
     runs.set(turnId, record);
-    // Entries are written one at a time, in order; after a refused one, nothing more is written and the run stops.
+    const forget = () => {
+      if (runs.get(turnId) === record) runs.delete(turnId);
+    };
+    // Entries are written one at a time, in order. After a refused one the run stops, its readers are told (if the
+    // log takes that last entry), and the server forgets the run.
     const write = (entry: TurnLogEntry<E>): void => {
       if ('end' in entry) record.ended = true;
       record.written = record.written.then(async () => {
@@ -116,14 +127,17 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
           await log.append(turnId, entry);
         } catch (error) {
           record.failed = true;
+          record.ended = true;
           record.source?.unsubscribe();
           logError(error, turnId);
+          if (!('end' in entry)) {
+            const end: TurnLogEntry<E> = { seq: entry.seq, end: 'failed', error: failureOf(error) };
+            await log.append(turnId, end).catch(() => undefined);
+          }
+          forget();
         }
       });
-      if ('end' in entry || record.failed)
-        void record.written.then(() => {
-          if (runs.get(turnId) === record) runs.delete(turnId);
-        });
+      if ('end' in entry) void record.written.then(forget);
     };
     record.source = defer(run).subscribe({
       next: (event) => write({ seq: record.seq++, event }),
@@ -134,19 +148,32 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
 
   return {
     serve({ turnId, run, lastEventId }) {
+      // The last entry this connection delivered (or the client had): a failed message carries it as its id, so
+      // that a client that reconnects anyway (a browser's EventSource does) reads on from there.
+      let last = -1;
       return defer(async () => {
         const after = positionOf(lastEventId, turnId);
-        // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID (even as
-        // `:-1`, the id of a not-found message) had it once, and must never start it again.
+        last = after ?? -1;
+        // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID had it
+        // once, and must never start it again.
         if (after === undefined && (await log.claim(turnId))) start(turnId, run);
         return log.read(turnId, after ?? -1);
       }).pipe(
         mergeAll(),
-        map((entry) => messageOf(turnId, entry)),
-        // The client is told why, as a message, instead of a broken connection it would reconnect to.
-        catchError((error: unknown) =>
-          of<TurnMessage>({ id: `${turnId}:-1`, type: 'failed', data: JSON.stringify(failureOf(error)) }),
-        ),
+        map((entry) => {
+          last = entry.seq;
+          return messageOf(turnId, entry);
+        }),
+        catchError((error: unknown) => {
+          // An error that may pass (a timeout of the log) drops the connection: the client reconnects from its
+          // last id. A final one is told, as a message, instead of a broken connection it would reconnect to.
+          if (isRetryable(error)) throw error;
+          return of<TurnMessage>({
+            id: `${turnId}:${last}`,
+            type: 'failed',
+            data: JSON.stringify(failureOf(error)),
+          });
+        }),
       );
     },
     get running() {

@@ -243,7 +243,7 @@ describe('examples/nest: a clean turn over @Sse() that the browser resumes', { t
     expect(error).toMatchObject({ remoteName: 'TurnNotFoundError', retryable: false });
     expect((error as Error).message).toContain('does not know turn turn-gone');
     expect(turn.events).toEqual([]);
-    expect(wire.connections).toEqual([{ lastEventId: 'turn-gone:3', ids: ['turn-gone:-1'] }]);
+    expect(wire.connections).toEqual([{ lastEventId: 'turn-gone:3', ids: ['turn-gone:3'] }]);
     expect(fake.requests).toHaveLength(0);
     expect(nest.get(TurnsService).running).toBe(0);
   });

@@ -16,7 +16,7 @@ import {
   toSSE,
   turnServer,
 } from 'cleanturn/transport';
-import { firstValueFrom, lastValueFrom, Subject, throwError, toArray } from 'rxjs';
+import { config, firstValueFrom, lastValueFrom, Subject, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 
@@ -244,21 +244,97 @@ describe('turnServer: what a client is told, whatever goes wrong', () => {
     expect(server.runs()).toBe(0);
   });
 
-  it('any error of the log reaches the client as a typed failed message, not as a broken connection', async () => {
+  it('an error of the log that is final reaches the client as a typed failed message, with the last id it had', async () => {
     const memory = memoryTurnLog<TurnEvent>();
-    const broken = { ...memory, read: () => throwError(() => new Error('the log is down')) };
+    const gone = Object.assign(new Error('the log is gone'), { retryable: false });
+    const broken = { ...memory, read: () => throwError(() => gone) };
     const turns = turnServer<TurnEvent>({ log: broken });
     const messages = await lastValueFrom(
-      turns.serve({ turnId: 't', run: () => new Subject<TurnEvent>() }).pipe(toArray()),
+      turns.serve({ turnId: 't', lastEventId: 't:3', run: () => new Subject<TurnEvent>() }).pipe(toArray()),
     );
     expect(messages).toEqual([
       {
-        id: 't:-1',
+        id: 't:3',
         type: 'failed',
-        data: JSON.stringify({ name: 'Error', message: 'the log is down', retryable: true }),
+        data: JSON.stringify({ name: 'Error', message: 'the log is gone', retryable: false }),
       },
     ]);
     await turns.close();
+  });
+
+  it('an error of the log that may pass drops the connection, for the client to reconnect from its last id', async () => {
+    const memory = memoryTurnLog<TurnEvent>();
+    const blip = new Error('the log timed out');
+    const broken = { ...memory, read: () => throwError(() => blip) };
+    const turns = turnServer<TurnEvent>({ log: broken });
+    const error = await lastValueFrom(turns.serve({ turnId: 't', run: () => new Subject<TurnEvent>() })).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBe(blip);
+    await turns.close();
+  });
+
+  it('a log that refuses an entry stops the run, ends the turn as failed for its readers, and forgets the run', async () => {
+    const memory = memoryTurnLog<TurnEvent>();
+    let appends = 0;
+    const reported: unknown[] = [];
+    const log = {
+      ...memory,
+      append: async (turnId: string, entry: Parameters<typeof memory.append>[1]) => {
+        if (++appends === 2) throw new Error('the disk is full');
+        return memory.append(turnId, entry);
+      },
+    };
+    const turns = turnServer<TurnEvent>({ log, onLogError: (error) => reported.push(error) });
+    const source = new Subject<TurnEvent>();
+    const reading = lastValueFrom(turns.serve({ turnId: 't', run: () => source }).pipe(toArray()));
+    while (turns.running === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    source.next(events[0] as TurnEvent);
+    source.next(events[2] as TurnEvent);
+    const messages = await reading;
+    expect(messages.map((m) => m.type)).toEqual(['turn', 'failed']);
+    expect(JSON.parse(messages[1]?.data ?? '{}')).toMatchObject({
+      message: 'the disk is full',
+      retryable: true,
+    });
+    expect(reported).toHaveLength(1);
+    // The run is forgotten once its failed end is written, just after its readers have it.
+    for (let i = 0; i < 100 && turns.running !== 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(turns.running).toBe(0);
+    expect(source.observed).toBe(false);
+  });
+
+  it('an onLogError that throws goes to RxJS onUnhandledError, and rejects nothing', async () => {
+    const memory = memoryTurnLog<TurnEvent>();
+    const log = { ...memory, append: async () => Promise.reject(new Error('down')) };
+    const unhandled: unknown[] = [];
+    const previous = config.onUnhandledError;
+    config.onUnhandledError = (error) => unhandled.push(error);
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const turns = turnServer<TurnEvent>({
+        log,
+        onLogError: () => {
+          throw new Error('callback bug');
+        },
+      });
+      const source = new Subject<TurnEvent>();
+      const subscription = turns.serve({ turnId: 't', run: () => source }).subscribe({ error: () => {} });
+      while (turns.running === 0 && unhandled.length === 0)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      source.next(events[0] as TurnEvent);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      await turns.close();
+      subscription.unsubscribe();
+      expect(unhandled.map(String)).toContain('Error: callback bug');
+      expect(rejections).toEqual([]);
+    } finally {
+      config.onUnhandledError = previous;
+      process.off('unhandledRejection', onRejection);
+    }
   });
 
   it('close() waits for an entry being written, and never writes a second end', async () => {
