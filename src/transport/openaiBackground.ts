@@ -1,4 +1,5 @@
 import type { SseRequest } from './fromSSE.js';
+import { checkResumeOptions } from './resumeResponse.js';
 
 /**
  * How {@link streamTurn} resumes a cut attempt instead of retrying it (`resume`, or `AttemptPlan.resume`): the
@@ -54,6 +55,7 @@ export interface OpenAIBackgroundOptions {
  * @returns The resume requests.
  */
 export function openaiBackground(options: OpenAIBackgroundOptions = {}): ResumeRequests {
+  checkResumeOptions('openaiBackground', options.maxResumes, options.delay);
   const base = String(options.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
   const headers = new Headers(options.headers);
   // A GET and a bodyless POST carry no content type.

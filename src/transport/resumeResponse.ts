@@ -1,4 +1,10 @@
-import { describeError, isRetryable, type ProviderEvent, type ResumeEvent } from 'cleanturn';
+import {
+  describeError,
+  isRetryable,
+  isRetryableUpstream,
+  type ProviderEvent,
+  type ResumeEvent,
+} from 'cleanturn';
 import {
   from,
   isObservable,
@@ -47,14 +53,35 @@ export interface ResumeResponseOptions {
    */
   maxResumes?: number;
   /**
-   * Milliseconds before the second resume in a row that delivered nothing, doubled for each further one; the
-   * first resume after a cut is immediate. Default 250.
+   * Milliseconds before the second resume in a row that delivered nothing, doubled for each further one (at most
+   * 30 s); the first resume after a cut is immediate. Default 250.
    */
   delay?: number;
 }
 
-/** The event types after which a response generates nothing more. */
-const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed', 'error']);
+/**
+ * The event types after which a response generates nothing more. Not `error`: in background mode it does not prove
+ * that the response stopped, so an attempt that ends with one still cancels it.
+ */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** The longest wait between two resumes, however many failed in a row. */
+const MAX_DELAY = 30_000;
+
+/**
+ * Checks the resume options where they are given (`resumeResponse`, `openaiBackground`, `streamTurn`): a bad value
+ * is a mistake in the code, refused at once with a `RangeError`, never turned into retries.
+ */
+export function checkResumeOptions(
+  who: string,
+  maxResumes: number | undefined,
+  delay: number | undefined,
+): void {
+  if (maxResumes !== undefined && (!Number.isInteger(maxResumes) || maxResumes < 0))
+    throw new RangeError(`${who}: maxResumes must be an integer >= 0`);
+  if (delay !== undefined && !(delay >= 0 && Number.isFinite(delay)))
+    throw new RangeError(`${who}: delay must be a finite number >= 0`);
+}
 
 /**
  * One attempt of an OpenAI Responses turn in background mode, resumed where its connection is cut instead of
@@ -90,8 +117,8 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
  * over, its reason saying why:
  * - the cut came before the response's id or first sequence number: the cut's own error (a clean close completes
  *   without a finish, for `requireFinish` to fail);
- * - the server does not know the response (404) or no longer streams it (another 4xx): a `ResumeError`
- *   `not-found` or `expired`;
+ * - the server does not know the response (404) or no longer streams it (another status that the table of
+ *   `isRetryableUpstream` calls final, 401 and 403 aside): a `ResumeError` `not-found` or `expired`;
  * - the resumed stream skips a sequence number: `gap`;
  * - `maxResumes` resumes in a row delivered no new event: `repeated`;
  * - the response failed on the server (`response.failed`, an `error` event): the adapter's `ProviderError`,
@@ -130,10 +157,7 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 export function resumeResponse(options: ResumeResponseOptions): Observable<ProviderEvent> {
   const { create, retrieve, cancel, maxResumes = 3, delay = 250 } = options;
   const adapter = options.adapter as OperatorFunction<unknown, ProviderEvent>;
-  if (!Number.isInteger(maxResumes) || maxResumes < 0)
-    throw new RangeError('resumeResponse: maxResumes must be an integer >= 0');
-  if (!(delay >= 0 && Number.isFinite(delay)))
-    throw new RangeError('resumeResponse: delay must be a finite number >= 0');
+  checkResumeOptions('resumeResponse', maxResumes, delay);
 
   return new Observable<ProviderEvent>((subscriber) => {
     // The response's id, once an event named it.
@@ -240,13 +264,33 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
       };
       subscriber.next(resume);
       if (subscriber.closed) return;
-      const pause = idle > 1 ? delay * 2 ** (idle - 2) : 0;
-      if (pause === 0) connect(true);
+      const pause = idle > 1 ? Math.min(delay * 2 ** (idle - 2), MAX_DELAY) : 0;
+      if (pause === 0) reconnect();
       else
         wait = timer(pause).subscribe(() => {
           wait = undefined;
-          connect(true);
+          reconnect();
         });
+    };
+
+    // Connects again; a connection cut while it subscribes (a synchronous source) connects again from the loop, not
+    // from inside the cut: the stack does not grow with the resumes.
+    let connecting = false;
+    let again = false;
+    const reconnect = (): void => {
+      if (connecting) {
+        again = true;
+        return;
+      }
+      connecting = true;
+      try {
+        do {
+          again = false;
+          connect(true);
+        } while (again && !subscriber.closed);
+      } finally {
+        connecting = false;
+      }
     };
 
     // Registered before the first connection, which may end the subscription while it subscribes.
@@ -268,7 +312,13 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         }
       }
     });
-    connect(false);
+    connecting = true;
+    try {
+      connect(false);
+    } finally {
+      connecting = false;
+    }
+    if (again && !subscriber.closed) reconnect();
   });
 }
 
@@ -293,11 +343,12 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
-/** Statuses that say the response cannot be resumed: 4xx, but not those a later try may pass. */
+/**
+ * Statuses of a resume request that say the response cannot be resumed: those the table of `isRetryableUpstream`
+ * calls final, but for 401 and 403, which are about the key, not the response (they end the attempt as they are).
+ */
 function unresumable(status: number): boolean {
-  return (
-    status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 408 && status !== 429
-  );
+  return status !== 401 && status !== 403 && !isRetryableUpstream({ status, otherwise: true });
 }
 
 function typeOf(payload: unknown): string {

@@ -16,7 +16,7 @@ import { config, defer, identity, Observable, type OperatorFunction, of, Subject
 import { HttpStatusError } from './errors.js';
 import { type FromSSEOptions, fromSSE, type SseRequest, toFetchArgs } from './fromSSE.js';
 import type { ResumeRequests } from './openaiBackground.js';
-import { resumeResponse } from './resumeResponse.js';
+import { checkResumeOptions, resumeResponse } from './resumeResponse.js';
 import { sseJson } from './sseJson.js';
 import { type TurnReport, toTurnReport } from './turnReport.js';
 
@@ -173,6 +173,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         maxBufferSize,
       };
       const { resume } = chosen;
+      if (resume !== undefined) checkPlannedResume(resume);
       if (resume === undefined)
         return fromSSE(chosen.request, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter));
       return resumeResponse({
@@ -266,12 +267,22 @@ function planOf<I>(options: StreamTurnOptions<I>): (attempt: number) => AttemptP
   }
   if (request === undefined || adapter === undefined)
     throw new TypeError('streamTurn: request and adapter (or a plan) are required');
+  if (resume !== undefined) checkResumeOptions('streamTurn', resume.maxResumes, resume.delay);
   const same = adapter as OperatorFunction<never, ProviderEvent>;
   return (attempt) => {
     const chosen: AttemptPlan = { adapter: same, request: ({ signal }) => request({ attempt, signal }) };
     if (resume !== undefined) chosen.resume = resume;
     return chosen;
   };
+}
+
+/** A plan's resume options, checked when the attempt starts: a bad one ends the turn at once, as no retry fixes it. */
+function checkPlannedResume(resume: ResumeRequests): void {
+  try {
+    checkResumeOptions('streamTurn (plan)', resume.maxResumes, resume.delay);
+  } catch (error) {
+    throw Object.assign(error as RangeError, { retryable: false });
+  }
 }
 
 /** How long a cancel request may take; it runs after its turn, so it must end on its own. */

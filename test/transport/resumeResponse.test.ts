@@ -2,8 +2,24 @@
 // source), the callbacks that throw, cancel on unsubscribe, what the official SDK's calls return, and its options.
 import { openaiResponses } from 'cleanturn/providers';
 import { finish, text, usage } from 'cleanturn/testing';
-import { ResumeError, type ResumeResponseOptions, resumeResponse } from 'cleanturn/transport';
-import { lastValueFrom, type Observable, take, toArray } from 'rxjs';
+import {
+  openaiBackground,
+  ResumeError,
+  type ResumeResponseOptions,
+  resumeResponse,
+  streamTurn,
+} from 'cleanturn/transport';
+import {
+  catchError,
+  concat,
+  EMPTY,
+  lastValueFrom,
+  type Observable,
+  of,
+  take,
+  throwError,
+  toArray,
+} from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { nothing, standardChecks } from '../support/standardChecks.js';
@@ -172,11 +188,110 @@ describe('resumeResponse', () => {
     expect(signals[0]?.aborted).toBe(true);
   });
 
+  it('resumes a synchronous source many times without growing the stack', () => {
+    const n = 3_000;
+    const all = [created, ...Array.from({ length: n }, (_, i) => delta(i + 1, 'x')), completed(n + 1)];
+    const cut = new Error('connection reset');
+    // Every connection delivers one new event, then is cut; all of it synchronously.
+    const from = (after: number) =>
+      concat(of(...all.slice(after + 1, after + 2)), after + 2 < all.length ? throwError(() => cut) : EMPTY);
+    const events: unknown[] = [];
+    let error: unknown;
+    let completed_ = false;
+    resumeResponse({
+      create: () => from(-1),
+      retrieve: ({ after }) => from(after),
+      adapter: openaiResponses(),
+      maxResumes: 1,
+    }).subscribe({
+      next: (e) => events.push(e),
+      error: (e: unknown) => {
+        error = e;
+      },
+      complete: () => {
+        completed_ = true;
+      },
+    });
+    expect(error).toBeUndefined();
+    expect(completed_).toBe(true);
+    expect(events.filter((e) => (e as { type: string }).type === 'text')).toHaveLength(n);
+  });
+
+  it('cancels the response after an in-stream error event: it does not prove the response stopped', () => {
+    const cancelled: string[] = [];
+    newScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-c-e-|', {
+        c: created,
+        e: { type: 'error', sequence_number: 1, code: 'server_error', message: 'The server had an error.' },
+      });
+      const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
+      expectObservable(resuming({ cancel })(source).pipe(catchError(() => of('failed')))).toBe('---(f|)', {
+        f: 'failed',
+      });
+    });
+    expect(cancelled).toEqual([id]);
+  });
+
+  it('a 409 of a resume may pass: it counts as a failed resume, not as an expired response', async () => {
+    let retrieves = 0;
+    const conflict = Object.assign(new Error('HTTP 409'), { status: 409, retryable: true });
+    const result = await lastValueFrom(
+      resumeResponse({
+        create: () =>
+          concat(
+            of(created, delta(1, 'Checking')),
+            throwError(() => new Error('connection reset')),
+          ),
+        retrieve: () =>
+          retrieves++ === 0 ? throwError(() => conflict) : of(delta(2, ' order.'), completed(3)),
+        adapter: openaiResponses(),
+        delay: 0,
+      }).pipe(toArray()),
+    );
+    expect(retrieves).toBe(2);
+    expect(result.filter((e) => e.type === 'text')).toEqual([text('Checking'), text(' order.')]);
+  });
+
   it('refuses a maxResumes or delay that is not a count or a duration', () => {
     const base = { create: () => [], retrieve: () => [], adapter: openaiResponses() };
     expect(() => resumeResponse({ ...base, maxResumes: -1 })).toThrow(RangeError);
     expect(() => resumeResponse({ ...base, maxResumes: 1.5 })).toThrow(RangeError);
     expect(() => resumeResponse({ ...base, delay: Number.NaN })).toThrow(RangeError);
     expect(() => resumeResponse({ ...base, delay: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('resume options are checked where they are given', () => {
+  it('openaiBackground and streamTurn refuse a bad maxResumes or delay at once, not as a retry', () => {
+    expect(() => openaiBackground({ maxResumes: -1 })).toThrow(RangeError);
+    expect(() => openaiBackground({ delay: Number.NaN })).toThrow(RangeError);
+    const resume = { retrieve: () => 'http://127.0.0.1/', maxResumes: 1.5 };
+    expect(() =>
+      streamTurn({ turnId: 't', adapter: openaiResponses(), request: () => 'http://127.0.0.1/', resume }),
+    ).toThrow(RangeError);
+  });
+
+  it("a plan's bad resume options fail the turn at once, not after every retry", async () => {
+    let attempts = 0;
+    const error = await lastValueFrom(
+      streamTurn({
+        turnId: 't',
+        retry: 2,
+        backoff: false,
+        plan: () => {
+          attempts++;
+          return {
+            adapter: openaiResponses(),
+            request: () => 'http://127.0.0.1:9/',
+            resume: { retrieve: () => 'http://127.0.0.1:9/', maxResumes: -1 },
+          };
+        },
+      }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RangeError);
+    expect(attempts).toBe(1);
   });
 });
