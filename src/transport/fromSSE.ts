@@ -85,11 +85,10 @@ export interface FromSSEOptions {
  * @returns A cold Observable of the response's events.
  */
 export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}): Observable<SseMessage> {
-  const { reconnect } = options;
+  const { reconnect, stallTimeout } = options;
+  const maxBufferSize = resolveMaxBufferSize('fromSSE', options.maxBufferSize);
   if (reconnect !== undefined)
     return reconnecting(request, (made) => fromSSE(made, { ...options, reconnect: undefined }), reconnect);
-  const { stallTimeout } = options;
-  const maxBufferSize = resolveMaxBufferSize('fromSSE', options.maxBufferSize);
   const errorBodyWait = Math.min(ERROR_BODY_WAIT, stallTimeout ?? ERROR_BODY_WAIT);
   return new Observable<SseMessage>((subscriber) => {
     const controller = new AbortController();

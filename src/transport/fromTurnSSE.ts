@@ -2,15 +2,18 @@ import type { TurnEvent } from 'cleanturn';
 import { Observable } from 'rxjs';
 import { ConnectionError, SseDataError } from './errors.js';
 import { type FromSSEOptions, fromSSE, type SseRequestFactory } from './fromSSE.js';
+import type { SseReconnectOptions } from './reconnect.js';
 import type { TurnFailure } from './turnLog.js';
 import { RemoteTurnError } from './turnServer.js';
 
 /** Options of {@link fromTurnSSE}. */
 export interface FromTurnSSEOptions extends Omit<FromSSEOptions, 'reconnect'> {
-  /** Reconnects in a row that may bring no new event before the stream fails. Default 5. */
-  reconnects?: number;
-  /** Milliseconds before each reconnect. Default 1 000. */
-  reconnectDelay?: number;
+  /**
+   * How it reconnects, as `fromSSE`'s `reconnect`: `count`, the reconnects in a row that may bring no new event
+   * before the stream fails (default 5), and `delay` before each, in milliseconds (default 1 000). The turn's end is
+   * the stream's last message.
+   */
+  reconnect?: Partial<Omit<SseReconnectOptions, 'isLast'>>;
 }
 
 /**
@@ -45,12 +48,12 @@ export function fromTurnSSE<E = TurnEvent>(
   request: SseRequestFactory,
   options: FromTurnSSEOptions = {},
 ): Observable<E> {
-  const { reconnects = 5, reconnectDelay = 1_000, ...sse } = options;
+  const { reconnect = {}, ...sse } = options;
   const messages = fromSSE(request, {
     ...sse,
     reconnect: {
-      count: reconnects,
-      delay: reconnectDelay,
+      count: reconnect.count ?? 5,
+      delay: reconnect.delay ?? 1_000,
       isLast: (message) => message.event === 'end' || message.event === 'failed',
     },
   });

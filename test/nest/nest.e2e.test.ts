@@ -170,7 +170,7 @@ describe('examples/nest: a clean turn over @Sse() that the browser resumes', { t
     const cutter = proxy;
     const wire = recordingFetch();
     const url = `${cutter.url}/turns/${turnId}?message=${encodeURIComponent(question)}`;
-    const turn = read(fromTurnSSE<TurnUpdate>(() => url, { fetch: wire.fetch, reconnectDelay: 20 }));
+    const turn = read(fromTurnSSE<TurnUpdate>(() => url, { fetch: wire.fetch, reconnect: { delay: 20 } }));
 
     // The provider cut attempt 1; attempt 2 streams, held before its last sentence: cut the browser now.
     await until(() => attempt2Started(turn.events), "attempt 2's first text");
@@ -235,7 +235,7 @@ describe('examples/nest: a clean turn over @Sse() that the browser resumes', { t
           url: `${base}/turns/turn-gone?message=${encodeURIComponent(question)}`,
           init: { headers: { 'last-event-id': 'turn-gone:3' } },
         }),
-        { fetch: wire.fetch, reconnectDelay: 20 },
+        { fetch: wire.fetch, reconnect: { delay: 20 } },
       ),
     );
     const { error } = await turn.ended;
@@ -254,7 +254,7 @@ describe('examples/nest: a clean turn over @Sse() that the browser resumes', { t
     const payments = nest.get(Payments);
     const wire = recordingFetch();
     const url = `${await nest.getUrl()}/turns/${turnId}?message=${encodeURIComponent(question)}`;
-    const turn = read(fromTurnSSE<TurnUpdate>(() => url, { fetch: wire.fetch, reconnectDelay: 20 }));
+    const turn = read(fromTurnSSE<TurnUpdate>(() => url, { fetch: wire.fetch, reconnect: { delay: 20 } }));
     await until(() => attempt2Started(turn.events), "attempt 2's first text");
     expect(nest.get(TurnsService).running).toBe(1);
 

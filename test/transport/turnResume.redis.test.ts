@@ -206,8 +206,7 @@ describe.skipIf(redisTests.skip)(
         made++ % 2 === 0 ? `${a.url}/turns/${turnId}?cutAfter=${cutAfter}` : `${b.url}/turns/${turnId}`;
       const events = await lastValueFrom(
         fromTurnSSE<TurnEvent>(request, {
-          reconnects: 3,
-          reconnectDelay: 100,
+          reconnect: { count: 3, delay: 100 },
           fetch: recordingFetch(connections),
         }).pipe(toArray()),
       );

@@ -122,7 +122,7 @@ describe('turnServer + fromTurnSSE', () => {
     cleanup.push(server.close, () => turns.close());
 
     const received = await lastValueFrom(
-      fromTurnSSE(() => `${server.url}/turns/turn-42`, { reconnectDelay: 0 }).pipe(toArray()),
+      fromTurnSSE(() => `${server.url}/turns/turn-42`, { reconnect: { delay: 0 } }).pipe(toArray()),
     );
     expect(received).toEqual(events);
     expect(server.runs()).toBe(1);
@@ -216,7 +216,7 @@ describe('turnServer + fromTurnSSE', () => {
     );
     cleanup.push(server.close, () => turns.close());
     const error = await lastValueFrom(
-      fromTurnSSE(() => `${server.url}/turns/turn-3`, { reconnects: 2, reconnectDelay: 5 }),
+      fromTurnSSE(() => `${server.url}/turns/turn-3`, { reconnect: { count: 2, delay: 5 } }),
     ).then(
       () => undefined,
       (e: unknown) => e,
@@ -300,7 +300,8 @@ describe('turnServer: what a client is told, whatever goes wrong', () => {
     });
     expect(reported).toHaveLength(1);
     // The run is forgotten once its failed end is written, just after its readers have it.
-    for (let i = 0; i < 100 && turns.running !== 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let i = 0; i < 100 && turns.running !== 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     expect(turns.running).toBe(0);
     expect(source.observed).toBe(false);
   });
