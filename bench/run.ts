@@ -1,9 +1,11 @@
 // npm run bench: every comparison of the performance issue in one run, printed as ratios, written to
 // bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,adapters,e2e,scaling,keys,memory,profile,
-// --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md).
+// --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md),
+// --out=RESULTS-node24.md (write that file of bench/ instead, also with --quick, and put its targets beside
+// RESULTS.md's in a section of RESULTS.md: how `npm run bench:node24` reports another Node).
 
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { benchAdapters, printAdapters } from './adapters.js';
 import { loadPackage } from './build.js';
@@ -13,7 +15,7 @@ import { load, machine, mark, packageVersion } from './harness.js';
 import { printMemory, runMemory } from './memory.js';
 import { benchOperators, manyAttemptWorkload, printOperators } from './operators.js';
 import { printProfile, runProfile } from './profile.js';
-import { type RunResults, resultsMarkdown, verdicts } from './results.js';
+import { type RunResults, resultsMarkdown, verdicts, withOtherNode } from './results.js';
 import { benchScaling, printScaling } from './scaling.js';
 import { benchAllStages, printStages } from './stages.js';
 
@@ -37,7 +39,9 @@ const only = argv
   ?.slice('--only='.length)
   .split(',');
 const src = argv.find((a) => a.startsWith('--src='))?.slice('--src='.length);
-const write = !argv.includes('--no-write') && only === undefined && src === undefined && !quick;
+const out = argv.find((a) => a.startsWith('--out='))?.slice('--out='.length);
+const write =
+  !argv.includes('--no-write') && only === undefined && src === undefined && (!quick || out !== undefined);
 const wanted = (section: string) => only === undefined || only.includes(section);
 
 const started = performance.now();
@@ -119,9 +123,25 @@ results.loadAfter = load();
 console.log(`\nTargets (${results.seconds.toFixed(0)} s, load average ${results.loadAfter.toFixed(2)}):`);
 for (const v of verdicts(results)) console.log(`  ${mark(v.met)} ${v.item}: ${v.target} — ${v.measured}`);
 if (write) {
-  const file = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
-  writeFileSync(file, resultsMarkdown(results));
-  console.log(`\nwrote ${file}`);
+  const main = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
+  const markdown = resultsMarkdown(results);
+  if (out === undefined) {
+    // Another Node's run written earlier (npm run bench:node24) keeps its section, beside the new figures.
+    const node24 = fileURLToPath(new URL('./RESULTS-node24.md', import.meta.url));
+    const other = existsSync(node24) ? readFileSync(node24, 'utf8') : undefined;
+    writeFileSync(main, other === undefined ? markdown : withOtherNode(markdown, other, 'RESULTS-node24.md'));
+    console.log(`\nwrote ${main}`);
+  } else {
+    const file = fileURLToPath(new URL(`./${out}`, import.meta.url));
+    writeFileSync(file, markdown);
+    console.log(`\nwrote ${file}`);
+    if (existsSync(main)) {
+      writeFileSync(main, withOtherNode(readFileSync(main, 'utf8'), markdown, out));
+      console.log(`wrote its targets beside those of ${main}`);
+    }
+  }
 } else {
-  console.log('\nbench/RESULTS.md not written (a full run without --quick, --only or --src writes it)');
+  console.log(
+    '\nbench/RESULTS.md not written (a full run without --quick, --only or --src writes it; --out=FILE writes FILE)',
+  );
 }
