@@ -89,6 +89,15 @@ function runInProject(name: string, code: string): string {
 }
 
 // Each case runs npm, node or tsc in a child process: slow on a loaded machine, never flaky.
+
+/** The compiler options of a user's project that loads the package as Node resolves it. */
+const userCompilerOptions = {
+  strict: true,
+  module: 'nodenext',
+  moduleResolution: 'nodenext',
+  target: 'es2022',
+  noEmit: true,
+};
 describe('installing from a clone that was never built', { timeout: 120_000 }, () => {
   it('npm pack builds first and ships the built package, its types, README and LICENSE, and no sources', () => {
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json']));
@@ -151,15 +160,7 @@ console.log(JSON.stringify(counts));`,
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          noEmit: true,
-          skipLibCheck: false,
-          types: [],
-        },
+        compilerOptions: { ...userCompilerOptions, skipLibCheck: false, types: [] },
         include: ['check.ts'],
       }),
     );
@@ -191,11 +192,7 @@ describe("the README's quick start, pasted into the new project", { timeout: 120
       join(project, 'tsconfig.quickstart.json'),
       JSON.stringify({
         compilerOptions: {
-          strict: true,
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          noEmit: true,
+          ...userCompilerOptions,
           types: ['node'],
           typeRoots: [join(root, 'node_modules/@types')],
         },

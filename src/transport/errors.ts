@@ -123,7 +123,8 @@ export class NotEventStreamError extends CleanturnError {
  * Why a cut response could not be resumed (see `resumeResponse`):
  * - `not-found`: the server does not know the response (a 404: it was not created in background mode, or another
  *   key or project made it);
- * - `expired`: the server knows it but will not stream it any more (another 4xx);
+ * - `expired`: the server will not stream it any more (another status that `isRetryableUpstream`'s table calls
+ *   final; a 401 or 403 ends the attempt as it is);
  * - `gap`: the resumed stream skipped events, which a resume must not lose;
  * - `repeated`: resumes in a row (`maxResumes`) delivered no new event.
  */
@@ -175,16 +176,19 @@ export class ResumeError extends CleanturnError {
   }
 }
 
+/** Response headers as fetch's `Headers` and Angular's `HttpHeaders` give them. */
+export interface HttpHeadersLike {
+  /** The header's value, or `null` when the response has none; the name is case-insensitive. */
+  get(name: string): string | null;
+}
+
 /**
  * How long a response asks the client to wait, in milliseconds: `retry-after-ms` (OpenAI sends it, in
  * milliseconds) when it is readable, else `retry-after`. Undefined when neither is present or readable.
  *
  * @param headers The response's headers: fetch's `Headers`, Angular's `HttpHeaders`, anything with that `get`.
  */
-export function retryAfterOf(
-  headers: { get(name: string): string | null },
-  now: number = Date.now(),
-): number | undefined {
+export function retryAfterOf(headers: HttpHeadersLike, now: number = Date.now()): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms !== null) {
     const trimmed = ms.trim();

@@ -1,14 +1,14 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
-import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf } from './errors.js';
+import {
+  ConnectionError,
+  type HttpHeadersLike,
+  HttpStatusError,
+  NotEventStreamError,
+  retryAfterOf,
+} from './errors.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
 import { describeFailure, ERROR_BODY_SIZE, type ResponseProblem, responseProblem } from './sseResponse.js';
-
-/** Response headers as Angular's `HttpHeaders` gives them (fetch's `Headers` fits too). */
-export interface HttpHeadersLike {
-  /** The header's value, or `null` when the response has none; the name is case-insensitive. */
-  get(name: string): string | null;
-}
 
 /**
  * Angular's `HttpHeaderResponse` (`HttpEventType.ResponseHeader`, 2): the status and headers, before the body. The

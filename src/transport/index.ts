@@ -6,6 +6,7 @@
  */
 export {
   ConnectionError,
+  type HttpHeadersLike,
   HttpStatusError,
   NotEventStreamError,
   ResumeError,
@@ -24,7 +25,6 @@ export type {
   HttpClientProgressEvent,
   HttpClientResponseEvent,
   HttpClientSSEOptions,
-  HttpHeadersLike,
 } from './httpClientSSE.js';
 export { httpClientSSE } from './httpClientSSE.js';
 export type { OpenAIBackgroundOptions, ResumeRequests } from './openaiBackground.js';

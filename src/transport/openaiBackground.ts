@@ -9,7 +9,10 @@ import { checkResumeOptions } from './resumeResponse.js';
 export interface ResumeRequests {
   /** The request that streams response `id` after sequence number `after`. */
   retrieve: (context: { id: string; after: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
-  /** The request that cancels response `id`, sent when the turn abandons it before its end. */
+  /**
+   * The request that cancels response `id`, sent when the turn abandons it before its end. It runs after the turn,
+   * for at most 10 s; its answer is not read, and a failure is ignored (the response then runs to its end).
+   */
   cancel?: (context: { id: string; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
   /** Resumes in a row that may deliver no new event before an ordinary retry takes over. Default 3. */
   maxResumes?: number;

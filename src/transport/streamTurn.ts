@@ -107,6 +107,8 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * ```text
  * fromSSE → sseJson → attemptPipeline(adapter), which ends at the finish   (one attempt)
+ *   with `resume`: resumeResponse({ create: fromSSE → sseJson, retrieve: fromSSE → sseJson, adapter })
+ *                  → attemptPipeline(identity)
  *   → turnPipeline({ turnId, early, seen, retry: { count: retry, budget, delay: backoff, honouring retry-after } })
  * ```
  *

@@ -5,9 +5,8 @@ import type { TurnFailure, TurnLog, TurnLogEntry } from './turnLog.js';
 /**
  * One server-sent event of a served turn, in the shape NestJS's `@Sse()` handlers return (`MessageEvent`): `id`
  * is `<turnId>:<seq>`, `type` says what `data` (JSON) holds: an event of the clean turn (`turn`), the turn's end
- * (`end`, `{ "outcome": "completed" }`), or why it failed (`failed`, a {@link TurnFailure}: the turn failed, the
- * log does not know it, or the log is down). Not `error`, which a browser's `EventSource` keeps for its own
- * connection errors.
+ * (`end`, `{ "outcome": "completed" }`), or why it failed (`failed`, a {@link TurnFailure}: the turn failed, or the
+ * log cannot give it, for good). Not `error`, which a browser's `EventSource` keeps for its own connection errors.
  */
 export interface TurnMessage {
   id: string;

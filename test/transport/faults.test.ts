@@ -4,35 +4,13 @@ import { effectKey, RetriesExhaustedError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { HttpStatusError, streamTurn } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
-import { chatTranscript } from '../support/chatTranscript.js';
+import { args, attempt1, cleanText, whole } from '../support/helpDeskChat.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { prng, seed } from '../support/random.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 import { collectTurn } from './collectTurn.js';
 
-const args = '{"order_id":"ORD-7781","amount":"full"}';
 const refundKey = effectKey('turn-42', { name: 'issue_refund', args: JSON.parse(args) });
-const cleanText = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
-
-// Attempt 1 of the recorded turn (its end is never reached in these cases) and attempt 2, whole.
-const attempt1 = chatTranscript(
-  [
-    { text: 'Checking order ORD-7781. ' },
-    { call: { id: 'c1', name: 'issue_refund', args } },
-    { text: 'Refunding the dam' },
-    { text: 'aged book — ünïcödé ✓ 📦.' },
-  ],
-  { usage: { prompt: 88, completion: 31 } },
-);
-const attempt2 = chatTranscript(
-  [
-    { text: 'Checking order ORD-7781. ' },
-    { call: { id: 'c7', name: 'issue_refund', args } },
-    { text: 'The book arrived damaged, so I have started a full refund.' },
-  ],
-  { usage: { prompt: 88, completion: 40 } },
-);
-const whole: ScriptedResponse = { body: attempt2.body, chunkSize: 64 };
 
 let server: TestServer | undefined;
 expectNoLeftoverHandles(async () => {

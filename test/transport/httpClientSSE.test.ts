@@ -35,28 +35,10 @@ import {
 } from 'cleanturn/transport';
 import { defer, lastValueFrom, type Observable, of, timer, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { chatTranscript } from '../support/chatTranscript.js';
-import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
+import { attempt1, cleanText, whole } from '../support/helpDeskChat.js';
+import { startServer, type TestServer } from '../support/httpServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
-
-const args = '{"order_id":"ORD-7781","amount":"full"}';
-const cleanText = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
-const attempt1 = chatTranscript([
-  { text: 'Checking order ORD-7781. ' },
-  { call: { id: 'c1', name: 'issue_refund', args } },
-  { text: 'Refunding the dam' },
-  { text: 'aged book — ünïcödé ✓ 📦.' },
-]);
-const attempt2 = chatTranscript(
-  [
-    { text: 'Checking order ORD-7781. ' },
-    { call: { id: 'c7', name: 'issue_refund', args } },
-    { text: 'The book arrived damaged, so I have started a full refund.' },
-  ],
-  { usage: { prompt: 88, completion: 40 } },
-);
-const whole: ScriptedResponse = { body: attempt2.body, chunkSize: 64 };
 
 /** Angular's HttpClient as an app with `provideHttpClient(withFetch())` has it, and a way to destroy the app. */
 function angularHttpClient(): { http: HttpClient; destroy: () => void } {

@@ -16,7 +16,7 @@ import {
   toSSE,
   turnServer,
 } from 'cleanturn/transport';
-import { config, firstValueFrom, lastValueFrom, Subject, throwError, toArray } from 'rxjs';
+import { config, firstValueFrom, lastValueFrom, Subject, tap, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 
@@ -156,33 +156,41 @@ describe('turnServer + fromTurnSSE', () => {
     });
     cleanup.push(server.close, () => turns.close());
     const seen: TurnEvent[] = [];
-    const error = await lastValueFrom(fromTurnSSE(() => `${server.url}/turns/turn-9`)).then(
+    const error = await lastValueFrom(
+      fromTurnSSE(() => `${server.url}/turns/turn-9`).pipe(tap((event) => seen.push(event))),
+    ).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(RemoteTurnError);
     expect((error as RemoteTurnError).retryable).toBe(false);
     expect((error as RemoteTurnError).message).toContain('invalid api key');
-    expect(seen).toEqual([]);
+    // What the turn streamed before it failed reached the client, once.
+    expect(seen).toEqual([events[0]]);
   });
 
-  it('a Last-Event-ID of a turn the log does not know gets a typed error, and runs nothing', async () => {
-    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-    const server = await serveTurns(turns, () => new Subject<TurnEvent>());
-    cleanup.push(server.close, () => turns.close());
-    const error = await firstValueFrom(
-      fromTurnSSE(() => ({
-        url: `${server.url}/turns/gone`,
-        init: { headers: { 'last-event-id': 'gone:4' } },
-      })),
-    ).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(RemoteTurnError);
-    expect((error as RemoteTurnError).remoteName).toBe('TurnNotFoundError');
-    expect(server.runs()).toBe(0);
-  });
+  // A position in the turn (4), or -1: what a browser's EventSource sends after a failed message that had no
+  // entry before it.
+  it.each(['gone:4', 'gone:-1'])(
+    'a Last-Event-ID (%s) of a turn the log does not know gets a typed error, and runs nothing',
+    async (lastEventId) => {
+      const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
+      const server = await serveTurns(turns, () => new Subject<TurnEvent>());
+      cleanup.push(server.close, () => turns.close());
+      const error = await firstValueFrom(
+        fromTurnSSE(() => ({
+          url: `${server.url}/turns/gone`,
+          init: { headers: { 'last-event-id': lastEventId } },
+        })),
+      ).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RemoteTurnError);
+      expect((error as RemoteTurnError).remoteName).toBe('TurnNotFoundError');
+      expect(server.runs()).toBe(0);
+    },
+  );
 
   it('close() stops the running turns, and their readers end with a retryable error', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
@@ -227,23 +235,6 @@ describe('turnServer + fromTurnSSE', () => {
 });
 
 describe('turnServer: what a client is told, whatever goes wrong', () => {
-  it('a Last-Event-ID naming the turn at -1 (what EventSource sends after a not-found message) never starts it', async () => {
-    const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-    const server = await serveTurns(turns, () => new Subject<TurnEvent>());
-    cleanup.push(server.close, () => turns.close());
-    const error = await firstValueFrom(
-      fromTurnSSE(() => ({
-        url: `${server.url}/turns/gone`,
-        init: { headers: { 'last-event-id': 'gone:-1' } },
-      })),
-    ).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(RemoteTurnError);
-    expect(server.runs()).toBe(0);
-  });
-
   it('an error of the log that is final reaches the client as a typed failed message, with the last id it had', async () => {
     const memory = memoryTurnLog<TurnEvent>();
     const gone = Object.assign(new Error('the log is gone'), { retryable: false });
