@@ -1,32 +1,22 @@
-// What the Redis ledger and the Redis turn log share: their Lua scripts run by SHA-1, loaded on first use (or after
-// the server lost its script cache), and a time limit on every command whatever the client's own retry settings.
-import { createHash } from 'node:crypto';
+// What the Redis ledger and the Redis turn log share: how their Lua scripts are sent, and a time limit on every
+// command whatever the client's own retry settings.
 import type { Cluster, Redis } from 'ioredis';
 
-/** A Lua script and its SHA-1, for EVALSHA with a fallback to EVAL. */
-export interface RedisScript {
-  readonly source: string;
-  readonly sha: string;
-}
-
-/** The script of `source`. */
-export function redisScript(source: string): RedisScript {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
-
-/** Runs `script` with `keys` and `args`: by its SHA-1, and by its source when the server does not have it. */
-export async function runRedisScript(
+/**
+ * Runs the Lua `script` with `keys` and `args`, sent whole with `EVAL` every time (Redis keeps it compiled in its
+ * script cache, by its SHA-1), so that scripts run in the order they were sent on a connection, as every other
+ * command does. An `EVALSHA` that misses the cache (after a restart or a `SCRIPT FLUSH`, or while the server
+ * holds other scripts but not this one) is answered `NOSCRIPT` and has to be sent again, and then runs after the
+ * commands sent behind it, which ran meanwhile. Writes sent again after a timeout, and a claim undone by a command
+ * sent behind it, count on that order.
+ */
+export function runRedisScript(
   client: Redis | Cluster,
-  script: RedisScript,
+  script: string,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-    return await client.eval(script.source, keys.length, ...keys, ...args);
-  }
+  return client.eval(script, keys.length, ...keys, ...args);
 }
 
 /**

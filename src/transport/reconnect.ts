@@ -87,8 +87,13 @@ export function reconnecting(
   });
 }
 
-/** The request with a `Last-Event-ID` header. */
-function withLastEventId(made: SseRequest, id: string): SseRequest {
+/**
+ * The request with a `Last-Event-ID` header. The id is sent as UTF-8, as a browser's `EventSource` sends it: a
+ * header value is bytes, and `fetch` takes it as a string of byte values (Latin-1), so an id that is not ASCII is
+ * written as the characters of its UTF-8 bytes (a server reads it back with `Buffer.from(value, 'latin1')`).
+ */
+function withLastEventId(made: SseRequest, lastEventId: string): SseRequest {
+  const id = utf8Bytes(lastEventId);
   if (typeof made === 'string' || made instanceof URL) {
     return { url: made, init: { headers: { 'last-event-id': id } } };
   }
@@ -101,4 +106,12 @@ function withLastEventId(made: SseRequest, id: string): SseRequest {
   const headers = new Headers(init?.headers);
   headers.set('last-event-id', id);
   return { url, init: { ...init, headers } };
+}
+
+/** A string as the characters of its UTF-8 bytes (U+0000 to U+00FF): what a header value of `fetch` takes. */
+function utf8Bytes(text: string): string {
+  if (/^[\x20-\x7e]*$/.test(text)) return text;
+  let bytes = '';
+  for (const byte of new TextEncoder().encode(text)) bytes += String.fromCharCode(byte);
+  return bytes;
 }

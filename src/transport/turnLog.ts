@@ -22,7 +22,8 @@ export type TurnLogEntry<E = unknown> =
 /**
  * Where a running turn's events are kept for the clients that reconnect: `memoryTurnLog()` for one process,
  * `redisTurnLog()` of `cleanturn/transport/redis` for many (a reconnect that reaches another instance resumes
- * the same turn). `turnServer` writes and reads it.
+ * the same turn). `turnServer` writes and reads it. Every method refuses a turn id that {@link checkTurnId}
+ * refuses, with its {@link TurnIdError}.
  */
 export interface TurnLog<E = unknown> {
   /**
@@ -34,26 +35,105 @@ export interface TurnLog<E = unknown> {
   append(turnId: string, entry: TurnLogEntry<E>): Promise<void>;
   /**
    * The turn's entries after `after` (-1: from the first), then each new one as it is appended, up to and with
-   * its end; then it completes. Errors with {@link TurnNotFoundError} when the log does not know the turn (never
-   * claimed, or expired).
+   * its end; then it completes. A reader after the end of an ended turn gets the end again, at once (a reader that
+   * had the end itself gets nothing). Errors with {@link TurnNotFoundError} when the log does not know the turn
+   * (never claimed, or expired), no longer has the entries asked for (`trimmed`), or `after` is past the last entry
+   * of a turn that has not ended (`ahead`: no reader can have had it). `after` must be a safe integer >= -1
+   * (a `RangeError` otherwise).
    */
   read(turnId: string, after: number): Observable<TurnLogEntry<E>>;
 }
 
 /**
- * The log cannot give a reader the turn's entries: it does not know the turn (never started, or expired), or the
- * entries the reader asks for were trimmed (`maxEntries`). Not retryable: the turn must start anew.
+ * The longest turn id, in UTF-16 code units (a JavaScript string's `length`): 256. Percent-encoded in a message id
+ * it takes at most 2 304 characters, so that the `Last-Event-ID` header of a reconnect stays far below the 8 KB
+ * header limits of common servers and proxies.
+ */
+const MAX_TURN_ID_LENGTH = 256;
+
+/** A lone surrogate: a string with one is not well-formed UTF-16, and has no UTF-8 form. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** What is wrong with a turn id (see {@link TurnIdError}). */
+export type TurnIdProblem = 'not-a-string' | 'empty' | 'too-long' | 'not-well-formed';
+
+/**
+ * A turn id that no turn log or turn server takes: not a string, empty, longer than 256 UTF-16 code units, or not
+ * well-formed UTF-16 (a lone surrogate, which has no UTF-8 form and so cannot travel in a message id or a Redis
+ * key). Any other string is a turn id, line breaks, NUL, `:` and `%` included. Not retryable: nothing was done.
+ */
+export class TurnIdError extends CleanturnError {
+  /** What is wrong with it. */
+  readonly problem: TurnIdProblem;
+  /** Its length in UTF-16 code units (0 for a value that is not a string). */
+  readonly length: number;
+  /** The longest turn id taken: 256. */
+  readonly limit: number;
+
+  constructor(turnId: unknown, problem: TurnIdProblem) {
+    const length = typeof turnId === 'string' ? turnId.length : 0;
+    const shown =
+      typeof turnId !== 'string'
+        ? typeof turnId
+        : length > 40
+          ? `${JSON.stringify(turnId.slice(0, 40))}… (${length} code units)`
+          : JSON.stringify(turnId);
+    const why =
+      problem === 'not-a-string'
+        ? 'is not a string'
+        : problem === 'empty'
+          ? 'is empty'
+          : problem === 'too-long'
+            ? `is longer than ${MAX_TURN_ID_LENGTH} UTF-16 code units`
+            : 'is not well-formed UTF-16 (it has a lone surrogate)';
+    super(`turn id ${shown} ${why}`, { retryable: false });
+    this.problem = problem;
+    this.length = length;
+    this.limit = MAX_TURN_ID_LENGTH;
+  }
+}
+
+/**
+ * Checks a turn id as every turn log and `turnServer` do: a well-formed string of 1 to 256 UTF-16 code units.
+ * A server can call it before it answers, to answer a bad id with a 400 of its own; a {@link TurnLog} of your own
+ * calls it too, so that it takes what the others take.
+ *
+ * @param turnId The turn id, as the request gave it.
+ * @throws {TurnIdError} When it is not one.
+ */
+export function checkTurnId(turnId: unknown): asserts turnId is string {
+  if (typeof turnId !== 'string') throw new TurnIdError(turnId, 'not-a-string');
+  if (turnId === '') throw new TurnIdError(turnId, 'empty');
+  if (turnId.length > MAX_TURN_ID_LENGTH) throw new TurnIdError(turnId, 'too-long');
+  if (LONE_SURROGATE.test(turnId)) throw new TurnIdError(turnId, 'not-well-formed');
+}
+
+/** Checks the `after` of a {@link TurnLog.read}: a safe integer >= -1 (a seq, or -1 for the first entry). */
+function checkReadAfter(after: number, log: string): void {
+  if (!Number.isSafeInteger(after) || after < -1)
+    throw new RangeError(`${log}: read after must be a safe integer >= -1, got ${after}`);
+}
+
+/**
+ * The log cannot give a reader the turn's entries: it does not know the turn (never started, or expired), the
+ * entries the reader asks for were trimmed (`maxEntries`), or the reader asks for what follows an entry the running
+ * turn never had (`ahead`: a `Last-Event-ID` that no server issued). Not retryable: the turn must start anew.
  */
 export class TurnNotFoundError extends CleanturnError {
   readonly turnId: string;
-  /** `unknown`: the log does not know the turn; `trimmed`: it no longer has the entries asked for. */
-  readonly reason: 'unknown' | 'trimmed';
+  /**
+   * `unknown`: the log does not know the turn; `trimmed`: it no longer has the entries asked for; `ahead`: the
+   * reader asks to read after an entry the running turn does not have.
+   */
+  readonly reason: 'unknown' | 'trimmed' | 'ahead';
 
-  constructor(turnId: string, reason: 'unknown' | 'trimmed' = 'unknown') {
+  constructor(turnId: string, reason: 'unknown' | 'trimmed' | 'ahead' = 'unknown') {
     super(
       reason === 'unknown'
         ? `the turn log does not know turn ${turnId}: it never started, or it expired`
-        : `the turn log no longer has the entries of turn ${turnId} that were asked for: they were trimmed`,
+        : reason === 'trimmed'
+          ? `the turn log no longer has the entries of turn ${turnId} that were asked for: they were trimmed`
+          : `turn ${turnId} has no such entry: the reader asks to read after an entry the running turn never had`,
       { retryable: false },
     );
     this.turnId = turnId;
@@ -115,12 +195,14 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
 
   return {
     async claim(turnId) {
+      checkTurnId(turnId);
       expire();
       if (turns.has(turnId)) return false;
       turns.set(turnId, { entries: [], first: 0, ended: false, touched: now(), readers: new Set() });
       return true;
     },
     async append(turnId, entry) {
+      checkTurnId(turnId);
       const turn = turns.get(turnId);
       if (turn === undefined) throw new TurnNotFoundError(turnId);
       if (turn.ended) throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
@@ -135,10 +217,27 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
     },
     read(turnId, after) {
       return new Observable<TurnLogEntry<E>>((subscriber) => {
+        try {
+          checkTurnId(turnId);
+          checkReadAfter(after, 'memoryTurnLog');
+        } catch (error) {
+          subscriber.error(error);
+          return;
+        }
         expire();
         const turn = turns.get(turnId);
         if (turn === undefined) {
           subscriber.error(new TurnNotFoundError(turnId));
+          return;
+        }
+        // Past the last entry: the end again for an ended turn; a running turn never had what the reader names.
+        const last = turn.first + turn.entries.length - 1;
+        if (after > last) {
+          const end = turn.entries[turn.entries.length - 1];
+          if (turn.ended && end !== undefined) {
+            subscriber.next(end);
+            subscriber.complete();
+          } else subscriber.error(new TurnNotFoundError(turnId, 'ahead'));
           return;
         }
         if (after + 1 < turn.first) {

@@ -1,12 +1,18 @@
 import { CleanturnError, describeError, isRetryable } from 'cleanturn';
 import { catchError, config, defer, map, mergeAll, type Observable, of, type Subscription } from 'rxjs';
-import type { TurnFailure, TurnLog, TurnLogEntry } from './turnLog.js';
+import { errorName, isInstance } from '../internal/describeError.js';
+import { SseFieldError } from './errors.js';
+import { checkTurnId, type TurnFailure, type TurnLog, type TurnLogEntry } from './turnLog.js';
 
 /**
  * One server-sent event of a served turn, in the shape NestJS's `@Sse()` handlers return (`MessageEvent`): `id`
- * is `<turnId>:<seq>`, `type` says what `data` (JSON) holds: an event of the clean turn (`turn`), the turn's end
- * (`end`, `{ "outcome": "completed" }`), or why it failed (`failed`, a {@link TurnFailure}: the turn failed, or the
- * log cannot give it, for good). Not `error`, which a browser's `EventSource` keeps for its own connection errors.
+ * is `<turnId>:<seq>` with the turn id percent-encoded (`encodeURIComponent`: `turn-42:7`, `turn%2042%3A%E6%97%A5:7`),
+ * so that it is printable ASCII without `:` whatever the turn id holds, never starts a line of its own, and is sent
+ * back unchanged as the `Last-Event-ID` header. `type` says what `data` (JSON, one line) holds: an event of the clean
+ * turn (`turn`), the turn's end (`end`, `{ "outcome": "completed" }`), or why it failed (`failed`, a
+ * {@link TurnFailure}: the turn failed, or the log cannot give it, for good). Not `error`, which a browser's
+ * `EventSource` keeps for its own connection errors. A failed message for a turn id that cannot be served (a
+ * `TurnIdError`) has the id `''`.
  */
 export interface TurnMessage {
   id: string;
@@ -36,7 +42,11 @@ export interface ServeTurnOptions<E> {
    * client goes away, so that a client that comes back reads the rest.
    */
   run: () => Observable<E>;
-  /** The request's `Last-Event-ID` header, when the client reconnects: it reads the events after it. */
+  /**
+   * The request's `Last-Event-ID` header, when the client reconnects: it reads the events after it. An id of another
+   * turn (or none) makes a first connection; an id of this turn whose position is not a canonical decimal seq
+   * (`-1`, `0`, `1`, … up to `Number.MAX_SAFE_INTEGER`) is a {@link LastEventIdError}.
+   */
   lastEventId?: string | null;
 }
 
@@ -46,7 +56,8 @@ export interface TurnServer<E> {
    * The turn's messages for one client connection: everything after `lastEventId` (or from the start), then each
    * new event, up to the end. The first connection of a turn id starts it (`run`); every other connection,
    * here or on another server sharing the log, only reads. Unsubscribing (the client went away) stops the
-   * reading only.
+   * reading only. A turn id that {@link checkTurnId} refuses, or a `lastEventId` that this server cannot have
+   * issued, gets one `failed` message at once, and runs nothing.
    */
   serve(options: ServeTurnOptions<E>): Observable<TurnMessage>;
   /** How many turns this server runs now. */
@@ -147,31 +158,31 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
 
   return {
     serve({ turnId, run, lastEventId }) {
-      // The last entry this connection delivered (or the client had): a failed message carries it as its id, so
-      // that a client that reconnects anyway (a browser's EventSource does) reads on from there.
-      let last = -1;
+      // The id of the last entry this connection delivered (or the client had): a failed message carries it, so
+      // that a client that reconnects anyway (a browser's EventSource does) reads on from there. Empty until the
+      // turn id is known to be one.
+      let last = '';
       return defer(async () => {
-        const after = positionOf(lastEventId, turnId);
-        last = after ?? -1;
+        checkTurnId(turnId);
+        const prefix = idPrefixOf(turnId);
+        last = `${prefix}:-1`;
+        const after = positionOf(lastEventId, prefix, turnId);
+        if (after !== undefined) last = `${prefix}:${after}`;
         // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID had it
         // once, and must never start it again.
         if (after === undefined && (await log.claim(turnId))) start(turnId, run);
-        return log.read(turnId, after ?? -1);
+        return log.read(turnId, after ?? -1).pipe(map((entry) => messageOf(prefix, entry)));
       }).pipe(
         mergeAll(),
-        map((entry) => {
-          last = entry.seq;
-          return messageOf(turnId, entry);
+        map((message) => {
+          last = message.id;
+          return message;
         }),
         catchError((error: unknown) => {
           // An error that may pass (a timeout of the log) drops the connection: the client reconnects from its
           // last id. A final one is told, as a message, instead of a broken connection it would reconnect to.
           if (isRetryable(error)) throw error;
-          return of<TurnMessage>({
-            id: `${turnId}:${last}`,
-            type: 'failed',
-            data: JSON.stringify(failureOf(error)),
-          });
+          return of<TurnMessage>({ id: last, type: 'failed', data: JSON.stringify(failureOf(error)) });
         }),
       );
     },
@@ -219,12 +230,18 @@ interface Run {
 
 /**
  * Writes a message as the text of one server-sent event (`id:`, `event:`, `data:` lines and a blank line), for a
- * server that writes the response itself.
+ * server that writes the response itself. Line breaks in `data` become data lines of the same event (a reader joins
+ * them with LF); the messages of {@link TurnServer.serve} have none, nor any in `id` and `type`.
  *
  * @param message A message of {@link TurnServer.serve}.
  * @returns The event's text.
+ * @throws {SseFieldError} When `id` or `type` holds CR, LF or NUL, or `data` holds NUL: written as it is, it would
+ *   end its line and write other fields or events.
  */
 export function toSSE(message: TurnMessage): string {
+  if (UNSAFE_IN_FIELD.test(message.id)) throw new SseFieldError('id');
+  if (UNSAFE_IN_FIELD.test(message.type)) throw new SseFieldError('event');
+  if (message.data.includes('\0')) throw new SseFieldError('data');
   const data = message.data
     .split(/\r\n|\r|\n/)
     .map((line) => `data: ${line}\n`)
@@ -232,20 +249,40 @@ export function toSSE(message: TurnMessage): string {
   return `id: ${message.id}\nevent: ${message.type}\n${data}\n`;
 }
 
-/**
- * The seq after which a client with this `Last-Event-ID` reads turn `turnId` (-1: from the start), or undefined
- * when the id does not name the turn: a first connection.
- */
-function positionOf(lastEventId: string | null | undefined, turnId: string): number | undefined {
-  if (typeof lastEventId !== 'string') return undefined;
-  const colon = lastEventId.lastIndexOf(':');
-  if (colon < 0 || lastEventId.slice(0, colon) !== turnId) return undefined;
-  const seq = Number(lastEventId.slice(colon + 1));
-  return Number.isInteger(seq) && seq >= 0 ? seq : -1;
+/** What no SSE field but `data` may hold: CR and LF end its line, and a reader drops an `id` with NUL. */
+const UNSAFE_IN_FIELD = /[\r\n\0]/;
+
+/** The start of a turn's message ids: the turn id, percent-encoded (printable ASCII, no `:`). */
+function idPrefixOf(turnId: string): string {
+  return encodeURIComponent(turnId);
 }
 
-function messageOf<E>(turnId: string, entry: TurnLogEntry<E>): TurnMessage {
-  const id = `${turnId}:${entry.seq}`;
+/** A seq as a message id writes it: canonical decimal, at most 16 digits (checked against the safe range). */
+const SEQ = /^(0|[1-9][0-9]{0,15})$/;
+
+/**
+ * The seq after which a client with this `Last-Event-ID` reads the turn whose ids start with `prefix` (-1: from
+ * the start), or undefined when the id does not name the turn: a first connection.
+ *
+ * @throws {LastEventIdError} When it names the turn with a position that no message had.
+ */
+function positionOf(
+  lastEventId: string | null | undefined,
+  prefix: string,
+  turnId: string,
+): number | undefined {
+  if (typeof lastEventId !== 'string') return undefined;
+  const colon = lastEventId.lastIndexOf(':');
+  if (colon < 0 || lastEventId.slice(0, colon) !== prefix) return undefined;
+  const position = lastEventId.slice(colon + 1);
+  if (position === '-1') return -1;
+  const seq = SEQ.test(position) ? Number(position) : Number.NaN;
+  if (!Number.isSafeInteger(seq)) throw new LastEventIdError(turnId, lastEventId);
+  return seq;
+}
+
+function messageOf<E>(prefix: string, entry: TurnLogEntry<E>): TurnMessage {
+  const id = `${prefix}:${entry.seq}`;
   if ('event' in entry) return { id, type: 'turn', data: JSON.stringify(entry.event) };
   if (entry.end === 'completed') return { id, type: 'end', data: '{"outcome":"completed"}' };
   return { id, type: 'failed', data: JSON.stringify(entry.error) };
@@ -253,8 +290,32 @@ function messageOf<E>(turnId: string, entry: TurnLogEntry<E>): TurnMessage {
 
 /** What a client is told of an error that ended a turn. */
 function failureOf(error: unknown): TurnFailure {
-  const name = error instanceof Error ? error.name : 'Error';
+  const name = isInstance(error, Error) ? errorName(error) : 'Error';
   return { name, message: describeError(error), retryable: isRetryable(error) };
+}
+
+/**
+ * A `Last-Event-ID` names the turn, but its position is not one a message of the turn had: not a canonical decimal
+ * seq (`T:`, `T:01`, `T:0x1`, `T:1e21`, `T: 1`) or past `Number.MAX_SAFE_INTEGER`. Only `-1` and the seqs
+ * `0`, `1`, … are issued. Not retryable: the client cannot say where it is in the turn, and reading from anywhere
+ * would give it events twice or not at all. (A seq past the turn's last entry is the log's to answer: the end again
+ * for an ended turn, a `TurnNotFoundError` `ahead` for a running one.)
+ */
+export class LastEventIdError extends CleanturnError {
+  /** The turn that was served. */
+  readonly turnId: string;
+  /** The header, as the client sent it. */
+  readonly lastEventId: string;
+
+  constructor(turnId: string, lastEventId: string) {
+    const shown =
+      lastEventId.length > 80 ? `${JSON.stringify(lastEventId.slice(0, 80))}…` : JSON.stringify(lastEventId);
+    super(`Last-Event-ID ${shown} names turn ${JSON.stringify(turnId)} at a position no message had`, {
+      retryable: false,
+    });
+    this.turnId = turnId;
+    this.lastEventId = lastEventId;
+  }
 }
 
 /**

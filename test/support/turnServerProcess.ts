@@ -32,7 +32,14 @@ const server = createServer((req, res) => {
     res.writeHead(404).end();
     return;
   }
-  const turnId = decodeURIComponent(match[1] as string);
+  let turnId: string;
+  try {
+    turnId = decodeURIComponent(match[1] as string);
+  } catch {
+    // Not percent-encoded UTF-8: no turn id at all.
+    res.writeHead(400).end();
+    return;
+  }
   const header = req.headers['last-event-id'];
   const lastEventId = typeof header === 'string' ? header : undefined;
   const cutAfter = Number(url.searchParams.get('cutAfter') ?? Number.POSITIVE_INFINITY);

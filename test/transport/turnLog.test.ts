@@ -71,6 +71,29 @@ function subscribe(source: Observable<TurnLogEntry<string>>) {
   return state;
 }
 
+/** Turn ids every log keeps as they are: what each holds, and the id. */
+const hostileTurnIds: [string, string][] = [
+  ['CJK and an emoji', 'turn-日本-🙂'],
+  ['LF', 'turn\nid'],
+  ['CRLF', 'turn\r\nid'],
+  ['NUL', 'turn\u0000id'],
+  ['colons', 'turn:42:7'],
+  ['spaces', 'turn 42'],
+  ['a percent sign', '100%'],
+  ['text that reads as percent-encoding', '%41%3A1'],
+  ['braces', '{turn}:owner'],
+  ['256 characters', 'a'.repeat(256)],
+  ['128 emoji', '🙂'.repeat(128)],
+];
+
+/** Turn ids every log refuses: what is wrong, the id, and the error's `problem`. */
+const badTurnIds: [string, string, string][] = [
+  ['a lone high surrogate', 'turn-\uD83D', 'not-well-formed'],
+  ['a lone low surrogate', '\uDE42-turn', 'not-well-formed'],
+  ['257 characters', 'a'.repeat(257), 'too-long'],
+  ['empty', '', 'empty'],
+];
+
 /** The TurnLog contract, for a log made by `make`. */
 function turnLogContract(make: (options?: LogOptions) => Harness): void {
   it('claims a turn once, whichever log of the store asks', async () => {
@@ -178,6 +201,84 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     expect(await log.claim(turnId)).toBe(true);
   });
 
+  describe('turn ids', () => {
+    it.each(hostileTurnIds)('keeps a turn id with %s, whole and apart from others', async (_, turnId) => {
+      const { log, other } = make();
+      expect(await log.claim(turnId)).toBe(true);
+      expect(await other().claim(turnId)).toBe(false);
+      // A neighbour that a careless key or id scheme would confuse with it.
+      expect(await log.claim(`${turnId.slice(0, 254)}:0`)).toBe(true);
+      await fill(log, turnId, 2, true);
+      expect(await all(other().read(turnId, -1))).toEqual([event(0), event(1), end(2)]);
+      expect(await all(log.read(turnId, 0))).toEqual([event(1), end(2)]);
+    });
+
+    it.each(badTurnIds)(
+      'refuses a turn id that is %s with TurnIdError, and touches nothing',
+      async (_, turnId, problem) => {
+        const { log } = make();
+        const expected = { name: 'TurnIdError', problem, retryable: false };
+        await expect(log.claim(turnId)).rejects.toMatchObject(expected);
+        await expect(log.append(turnId, event(0))).rejects.toMatchObject(expected);
+        await expect(all(log.read(turnId, -1))).rejects.toMatchObject(expected);
+      },
+    );
+  });
+
+  describe('reading past the end', () => {
+    // A turn of e0, e1, e2 and, when it has ended, its end at seq 3.
+    it.each([
+      ['an ended turn, after -1: everything', true, -1, [event(0), event(1), event(2), end(3)]],
+      ['an ended turn, after its last event: the end', true, 2, [end(3)]],
+      ['an ended turn, after its end: nothing more', true, 3, []],
+      ['an ended turn, after seq 4: the end again, at once', true, 4, [end(3)]],
+      ['an ended turn, after seq 999 999: the end again, at once', true, 999_999, [end(3)]],
+      [
+        'an ended turn, after the largest safe integer: the end again, at once',
+        true,
+        Number.MAX_SAFE_INTEGER,
+        [end(3)],
+      ],
+      ['a running turn, after seq 3, which it never had', false, 3, 'ahead'],
+      ['a running turn, after seq 999 999', false, 999_999, 'ahead'],
+    ] as const)('%s', async (_, ended, after, expected) => {
+      const { log, other } = make();
+      const turnId = freshTurn();
+      await log.claim(turnId);
+      await fill(log, turnId, 3, ended);
+      for (const reader of [log, other()]) {
+        if (typeof expected === 'string') {
+          const error = await all(reader.read(turnId, after)).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(TurnNotFoundError);
+          expect(error).toMatchObject({ turnId, reason: expected, retryable: false });
+        } else {
+          expect(await all(reader.read(turnId, after))).toEqual(expected);
+        }
+      }
+    });
+
+    it('a claimed turn without entries, after seq 0: TurnNotFoundError ahead', async () => {
+      const { log } = make();
+      const turnId = freshTurn();
+      await log.claim(turnId);
+      await expect(all(log.read(turnId, 0))).rejects.toMatchObject({
+        name: 'TurnNotFoundError',
+        reason: 'ahead',
+      });
+    });
+
+    it.each([1e21, 2 ** 53, Number.NaN, 1.5, -2, Number.POSITIVE_INFINITY])(
+      'refuses to read after %s with a RangeError: not a seq',
+      async (after) => {
+        const { log } = make();
+        const turnId = freshTurn();
+        await log.claim(turnId);
+        await fill(log, turnId, 1, true);
+        await expect(all(log.read(turnId, after))).rejects.toBeInstanceOf(RangeError);
+      },
+    );
+  });
+
   it('a reader that unsubscribes gets nothing more, and its connection closes', async () => {
     const { log, connections } = make();
     const turnId = freshTurn();
@@ -283,14 +384,16 @@ describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
       const log = redisTurnLog<string>({ client, prefix: 'layout', ttlMs: 60_000 });
       await log.claim('turn:1');
       const stream = 'layout:{turn%3A1}';
-      expect(await client.get(`${stream}:owner`)).toBe('running');
+      // The state, and the claimer's token.
+      const owner = await client.get(`${stream}:owner`);
+      expect(owner).toMatch(/^running:[0-9a-f-]{36}$/);
       await fill(log, 'turn:1', 2, true);
       expect(await client.xrange(stream, '-', '+')).toEqual([
         ['0-1', ['entry', '{"event":"e0"}']],
         ['0-2', ['entry', '{"event":"e1"}']],
         ['0-3', ['entry', '{"end":"completed"}']],
       ]);
-      expect(await client.get(`${stream}:owner`)).toBe('ended');
+      expect(await client.get(`${stream}:owner`)).toBe(owner?.replace('running', 'ended'));
       for (const key of [stream, `${stream}:owner`]) {
         const ttl = await client.pttl(key);
         expect(ttl).toBeGreaterThan(50_000);

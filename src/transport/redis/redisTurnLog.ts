@@ -1,7 +1,14 @@
-import { type TurnFailure, type TurnLog, type TurnLogEntry, TurnNotFoundError } from 'cleanturn/transport';
+import { randomUUID } from 'node:crypto';
+import {
+  checkTurnId,
+  type TurnFailure,
+  type TurnLog,
+  type TurnLogEntry,
+  TurnNotFoundError,
+} from 'cleanturn/transport';
 import type { Cluster, Redis } from 'ioredis';
 import { Observable } from 'rxjs';
-import { type RedisScript, redisScript, runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
 
 /** Options of {@link redisTurnLog}. */
@@ -24,8 +31,11 @@ export interface RedisTurnLogOptions {
   blockMs?: number;
   /**
    * How long an operation waits for Redis, in milliseconds, whatever the client's own settings (ioredis retries a
-   * command for about a minute by default, and forever with `maxRetriesPerRequest: null`); then it fails with
-   * {@link TurnLogTimeoutError} (retryable). A blocking read waits `blockMs` longer. Default: 5 000.
+   * command for about a minute by default, and forever with `maxRetriesPerRequest: null`). A claim or an append
+   * with no answer by then is sent again, the same write under the same claim token (Redis applies it once, and
+   * the answer of a try says whether an earlier one was applied), up to 4 sends in all; then, and for a read at
+   * once, it fails with {@link TurnLogTimeoutError} (retryable). A blocking read waits `blockMs` longer.
+   * Default: 5 000.
    */
   commandTimeoutMs?: number;
 }
@@ -33,24 +43,69 @@ export interface RedisTurnLogOptions {
 /** The entries read in one command, at most. */
 const PAGE = 1_000;
 
-// KEYS[1] stream, KEYS[2] owner; ARGV ttlMs. Answers 1 for the first claim, 0 while the turn is known.
-const CLAIM = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+/** How many times a claim or an append is sent, in all, while Redis gives no answer within the timeout. */
+const WRITE_TRIES = 4;
+
+// The owner key holds `running:<token>` from the claim, then `ended:<token>` with the end entry: the token is the
+// claimer's, and only its appends are taken. What is before the colon is the turn's state.
+//
+// KEYS[1] stream, KEYS[2] owner; ARGV 'claim' or 'release', the claimer's token, ttlMs.
+// claim: 1 for the first claim of the turn, and for a try again of this very claim (Redis applied an earlier
+// send, whose answer was lost or late); 0 while the turn is another claimer's (or ran).
+// release: undoes this claim while the turn has no entry (a claim given up on, applied late); 1 if it did.
+// A release sent after a claim runs after it on the same connection: scripts are sent whole (runRedisScript).
+const OWNER = `
+local owner = redis.call('GET', KEYS[2])
+local mine = owner == 'running:' .. ARGV[2]
+if ARGV[1] == 'release' then
+  if mine and redis.call('XLEN', KEYS[1]) == 0 then
+    redis.call('DEL', KEYS[1], KEYS[2])
+    return 1
+  end
+  return 0
+end
+if mine then return 1 end
+if owner then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[2], 'running', 'PX', ARGV[1])
+redis.call('SET', KEYS[2], 'running:' .. ARGV[2], 'PX', ARGV[3])
 return 1
 `;
 
-// KEYS[1] stream, KEYS[2] owner; ARGV id, entry JSON, maxEntries, ttlMs, '1' for the end ('0' otherwise).
-// Answers {'ok'} | {'unknown'} | {'ended'} | {'refused', Redis's error} (an id not above the last one).
+// KEYS[1] stream, KEYS[2] owner; ARGV id, entry JSON, maxEntries, ttlMs, '1' for the end ('0' otherwise), the
+// claimer's token, the id after ARGV[1].
+// Answers {'ok'} | {'unknown'} | {'not-owner'} | {'ended'} | {'refused', why}.
+// A try again of a write Redis applied (the same entry at the same id) answers ok and writes nothing. An end whose
+// id holds another entry (the runner's last write, given up on and then applied late) goes right after it, so
+// that the turn still ends for its readers.
 const APPEND = `
-local state = redis.call('GET', KEYS[2])
-if not state then return {'unknown'} end
+local owner = redis.call('GET', KEYS[2])
+if not owner then return {'unknown'} end
+local colon = string.find(owner, ':', 1, true)
+local state = owner
+local token = ''
+if colon then
+  state = string.sub(owner, 1, colon - 1)
+  token = string.sub(owner, colon + 1)
+end
+if token ~= ARGV[6] then
+  if state == 'ended' then return {'ended'} end
+  return {'not-owner'}
+end
+local id = ARGV[1]
+local there = redis.call('XRANGE', KEYS[1], id, id)
+if there[1] and there[1][2][2] ~= ARGV[2] and ARGV[5] == '1' then
+  id = ARGV[7]
+  there = redis.call('XRANGE', KEYS[1], id, id)
+end
+if there[1] then
+  if there[1][2][2] == ARGV[2] then return {'ok'} end
+  return {'refused', 'entry ' .. id .. ' holds another entry'}
+end
 if state == 'ended' then return {'ended'} end
-local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], ARGV[1], 'entry', ARGV[2])
+local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], id, 'entry', ARGV[2])
 if type(added) == 'table' and added.err then return {'refused', added.err} end
 if ARGV[5] == '1' then
-  redis.call('SET', KEYS[2], 'ended', 'PX', ARGV[4])
+  redis.call('SET', KEYS[2], 'ended:' .. ARGV[6], 'PX', ARGV[4])
 else
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
@@ -59,14 +114,19 @@ return {'ok'}
 `;
 
 // KEYS[1] stream, KEYS[2] owner; ARGV first id, count. Answers false for an unknown turn, else
-// {'running'|'ended', entries from the first id on}.
+// {'running'|'ended', entries from the first id on, the last entry (none for a turn without entries)}.
 const PAGE_OF = `
-local state = redis.call('GET', KEYS[2])
-if not state then return false end
-return {state, redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])}
+local owner = redis.call('GET', KEYS[2])
+if not owner then return false end
+local state = string.match(owner, '^%a+')
+return {
+  state,
+  redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2]),
+  redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1),
+}
 `;
 
-const scripts = { claim: redisScript(CLAIM), append: redisScript(APPEND), page: redisScript(PAGE_OF) };
+const scripts = { owner: OWNER, append: APPEND, page: PAGE_OF };
 
 /** A stream entry as Redis answers it: its id and its fields (`['entry', json]`). */
 type StreamEntry = [id: string, fields: string[]];
@@ -83,11 +143,20 @@ interface TurnKeys {
  *
  * Each turn is a Redis Stream at `prefix:{turnId}` (the turn id URI-encoded; in braces, the hash tag), one entry
  * per log entry with the id `0-<seq + 1>` and the entry as JSON in one field, so reading after seq `n` is
- * `XREAD … STREAMS key 0-<n + 1>`; `XADD … MAXLEN ~ maxEntries` trims it. The claim is the key
- * `prefix:{turnId}:owner`, set only when absent (`running`, then `ended` with the end entry). Both keys expire
+ * `XREAD … STREAMS key 0-<n + 1>`; `XADD … MAXLEN ~ maxEntries` trims it. Ids are computed and compared as the
+ * integers Redis compares, never as text. The claim is the key `prefix:{turnId}:owner`, set only when absent
+ * (`running:<token>`, then `ended:<token>` with the end entry; the token is the claim's own). Both keys expire
  * `ttlMs` after the claim and after each entry (`PEXPIRE`), so a finished turn is kept for its late readers
- * and then forgotten. Claim and append are one Lua script each: an append to a turn the log forgot, or after its
- * end, is refused.
+ * and then forgotten. Claim and append are one Lua script each: an append to a turn the log forgot, after its
+ * end, or by a log that did not claim it, is refused. Turn ids are checked with `checkTurnId` (a
+ * `TurnIdError` for an empty one, one over 256 UTF-16 code units, or one with a lone surrogate).
+ *
+ * A claim or an append whose answer is late is resolved, never left to land unseen: it is sent again, the same
+ * write under the same token, which Redis applies once and answers for every earlier send (a connection's commands
+ * run in order). A claim with no answer to any send is undone by a release sent behind it; the end written after
+ * an append with no answer goes after that entry, should it land. The scripts are sent with `EVAL` (Redis caches
+ * them by their SHA-1), so that they too run in the order sent: an `EVALSHA` that misses the cache (after a
+ * restart or a `SCRIPT FLUSH`) is sent again later, and could then run after the commands sent behind it.
  *
  * A reader reads what is there with `XRANGE` on the shared client and, when the turn is still running, follows it
  * with `XREAD BLOCK` on a connection of its own (`client.duplicate()`: a blocking command would block every other
@@ -95,7 +164,8 @@ interface TurnKeys {
  * the end opens no connection. Between two blocking reads (`blockMs`) the reader checks that the log still knows
  * the turn; a turn that expired, even while read, errors its readers with `TurnNotFoundError`.
  *
- * Every operation gives up after `commandTimeoutMs` with {@link TurnLogTimeoutError}.
+ * A read gives up after `commandTimeoutMs`, a claim or an append after 4 sends of it, with
+ * {@link TurnLogTimeoutError}.
  *
  * ## Example
  * ```ts
@@ -119,42 +189,99 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
   const blockMs = Math.ceil(duration(options.blockMs ?? 5_000, 'blockMs'));
   const timeoutMs = duration(options.commandTimeoutMs ?? 5_000, 'commandTimeoutMs');
 
+  // The token of each turn this log claimed and has not ended: its appends carry it.
+  const tokens = new Map<string, string>();
+
+  /** The keys of a turn; the turn id is checked first (a lone surrogate has no URI encoding). */
   const keysOf = (turnId: string): TurnKeys => {
+    checkTurnId(turnId);
     const stream = `${prefix}:{${encodeURIComponent(turnId)}}`;
     return { stream, owner: `${stream}:owner` };
   };
 
-  const run = (s: RedisScript, keys: TurnKeys, args: (string | number)[]): Promise<unknown> =>
+  const run = (s: string, keys: TurnKeys, args: (string | number)[]): Promise<unknown> =>
     runRedisScript(client, s, [keys.stream, keys.owner], args);
+
+  /**
+   * Sends a write (idempotent under its token) until one send gets Redis's answer: each waits `timeoutMs`, at most
+   * {@link WRITE_TRIES} sends. Redis runs a connection's commands in order, so the answer of a later send also tells
+   * what became of every earlier one. Fails with the last send's error: an answer of Redis that is an error, or
+   * what left the outcome unknown ({@link TurnLogTimeoutError}, a connection that closed).
+   */
+  const write = async (operation: 'claim' | 'append', command: () => Promise<unknown>): Promise<unknown> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await within(operation, timeoutMs, command, undefined, tries);
+      } catch (error) {
+        if (isRedisAnswer(error) || tries >= WRITE_TRIES) throw error;
+      }
+    }
+  };
 
   return {
     async claim(turnId) {
       const keys = keysOf(turnId);
-      return (await within('claim', timeoutMs, () => run(scripts.claim, keys, [ttlMs]))) === 1;
+      const token = randomUUID();
+      let answer: unknown;
+      try {
+        answer = await write('claim', () => run(scripts.owner, keys, ['claim', token, ttlMs]));
+      } catch (error) {
+        // Given up with the outcome unknown: a send may still reach Redis, and claim a turn nobody runs. A release
+        // sent behind it, on the same connection, runs after it and undoes it.
+        if (!isRedisAnswer(error)) run(scripts.owner, keys, ['release', token, ttlMs]).catch(() => {});
+        throw error;
+      }
+      if (answer !== 1) return false;
+      tokens.set(turnId, token);
+      return true;
     },
 
     async append(turnId, entry) {
       const { seq, ...rest } = entry;
-      if (!Number.isInteger(seq) || seq < 0)
-        throw new RangeError(`redisTurnLog: seq must be an integer >= 0`);
-      const json = JSON.stringify(rest);
-      const last = 'end' in entry ? '1' : '0';
+      if (!Number.isSafeInteger(seq) || seq < 0)
+        throw new RangeError(`redisTurnLog: seq must be a safe integer >= 0`);
       const keys = keysOf(turnId);
-      const [status, detail] = (await within('append', timeoutMs, () =>
-        run(scripts.append, keys, [`0-${seq + 1}`, json, maxEntries, ttlMs, last]),
-      )) as [string, string | undefined];
+      const json = JSON.stringify(rest);
+      const end = 'end' in entry;
+      const token = tokens.get(turnId) ?? '';
+      let status: string;
+      let detail: string | undefined;
+      try {
+        [status, detail] = (await write('append', () =>
+          run(scripts.append, keys, [
+            idOf(seq),
+            json,
+            maxEntries,
+            ttlMs,
+            end ? '1' : '0',
+            token,
+            idOf(seq + 1),
+          ]),
+        )) as [string, string | undefined];
+      } finally {
+        // After its end (written or not), the turn takes nothing more from this log.
+        if (end) tokens.delete(turnId);
+      }
+      // A turn this log no longer runs: the log forgot it, it ended, or it is another claimer's.
+      if (status === 'unknown' || status === 'ended' || status === 'not-owner') tokens.delete(turnId);
       if (status === 'unknown') throw new TurnNotFoundError(turnId);
       if (status === 'ended') throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
+      if (status === 'not-owner')
+        throw new RangeError(`turn ${turnId} was not claimed by this log: only its claimer appends to it`);
       if (status !== 'ok') throw new RangeError(`turn ${turnId}: entry ${seq} refused: ${detail ?? status}`);
     },
 
     read(turnId, after) {
       return new Observable<TurnLogEntry<E>>((subscriber) => {
-        if (!Number.isInteger(after) || after < -1) {
-          subscriber.error(new RangeError('redisTurnLog: read after must be an integer >= -1'));
+        let keys: TurnKeys;
+        try {
+          keys = keysOf(turnId);
+          if (!Number.isSafeInteger(after) || after < -1)
+            throw new RangeError(`redisTurnLog: read after must be a safe integer >= -1, got ${after}`);
+        } catch (error) {
+          subscriber.error(error);
           return;
         }
-        const keys = keysOf(turnId);
         // Aborted when the reader goes away: the pending command's wait ends and its timer is cleared.
         const stop = new AbortController();
         // The reader's own connection for blocking reads, opened once it has to wait.
@@ -165,7 +292,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
         // Emits entries in order; true once the end went out. A gap means Redis trimmed what the reader needs.
         const deliver = (entries: StreamEntry[]): boolean => {
           for (const [id, fields] of entries) {
-            if (seqOf(id) !== next) throw new TurnNotFoundError(turnId, 'trimmed');
+            if (seqOf(turnId, id) !== next) throw new TurnNotFoundError(turnId, 'trimmed');
             const entry = decode<E>(turnId, next, fields);
             next++;
             subscriber.next(entry);
@@ -180,11 +307,18 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
             const page = (await within(
               'read',
               timeoutMs,
-              () => run(scripts.page, keys, [`0-${next + 1}`, PAGE]),
+              () => run(scripts.page, keys, [idOf(next), PAGE]),
               stop.signal,
-            )) as [string, StreamEntry[]] | null;
+            )) as [string, StreamEntry[], StreamEntry[]] | null;
             if (page === null) throw new TurnNotFoundError(turnId);
-            const [state, entries] = page;
+            const [state, entries, [last]] = page;
+            // Past the last entry: the end again for an ended turn; a running turn never had what the reader names.
+            const lastSeq = last === undefined ? -1 : seqOf(turnId, last[0]);
+            if (next - 1 > lastSeq) {
+              if (state !== 'ended' || last === undefined) throw new TurnNotFoundError(turnId, 'ahead');
+              subscriber.next(decode<E>(turnId, lastSeq, last[1]));
+              return;
+            }
             if (deliver(entries)) return;
             if (entries.length === PAGE) continue;
             // The turn has ended and the reader already had its end.
@@ -196,7 +330,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
               const reply = await within(
                 'read',
                 blockMs + timeoutMs,
-                () => reader.xread('COUNT', PAGE, 'BLOCK', blockMs, 'STREAMS', keys.stream, `0-${next}`),
+                () => reader.xread('COUNT', PAGE, 'BLOCK', blockMs, 'STREAMS', keys.stream, idOf(next - 1)),
                 stop.signal,
               );
               const arrived = entriesOf(reply);
@@ -227,9 +361,29 @@ function duplicate(client: Redis | Cluster): Redis | Cluster {
   return connection;
 }
 
-/** The seq of a stream entry id `0-<seq + 1>`. */
-function seqOf(id: string): number {
-  return Number(id.slice(id.indexOf('-') + 1)) - 1;
+/**
+ * The stream entry id of a seq, `0-<seq + 1>`, computed exactly (past 2^53 a number would round: the id is what
+ * Redis compares, as two integers).
+ */
+function idOf(seq: number): string {
+  return `0-${BigInt(seq) + 1n}`;
+}
+
+/**
+ * The seq of a stream entry id `0-<seq + 1>`. Read as the two integers Redis compares (`ms-seq`), never as text:
+ * an id of another shape is not an entry of this log.
+ */
+function seqOf(turnId: string, id: string): number {
+  const match = /^0-([1-9][0-9]*)$/.exec(id);
+  const seq = match === null ? Number.NaN : Number(match[1]) - 1;
+  if (!Number.isSafeInteger(seq))
+    throw new TypeError(`redisTurnLog: stream entry ${id} of turn ${turnId} is not a turn log entry`);
+  return seq;
+}
+
+/** Whether an error is Redis's own answer (an error reply): the command ran, or was refused, and the outcome is known. */
+function isRedisAnswer(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
 }
 
 /** The log entry of a stream entry's fields. */
@@ -271,7 +425,8 @@ function within<T>(
   timeoutMs: number,
   command: () => Promise<T>,
   signal?: AbortSignal,
+  tries = 1,
 ): Promise<T> {
   // A reader that went away meanwhile goes no further (it opens no connection).
-  return withinTime(timeoutMs, () => new TurnLogTimeoutError(operation, timeoutMs), command, signal);
+  return withinTime(timeoutMs, () => new TurnLogTimeoutError(operation, timeoutMs, tries), command, signal);
 }
