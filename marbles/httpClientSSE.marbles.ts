@@ -6,6 +6,7 @@ import {
   HttpStatusError,
   httpClientSSE,
   NotEventStreamError,
+  ResponseRestartError,
 } from 'cleanturn/transport';
 
 // Angular's HttpClient events and HttpErrorResponse, by shape (as the operator reads them): the real classes need
@@ -63,6 +64,8 @@ const cut = httpError(
 );
 const portal = '<html><body>Sign in to use the Wi-Fi</body></html>';
 const html = new HttpHeaders({ 'content-type': 'text/html; charset=utf-8' });
+/** Another response to the same request: what a request sent again (an interceptor's `retry()`) may answer. */
+const other = 'data: One moment.\n\n';
 
 export default defineMarbles({
   name: 'httpClientSSE',
@@ -143,6 +146,80 @@ export default defineMarbles({
       expectedValues: { a: message('Checking order') },
       unsubscribe: '-------!',
       subscriptions: '^------!',
+    },
+    {
+      title:
+        "a second HttpSentEvent after a message was emitted is the request sent again (an interceptor's retry()): a retryable ResponseRestartError, not two responses spliced into one stream",
+      source: /*   */ '-s-h-p-s-h-t-(u|)',
+      // biome-ignore format: an aligned value table
+      values: {
+        s: sent,
+        h: head(200, 'OK', eventStream),
+        p: progress('data: Checking order\n\ndata: ORD-'),
+        t: progress(other),
+        u: response(other),
+      },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-----a-#',
+      expectedValues: { a: message('Checking order') },
+      expectedError: new ResponseRestartError('resent', 32),
+      subscriptions: '^------!',
+    },
+    {
+      title:
+        'progress text shorter than what was read does not continue it: after a message was emitted, a retryable ResponseRestartError',
+      source: /*   */ '-s-h-p-w-(u|)',
+      // biome-ignore format: an aligned value table
+      values: {
+        s: sent,
+        h: head(200, 'OK', eventStream),
+        p: progress('data: Checking order\n\ndata: ORD-'),
+        w: progress('data: One'),
+        u: response(other),
+      },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-----a-#',
+      expectedValues: { a: message('Checking order') },
+      expectedError: new ResponseRestartError('rewritten', 32),
+      subscriptions: '^------!',
+    },
+    {
+      title:
+        'a final body that differs from the progress text read so far is another text: a retryable ResponseRestartError, and nothing of the body is emitted',
+      source: /*   */ '-s-h-p-(x|)',
+      // biome-ignore format: an aligned value table
+      values: {
+        s: sent,
+        h: head(200, 'OK', eventStream),
+        p: progress('data: Checking order\n\ndata: ORD-'),
+        x: response('data: Checking stock\n\ndata: SKU-7781.\n\n'),
+      },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-----a-#',
+      expectedValues: { a: message('Checking order') },
+      expectedError: new ResponseRestartError('rewritten', 32),
+      subscriptions: '^------!',
+    },
+    {
+      title:
+        'a second response before any message was emitted is parsed from scratch: the consumer saw nothing of the first, whose unfinished event is dropped',
+      source: /*   */ '-s-h-c-s-h-p-(r|)',
+      // biome-ignore format: an aligned value table
+      values: {
+        s: sent,
+        h: head(200, 'OK', eventStream),
+        c: progress('data: Refunding the dam'),
+        p: progress('data: Checking order\n\ndata: ORD-'),
+        r: response(stream),
+      },
+      label: 'httpClientSSE()',
+      operator: () => httpClientSSE(),
+      expected: /* */ '-----------a-(b|)',
+      expectedValues: { a: message('Checking order'), b: message('ORD-7781.') },
+      subscriptions: '^------------!',
     },
   ],
 });

@@ -28,6 +28,13 @@ const v = {
     sequence_number: 3,
     response: { id, status: 'completed', usage: { input_tokens: 142, output_tokens: 31 } },
   },
+  // What a proxy that re-serialises the events passes on: the same events without their sequence_number.
+  n: { type: 'response.created', response: { id, status: 'in_progress' } },
+  x: { type: 'response.output_text.delta', delta: 'Checking order ORD-7781. ' },
+  e: {
+    type: 'response.completed',
+    response: { id, status: 'completed', usage: { input_tokens: 142, output_tokens: 31 } },
+  },
 };
 const out = {
   A: text('Checking order ORD-7781. '),
@@ -122,6 +129,42 @@ export default defineMarbles({
         resuming()(connection).pipe(attemptPipeline(identity)),
       expected: /* */ '-#',
       expectedError: new MissingFinishError(),
+      subscriptions: ['^!'],
+    },
+    {
+      title:
+        'a resumed event without a sequence_number is unverifiable (a replay from the start would show a piece twice): the attempt fails, for an ordinary retry',
+      source: ['-c-a-#', '-x-b-d|'],
+      values: v,
+      error: reset,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '---A-R#',
+      expectedValues: { ...out, R: resume(1) },
+      expectedError: new ResumeError('unverifiable', id, 1),
+      subscriptions: ['^----!', '-----^!'],
+    },
+    {
+      title:
+        "the create request's own stream is checked too: a skipped sequence number is a gap, and the attempt fails, for an ordinary retry",
+      source: ['-c-a-d|'],
+      values: v,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '---A-#',
+      expectedValues: out,
+      expectedError: new ResumeError('gap', id, 1, { next: 3, resumed: false }),
+      subscriptions: ['^----!'],
+    },
+    {
+      title:
+        'a create stream without sequence numbers cannot be trusted: the attempt fails, not retryable, since a new one would meet the same stream',
+      source: ['-n-x-e|'],
+      values: v,
+      label,
+      operator: () => resuming(),
+      expected: /* */ '-#',
+      expectedError: new ResumeError('unverifiable', id, -1, { resumed: false }),
       subscriptions: ['^!'],
     },
   ],

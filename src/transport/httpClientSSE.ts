@@ -5,6 +5,7 @@ import {
   type HttpHeadersLike,
   HttpStatusError,
   NotEventStreamError,
+  ResponseRestartError,
   retryAfterOf,
 } from './errors.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
@@ -91,6 +92,12 @@ interface HttpErrorResponseLike {
  *   with a non-retryable {@link NotEventStreamError} (with up to 4 KiB of the body), and the request is cancelled.
  * - Unsubscribing unsubscribes from the HttpClient, which aborts the request: an abandoned attempt's connection
  *   is closed.
+ * - Two responses are never spliced into one stream. A response that starts over (a second `Sent` or
+ *   `ResponseHeader`: an interceptor's `retry()` sent the request again) or text that stops continuing what was read
+ *   (progress text that shrinks or differs, a final body that is not the progress text) is read afresh while no
+ *   event was emitted, since the consumer saw nothing of the first; once one was, the result errors with a
+ *   retryable {@link ResponseRestartError} and the request is cancelled, so that the turn's retry starts over with
+ *   a `reset`.
  *
  * ```text
  * source:   -s-h-p-q-(r|)
@@ -109,8 +116,8 @@ interface HttpErrorResponseLike {
  *
  * Every case of `marbles/httpClientSSE.marbles.ts`, with pictures: `docs/operators/httpClientSSE.md`.
  *
- * State: how much of the text was parsed, the parser's unfinished line and event, and whether the status and
- * headers arrived; each subscription (each request) starts afresh.
+ * State: the text parsed so far, the parser's unfinished line and event, whether the request was sent and the
+ * status and headers arrived, and whether an event was emitted; each subscription (each request) starts afresh.
  *
  * ## Example
  * ```ts
@@ -142,10 +149,18 @@ export function httpClientSSE(
   const maxBufferSize = resolveMaxBufferSize('httpClientSSE', options.maxBufferSize);
   return function httpClientSSEOperator(source) {
     return new Observable<SseMessage>((subscriber) => {
+      // Whether a message reached the consumer: from then on, a response that starts over is an error.
+      let emitted = false;
+      const onMessage = (message: SseMessage) => {
+        emitted = true;
+        subscriber.next(message);
+      };
       // The SSE parser of this response (the rules are in sseParser.ts).
-      const sse = createSseDecoder((message) => subscriber.next(message), maxBufferSize);
-      // How many characters of the body's text were parsed: each event holds the whole text so far.
-      let parsed = 0;
+      let sse = createSseDecoder(onMessage, maxBufferSize);
+      // The body's text parsed so far: each event holds the whole text so far, which must go on from it.
+      let seen = '';
+      // Whether an event of a response arrived (a Sent, a head, text): a Sent after it is the request sent again.
+      let started = false;
       // Whether the status and headers arrived: a failure after them is a broken stream.
       let responded = false;
       // A response that is not an event stream, and why, while the start of its body is awaited for the error.
@@ -153,9 +168,29 @@ export function httpClientSSE(
       // That start of the body, so far.
       let bodyStart = '';
 
+      // The response starts over (a new request, or text that does not go on from what was parsed): before any
+      // message reached the consumer it is read afresh, as if it were the first; after, reading on would splice two
+      // responses, so the result fails. True when reading may go on.
+      const restart = (kind: 'resent' | 'rewritten'): boolean => {
+        if (emitted) {
+          subscriber.error(new ResponseRestartError(kind, seen.length));
+          return false;
+        }
+        sse.clear();
+        sse = createSseDecoder(onMessage, maxBufferSize);
+        seen = '';
+        if (kind === 'resent') {
+          responded = false;
+          rejected = undefined;
+          bodyStart = '';
+        }
+        return true;
+      };
+
       // The status and headers arrived: an event stream is read on; a 204 fails at once; any other problem waits
       // for the start of the body.
       const onHead = (response: ResponseHead) => {
+        started = true;
         responded = true;
         const problem = responseProblem(response.status, contentTypeOf(response.headers));
         if (problem === undefined) return;
@@ -163,17 +198,19 @@ export function httpClientSSE(
         if (problem === 'no-body') subscriber.error(rejection(rejected, undefined));
       };
 
-      // The whole text so far arrived (`end`: and the response ended).
-      const onText = (text: string, end: boolean) => {
+      // The whole text so far arrived (`whole`: the final body, all of it); `end`: and the response ended.
+      const onText = (text: string | undefined, end: boolean, whole = false) => {
+        if (text !== undefined) started = true;
         if (rejected !== undefined) {
-          bodyStart = text.slice(0, ERROR_BODY_SIZE);
-          if (end || text.length >= ERROR_BODY_SIZE) subscriber.error(rejection(rejected, bodyStart));
+          if (text !== undefined) bodyStart = text.slice(0, ERROR_BODY_SIZE);
+          if (end || bodyStart.length >= ERROR_BODY_SIZE) subscriber.error(rejection(rejected, bodyStart));
           return;
         }
+        if (text !== undefined && !continues(seen, text, whole) && !restart('rewritten')) return;
         try {
-          if (text.length > parsed) {
-            const piece = text.slice(parsed);
-            parsed = text.length;
+          if (text !== undefined && text.length > seen.length) {
+            const piece = text.slice(seen.length);
+            seen = text;
             sse.feed(piece);
           }
           if (end) sse.end();
@@ -191,7 +228,12 @@ export function httpClientSSE(
               `httpClientSSE: expected the events of an HttpClient request (observe: 'events'), got ${describeValue(event)}`,
             );
           }
-          if (event.type === 2) {
+          if (event.type === 0) {
+            // The request was sent: again, when a response had begun (an interceptor's retry).
+            if (started && !restart('resent')) return;
+            started = true;
+          } else if (event.type === 2) {
+            if (responded && !restart('resent')) return;
             onHead(event);
           } else if (event.type === 3) {
             if (typeof event.partialText === 'string') onText(event.partialText, false);
@@ -204,30 +246,45 @@ export function httpClientSSE(
                 `httpClientSSE: the response body is ${describeValue(body)}, not text: request it with responseType: 'text'`,
               );
             }
-            if (body === null && parsed === 0 && rejected === undefined) {
+            if (body === null && seen === '' && rejected === undefined) {
               subscriber.error(rejection({ response: event, problem: 'no-body' }, undefined));
               return;
             }
-            onText(body ?? '', true);
+            onText(body ?? undefined, true, true);
           }
-          // Sent, UploadProgress and User events carry nothing to read.
+          // UploadProgress and User events carry nothing to read.
         },
         error(error) {
           subscriber.error(isHttpErrorResponse(error) ? fromHttpError(error, responded, bodyStart) : error);
         },
         complete() {
           // The response ended without its HttpResponse (Angular's app was destroyed, or a source of one's own).
-          if (rejected !== undefined) subscriber.error(rejection(rejected, bodyStart));
-          else onText('', true);
+          onText(undefined, true);
         },
       });
       return () => {
         upstream.unsubscribe();
         sse.clear();
+        seen = '';
         bodyStart = '';
       };
     });
   };
+}
+
+/** How many characters before the end of the text parsed so far a progress event's text is compared with it. */
+const OVERLAP = 256;
+
+/**
+ * Whether `text`, the whole text so far, goes on from `seen`, the text parsed so far: no shorter, and the same where
+ * they overlap. A progress event is compared on the last {@link OVERLAP} characters of `seen` (so that a long answer
+ * costs linear time), the final body (`whole`) on all of them.
+ */
+function continues(seen: string, text: string, whole: boolean): boolean {
+  if (text.length < seen.length) return false;
+  if (whole) return text.startsWith(seen);
+  const from = Math.max(0, seen.length - OVERLAP);
+  return text.startsWith(seen.slice(from), from);
 }
 
 /** The status and headers of a response: `HttpHeaderResponse`, or `HttpResponse` when no header event came first. */

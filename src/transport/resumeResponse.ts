@@ -92,6 +92,11 @@ export function checkResumeOptions(
  * out, and `retrieve` streams the rest of the same response after that sequence number. Events at or below it
  * (a server that replays) are dropped; the adapter sees one stream, as if nothing had happened.
  *
+ * A resume must prove that it goes on where the cut was, so every connection is checked as it is read: each event
+ * carries a `sequence_number`, and each new one is exactly one after the last (in background mode every event
+ * carries one, from 0). A stream that does not prove it fails closed, since reading on could show the user a piece
+ * twice or leave a hole; only an `error` event is read without a number, since it ends the attempt anyway.
+ *
  * ```text
  * source 1: -c-a-#
  * source 2: -b-d|
@@ -119,11 +124,15 @@ export function checkResumeOptions(
  *   without a finish, for `requireFinish` to fail);
  * - the server does not know the response (404) or no longer streams it (another status that the table of
  *   `isRetryableUpstream` calls final, 401 and 403 aside): a `ResumeError` `not-found` or `expired`;
- * - the resumed stream skips a sequence number: `gap`;
+ * - a stream skips a sequence number (a lost event), on a resume or on the create request's own stream: `gap`;
+ * - a resumed event comes without a `sequence_number` (a proxy that re-serialises the events, maybe replaying from
+ *   the start): `unverifiable`;
  * - `maxResumes` resumes in a row delivered no new event: `repeated`;
  * - the response failed on the server (`response.failed`, an `error` event): the adapter's `ProviderError`,
  *   retryable by the same table as every provider error.
- * An error that is not retryable (a 401, a payload the adapter cannot read) fails the attempt as it is.
+ * An error that is not retryable (a 401, a payload the adapter cannot read) fails the attempt as it is; so does an
+ * event without a `sequence_number` on the create request's own stream (`unverifiable`, not retryable: the events
+ * pass through something that strips the numbers, which a new attempt would meet again).
  *
  * A response abandoned before its end (unsubscribed, or failed as above) is cancelled with `cancel`, so it stops
  * generating. Put it where an attempt goes: `attemptPipeline(identity)` and `turnPipeline`, or `streamTurn`'s
@@ -203,17 +212,18 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         .subscribe({
           next: (payload) => {
             if (live !== connection) return;
-            const sequence = sequenceOf(payload);
-            if (sequence !== undefined) {
-              // A replay of what arrived before the cut.
-              if (sequence <= last) return;
-              if (resuming && sequence !== last + 1 && id !== undefined) {
-                subscriber.error(new ResumeError('gap', id, last, { next: sequence }));
-                return;
-              }
-              last = sequence;
-            }
             id ??= responseIdOf(payload);
+            const problem = continuity(payload, last);
+            // A replay of what arrived before the cut.
+            if (problem === 'replay') return;
+            if (problem !== undefined) {
+              const { failure, next } = problem;
+              subscriber.error(
+                new ResumeError(failure, id ?? '', last, { next, resumed: connection.resuming }),
+              );
+              return;
+            }
+            last = sequenceOf(payload) ?? last;
             if (TERMINAL.has(typeOf(payload))) ended = true;
             connection.delivered = true;
             idle = 0;
@@ -354,6 +364,22 @@ function unresumable(status: number): boolean {
 function typeOf(payload: unknown): string {
   const type = (payload as { type?: unknown } | null)?.type;
   return typeof type === 'string' ? type : '';
+}
+
+/**
+ * Whether a payload continues the stream after sequence number `last`, on any connection: it must carry a
+ * `sequence_number`, exactly `last + 1`; one at or below `last` is a replay, to drop. An `error` event is read
+ * whatever its number (a proxy's own error has none): it ends the attempt with the adapter's error, and nothing after
+ * it is read. Undefined when the payload goes on.
+ */
+function continuity(
+  payload: unknown,
+  last: number,
+): 'replay' | { failure: 'gap' | 'unverifiable'; next?: number } | undefined {
+  const sequence = sequenceOf(payload);
+  if (sequence === undefined) return typeOf(payload) === 'error' ? undefined : { failure: 'unverifiable' };
+  if (sequence <= last) return 'replay';
+  return sequence === last + 1 ? undefined : { failure: 'gap', next: sequence };
 }
 
 function sequenceOf(payload: unknown): number | undefined {

@@ -7,7 +7,8 @@
 //   and ends after the terminal event (404 with an OpenAI error body for an unknown id);
 // - POST /v1/responses/{id}/cancel stops the generation and answers the response object;
 // - per connection, a `faults` hook chooses a fault: a cut (socket destroyed) or a clean close after k events, an
-//   error status (404, 400 expired, 500…), a hang-up before any byte, a gap or a replay in a resumed stream.
+//   error status (404, 400 expired, 500…), a hang-up before any byte, a gap or a replay in a resumed stream, an event
+//   left out, and a proxy that re-serialises the events without their sequence_number or streams from the start.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { prng } from './random.js';
@@ -82,6 +83,12 @@ export interface Fault {
   skip?: number;
   /** Retrieve: first send again this many events at or below `starting_after`: duplicates. */
   replay?: number;
+  /** Leave out the event with this sequence number (a lost event), on a create or a retrieve: a hole in the stream. */
+  lose?: number;
+  /** Send each event without its `sequence_number`, as a proxy that re-serialises the events does. */
+  strip?: boolean;
+  /** Retrieve: ignore `starting_after` and stream from event 0, as a proxy that does not pass the query on does. */
+  fromStart?: boolean;
 }
 
 /** How a response fails on the server: `response.failed` after `afterDeltas` text deltas. */
@@ -408,10 +415,13 @@ export async function startBackgroundResponses(
           return;
         }
         pos++;
+        if (event.sequence_number === fault.lose) continue;
         written++;
         sent.push(event.sequence_number);
         unflushed++;
-        res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`, onFlushed);
+        const { sequence_number: _, ...stripped } = event;
+        const data = JSON.stringify(fault.strip ? stripped : event);
+        res.write(`event: ${event.type}\ndata: ${data}\n\n`, onFlushed);
         if (TERMINAL.has(event.type)) return end();
       }
     };
@@ -517,7 +527,7 @@ export async function startBackgroundResponses(
         openaiError(`Response '${r.id}' can no longer be streamed.`, 'response_expired'),
         record,
       );
-    const start = after + 1 + (fault.skip ?? 0) - (fault.replay ?? 0);
+    const start = fault.fromStart ? 0 : after + 1 + (fault.skip ?? 0) - (fault.replay ?? 0);
     stream(r, res, start, fault, record);
   };
 

@@ -8,7 +8,13 @@
 // an app (HttpClient's `providedIn: 'root'` helpers live there) and zoneless change detection (FetchBackend injects
 // NgZone, a no-op one without zone.js).
 import '@angular/compiler';
-import { HttpClient, provideHttpClient, withFetch } from '@angular/common/http';
+import {
+  HttpClient,
+  type HttpInterceptorFn,
+  provideHttpClient,
+  withFetch,
+  withInterceptors,
+} from '@angular/common/http';
 import {
   createEnvironmentInjector,
   type EnvironmentInjector,
@@ -29,22 +35,30 @@ import {
   HttpStatusError,
   httpClientSSE,
   NotEventStreamError,
+  ResponseRestartError,
   SseLimitError,
   type SseMessage,
   sseJson,
 } from 'cleanturn/transport';
-import { defer, lastValueFrom, type Observable, of, timer, toArray } from 'rxjs';
+import { defer, lastValueFrom, type Observable, of, retry, timer, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { chatTranscript } from '../support/chatTranscript.js';
 import { attempt1, cleanText, whole } from '../support/helpDeskChat.js';
 import { startServer, type TestServer } from '../support/httpServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
 
-/** Angular's HttpClient as an app with `provideHttpClient(withFetch())` has it, and a way to destroy the app. */
-function angularHttpClient(): { http: HttpClient; destroy: () => void } {
+/**
+ * Angular's HttpClient as an app with `provideHttpClient(withFetch(), withInterceptors(interceptors))` has it, and a
+ * way to destroy the app.
+ */
+function angularHttpClient(interceptors: HttpInterceptorFn[] = []): {
+  http: HttpClient;
+  destroy: () => void;
+} {
   const injector = createEnvironmentInjector(
     [
-      provideHttpClient(withFetch()),
+      provideHttpClient(withFetch(), withInterceptors(interceptors)),
       provideZonelessChangeDetection(),
       { provide: INJECTOR_SCOPE, useValue: 'root' },
     ],
@@ -66,10 +80,11 @@ expectNoLeftoverHandles(async () => {
 /** Starts the server and an Angular HttpClient; returns the HttpClient request of one attempt. */
 async function setUp(
   script: Parameters<typeof startServer>[0],
+  interceptors: HttpInterceptorFn[] = [],
 ): Promise<{ server: TestServer; post: () => Observable<HttpClientEvent> }> {
   const started = await startServer(script);
   server = started;
-  angular = angularHttpClient();
+  angular = angularHttpClient(interceptors);
   const { http } = angular;
   const post = () =>
     http.post(
@@ -264,6 +279,100 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
   });
 });
 
+describe("httpClientSSE behind an interceptor's retry() (a real HttpClient, withFetch)", () => {
+  /** The interceptor an app might have for flaky networks: every request sent again once when it fails. */
+  const retryOnce: HttpInterceptorFn = (req, next) => next(req).pipe(retry(1));
+  /** A first response that a proxy's comment starts, cut inside its first event. */
+  const unfinished = ': proxy keep-alive\n\ndata: {"choices":[{"index":0,"delta":{"content":"Lost text';
+  /** A short whole answer, shorter than what attempt 1 showed before its cut. */
+  const short = chatTranscript([{ text: 'One moment.' }]);
+
+  it('a request sent again after events were emitted fails with ResponseRestartError, not a spliced stream', async () => {
+    const { server, post } = await setUp(
+      [
+        { body: attempt1.body, destroyAfter: attempt1.after('text:Refunding the dam'), chunkSize: 50 },
+        { body: short.body },
+      ],
+      [retryOnce],
+    );
+    // What the attempt emitted before it ended, and how it ended.
+    const texts: string[] = [];
+    const error = await new Promise<unknown>((resolve) => {
+      attempt(post).subscribe({
+        next: (event) => {
+          if (event.type === 'text') texts.push(event.text);
+        },
+        error: resolve,
+        complete: () => resolve(undefined),
+      });
+    });
+    // Attempt 1's text, and nothing of the answer the interceptor's second request got.
+    expect(texts).toEqual(['Checking order ORD-7781. ', 'Refunding the dam']);
+    expect(error).toBeInstanceOf(ResponseRestartError);
+    expect(error).toMatchObject({
+      kind: 'resent',
+      retryable: true,
+      read: attempt1.after('text:Refunding the dam'),
+    });
+    expect(server.requests.length).toBeLessThanOrEqual(2);
+  });
+
+  it('the turn retries with one reset that says why; the user reads exactly the last attempt', async () => {
+    const { post } = await setUp(
+      [{ body: attempt1.body, destroyAfter: attempt1.after('text:Refunding the dam'), chunkSize: 50 }, whole],
+      [retryOnce],
+    );
+    const turn = await runTurn(post);
+    expect(turn.error).toBeUndefined();
+    expect(turn.read).toBe(cleanText);
+    expect(turn.resets).toEqual([
+      {
+        type: 'reset',
+        attempt: 2,
+        reason: expect.stringMatching(/^the request was sent again after \d+ characters/),
+      },
+    ]);
+    expect(turn.events.filter((e) => e.type === 'tool-call').map((e) => [e.attempt, e.id])).toEqual([
+      [2, 'c7'],
+    ]);
+  });
+
+  it('a request sent again before any event was emitted is read afresh: no error, nothing of the first', async () => {
+    const { server, post } = await setUp(
+      [
+        // The first response is cut inside its first event: no message of it was complete.
+        { body: unfinished, destroyAfter: unfinished.length },
+        whole,
+      ],
+      [retryOnce],
+    );
+    const turn = await runTurn(post);
+    expect(turn.error).toBeUndefined();
+    expect(turn.resets).toEqual([]);
+    expect(turn.read).toBe(cleanText);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('a 503 that the interceptor retries is not read as the error of the response that follows', async () => {
+    const { server, post } = await setUp(
+      [
+        {
+          status: 503,
+          headers: { 'content-type': 'application/json' },
+          body: '{"error":{"type":"overloaded"}}',
+        },
+        whole,
+      ],
+      [retryOnce],
+    );
+    const turn = await runTurn(post);
+    expect(turn.error).toBeUndefined();
+    expect(turn.resets).toEqual([]);
+    expect(turn.read).toBe(cleanText);
+    expect(server.requests).toHaveLength(2);
+  });
+});
+
 // The progress events' partialText is the whole text so far: `a` completes an event, `b` starts another that `c`
 // completes.
 standardChecks<HttpClientEvent>({
@@ -338,6 +447,112 @@ describe('httpClientSSE', () => {
       throw parsing;
     }).pipe(httpClientSSE());
     await expect(lastValueFrom(result)).rejects.toBe(parsing);
+  });
+
+  describe('a response that starts over', () => {
+    const progress = (partialText: string): HttpClientEvent => ({ type: 3, partialText });
+    const response = (body: string): HttpClientEvent => ({
+      type: 4,
+      status: 200,
+      statusText: 'OK',
+      headers: new Headers({ 'content-type': 'text/event-stream' }),
+      body,
+    });
+    /** What came out before the result ended, and how it ended. */
+    const outcome = async (events: readonly unknown[]) => {
+      const messages: SseMessage[] = [];
+      let error: unknown;
+      await new Promise<void>((resolve) => {
+        (of(...events) as Observable<HttpClientEvent>).pipe(httpClientSSE()).subscribe({
+          next: (m) => messages.push(m),
+          error: (e: unknown) => {
+            error = e;
+            resolve();
+          },
+          complete: resolve,
+        });
+      });
+      return { data: messages.map((m) => m.data), error };
+    };
+    const sse = head(200, 'text/event-stream');
+
+    it('progress text that shrinks after events were emitted: ResponseRestartError rewritten', async () => {
+      const result = await outcome([
+        sse,
+        progress('data: A1\n\ndata: A1 more\n\n'),
+        progress('data: A2\n\n'),
+      ]);
+      expect(result.data).toEqual(['A1', 'A1 more']);
+      expect(result.error).toBeInstanceOf(ResponseRestartError);
+      expect(result.error).toMatchObject({ kind: 'rewritten', read: 25, retryable: true });
+    });
+
+    it('progress text that grows but no longer starts with what was read: rewritten', async () => {
+      const result = await outcome([sse, progress('data: A1\n\n'), progress('data: B1\n\ndata: B2\n\n')]);
+      expect(result.data).toEqual(['A1']);
+      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 10 });
+    });
+
+    it('a final body that differs from the progress text: rewritten, and nothing of the body is emitted', async () => {
+      const result = await outcome([sse, progress('data: A1\n\n'), response('data: B1\n\ndata: B2\n\n')]);
+      expect(result.data).toEqual(['A1']);
+      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 10 });
+    });
+
+    it('a final body shorter than the progress text: rewritten', async () => {
+      const result = await outcome([sse, progress('data: A1\n\ndata: A2\n\n'), response('data: A1\n\n')]);
+      expect(result.data).toEqual(['A1', 'A2']);
+      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 20 });
+    });
+
+    it('a final body that differs long before the end of the progress text: rewritten', async () => {
+      const result = await outcome([
+        sse,
+        progress(`data: ${'a'.repeat(300)}\n\n`),
+        response(`data: b${'a'.repeat(299)}\n\ndata: more\n\n`),
+      ]);
+      expect(result.data).toEqual(['a'.repeat(300)]);
+      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 308 });
+    });
+
+    it('a final body that goes on from the progress text is read to its end', async () => {
+      const result = await outcome([sse, progress('data: A1\n\nda'), response('data: A1\n\ndata: A2\n\n')]);
+      expect(result).toEqual({ data: ['A1', 'A2'], error: undefined });
+    });
+
+    it('a second Sent or header after events were emitted: resent', async () => {
+      const first = [{ type: 0 }, sse, progress('data: A1\n\n')];
+      for (const again of [{ type: 0 }, sse]) {
+        const result = await outcome([...first, again, progress('data: A2 longer than A1\n\n')]);
+        expect(result.data).toEqual(['A1']);
+        expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'resent', read: 10 });
+      }
+    });
+
+    it('a second response before any event was emitted is parsed afresh, its head and all', async () => {
+      // The first response's unfinished event is dropped, not glued to the second's text.
+      expect(
+        await outcome([
+          { type: 0 },
+          sse,
+          progress('data: cut of'),
+          { type: 0 },
+          sse,
+          progress('data: A2\n\n'),
+        ]),
+      ).toEqual({ data: ['A2'], error: undefined });
+      // A first response that was an error (a 503 the interceptor retried) does not make the second one fail.
+      const overloaded = head(503, 'application/json');
+      expect(
+        await outcome([
+          overloaded,
+          progress('{"error":"overloaded"}'),
+          { type: 0 },
+          sse,
+          response('data: A2\n\n'),
+        ]),
+      ).toEqual({ data: ['A2'], error: undefined });
+    });
   });
 
   it('refuses a maxBufferSize that is not > 0', () => {

@@ -399,6 +399,51 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       );
     });
 
+    /** The text of `response`'s events up to sequence number `last`: what the user may read of it. */
+    const textUpTo = (srv: BackgroundServer, id: string, last: number) =>
+      srv
+        .response(id)
+        .events.slice(0, last + 1)
+        .flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta as string] : []))
+        .join('');
+    /** What the user read before `reset`. */
+    const readBefore = (turn: Outcome, reset: ResetEvent) =>
+      turn.events
+        .slice(0, turn.events.indexOf(reset))
+        .flatMap((e) => (e.type === 'text' ? [e.text] : []))
+        .join('');
+
+    it.each([
+      ['strips sequence_number and streams from event 0', { strip: true, fromStart: true } as Fault],
+      ['strips sequence_number (from the right event)', { strip: true } as Fault],
+    ])('a resume through a proxy that %s: unverifiable, and nothing is read twice', async (_, fault) => {
+      const srv = await start({
+        deltas: long,
+        faults: onFirst({ create: { cutAfter: 7 }, retrieve: () => fault }),
+      });
+      const turn = await runTurn(srv, 0);
+      const reset = await expectFallback(srv, turn, 1);
+      const after = turn.resumes[0]?.after as number;
+      expect(reset.reason).toBe(new ResumeError('unverifiable', 'resp_1', after).message);
+      expect(reset.reason).toContain('without a sequence_number');
+      // The user read resp_1 up to the cut, once, then resp_2 only.
+      expect(readBefore(turn, reset)).toBe(textUpTo(srv, 'resp_1', after));
+      // The proxy did send events again, without their numbers.
+      const [retrieve] = srv.requests.filter((r) => r.kind === 'retrieve');
+      expect(retrieve?.sent?.length).toBeGreaterThan(0);
+    });
+
+    it('the create stream skips a sequence number: a gap, and an ordinary retry; no text after the hole', async () => {
+      const srv = await start({ deltas: long, faults: onFirst({ create: { lose: 6 } }) });
+      const turn = await runTurn(srv, 0);
+      const reset = await expectFallback(srv, turn, 0);
+      const gap = new ResumeError('gap', 'resp_1', 5, { next: 7, resumed: false });
+      expect(gap).toMatchObject({ failure: 'gap', resumed: false, retryable: true });
+      expect(reset.reason).toBe(gap.message);
+      expect(reset.reason).toContain('events 6 to 6 are missing');
+      expect(readBefore(turn, reset)).toBe(textUpTo(srv, 'resp_1', 5));
+      expect(srv.counts.retrieve).toBe(0);
+    });
     it.each([
       ['a 500', { status: 500 } as Fault],
       ['a cut before any event', { cutAfter: 0 } as Fault],
@@ -451,6 +496,25 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
         expect(srv.response('resp_1').cancelled).toBe(false);
       },
     );
+  });
+
+  it('a create stream without sequence numbers (a proxy strips them) fails at once, unverifiable, not retried', async () => {
+    const srv = await start({ deltas: 500, faults: onFirst({ create: { strip: true } }) });
+    const turn = await runTurn(srv, 0);
+    expect(turn.error).toBeInstanceOf(ResumeError);
+    expect(turn.error).toMatchObject({
+      failure: 'unverifiable',
+      resumed: false,
+      retryable: false,
+      responseId: 'resp_1',
+      after: -1,
+    });
+    expect(turn.events.filter((e) => e.type === 'text')).toEqual([]);
+    expect(srv.counts.create).toBe(1);
+    expect(srv.counts.retrieve).toBe(0);
+    // The response it cannot read is cancelled, so that it stops costing money.
+    await until(() => srv.cancels.includes('resp_1'), 'the cancel of resp_1');
+    expect(srv.response('resp_1').status).toBe('cancelled');
   });
 
   it('duplicates: a resume that replays events at or below starting_after yields the text once', async () => {

@@ -1,5 +1,6 @@
 // resumeResponse on its own: the standard operator checks (each connection is the next subscription of the
 // source), the callbacks that throw, cancel on unsubscribe, what the official SDK's calls return, and its options.
+import { UsageError } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
 import { finish, text, usage } from 'cleanturn/testing';
 import {
@@ -56,9 +57,9 @@ standardChecks<unknown>({
   name: 'resumeResponse',
   make: () => resuming(),
   values: {
-    a: { type: 'response.output_text.delta', delta: 'Checking' },
-    b: { type: 'response.in_progress' },
-    c: { type: 'response.output_text.delta', delta: ' order ORD-7781.' },
+    a: { type: 'response.output_text.delta', sequence_number: 0, delta: 'Checking' },
+    b: { type: 'response.in_progress', sequence_number: 1 },
+    c: { type: 'response.output_text.delta', sequence_number: 2, delta: ' order ORD-7781.' },
   },
   expected: { a: text('Checking'), b: nothing, c: text(' order ORD-7781.') },
   throwing: [
@@ -136,6 +137,96 @@ describe('resumeResponse', () => {
       );
     });
     expect(calls).toEqual([id]);
+  });
+
+  it('a resumed connection whose events carry no sequence_number is unverifiable: the attempt fails, retryable', () => {
+    const cancelled: string[] = [];
+    newScheduler().run(({ cold, expectObservable }) => {
+      const first = cold('-c-a-#', { c: created, a: delta(1, 'Checking') }, new Error('connection reset'));
+      // A proxy that re-serialises the events, from the start: the first one would be read twice.
+      const { sequence_number: _, ...again } = delta(1, 'Checking');
+      const replayed = cold('-a-b|', { a: again, b: delta(2, ' order.') });
+      let connection = 0;
+      const result = resumeResponse({
+        create: () => first,
+        retrieve: () => (connection++ === 0 ? replayed : first),
+        cancel: ({ id: response }) => cancelled.push(response),
+        adapter: openaiResponses(),
+      });
+      const error = new ResumeError('unverifiable', id, 1);
+      expect(error).toMatchObject({ failure: 'unverifiable', resumed: true, retryable: true, after: 1 });
+      expectObservable(result).toBe(
+        '---A-R#',
+        { A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
+        error,
+      );
+    });
+    expect(cancelled).toEqual([id]);
+  });
+
+  it('the create stream that skips a sequence number is a gap: the attempt fails, retryable', () => {
+    const cancelled: string[] = [];
+    newScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-c-a-b-d|', {
+        c: created,
+        a: delta(1, 'Checking'),
+        b: delta(3, ' ORD-7781.'),
+        d: completed(4),
+      });
+      const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
+      const error = new ResumeError('gap', id, 1, { next: 3, resumed: false });
+      expect(error).toMatchObject({ failure: 'gap', resumed: false, retryable: true });
+      expect(error.message).toBe(
+        `cannot trust the stream of response ${id} after event 1: events 2 to 2 are missing`,
+      );
+      expectObservable(resuming({ cancel })(source)).toBe('---A-#', { A: text('Checking') }, error);
+    });
+    expect(cancelled).toEqual([id]);
+  });
+
+  it('a create stream that starts after 0 lost its first events: a gap before any id is known', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-a-|', { a: delta(2, 'Checking') });
+      expectObservable(resuming()(source)).toBe(
+        '-#',
+        undefined,
+        new ResumeError('gap', '', -1, { next: 2, resumed: false }),
+      );
+    });
+  });
+
+  it('a create stream without sequence numbers is unverifiable and not retryable: a new attempt would meet it again', () => {
+    newScheduler().run(({ cold, expectObservable }) => {
+      const { sequence_number: _, ...unnumbered } = created;
+      const source = cold('-c-a-|', { c: unnumbered, a: delta(1, 'Checking') });
+      const error = new ResumeError('unverifiable', id, -1, { resumed: false });
+      expect(error).toMatchObject({ failure: 'unverifiable', resumed: false, retryable: false });
+      expectObservable(resuming()(source)).toBe('-#', undefined, error);
+    });
+  });
+
+  it("an error event needs no sequence number: it ends the attempt with the adapter's error", async () => {
+    const upstream = { type: 'error', code: 'server_error', message: 'upstream connect error' };
+    for (const connections of [
+      [of(upstream)],
+      [
+        concat(
+          of(created, delta(1, 'Checking')),
+          throwError(() => new Error('connection reset')),
+        ),
+        of(upstream),
+      ],
+    ]) {
+      const error = await lastValueFrom(
+        resumeResponse({
+          create: () => connections[0] as Observable<unknown>,
+          retrieve: () => connections[1] as Observable<unknown>,
+          adapter: openaiResponses(),
+          delay: 0,
+        }),
+      ).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'ProviderError', code: 'server_error', retryable: true });
+    }
   });
 
   it("reads the official SDK's calls: a promise of an async iterable stream", async () => {
@@ -268,7 +359,7 @@ describe('resume options are checked where they are given', () => {
     const resume = { retrieve: () => 'http://127.0.0.1/', maxResumes: 1.5 };
     expect(() =>
       streamTurn({ turnId: 't', adapter: openaiResponses(), request: () => 'http://127.0.0.1/', resume }),
-    ).toThrow(RangeError);
+    ).toThrow(UsageError);
   });
 
   it("a plan's bad resume options fail the turn at once, not after every retry", async () => {
@@ -291,7 +382,7 @@ describe('resume options are checked where they are given', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(RangeError);
+    expect(error).toBeInstanceOf(UsageError);
     expect(attempts).toBe(1);
   });
 });

@@ -67,6 +67,8 @@ describe('resume', () => {
     expectTypeOf<TurnReport['resumes']>().toEqualTypeOf<number>();
     expectTypeOf<TurnReport['attempts'][number]['resumes']>().toEqualTypeOf<number>();
     expectTypeOf<ResumeError['failure']>().toEqualTypeOf<ResumeFailure>();
-    expectTypeOf<ResumeFailure>().toEqualTypeOf<'not-found' | 'expired' | 'gap' | 'repeated'>();
+    expectTypeOf<ResumeFailure>().toEqualTypeOf<
+      'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated'
+    >();
   });
 });
