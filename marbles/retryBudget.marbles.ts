@@ -1,13 +1,16 @@
 import { RetryBudgetExhaustedError, retryAsEvents, retryBudget } from 'cleanturn';
 import { defineMarbles, finish, retrying, text } from 'cleanturn/testing';
+import { asyncScheduler } from 'rxjs';
 
 const reset = new Error('connection reset');
 const v = { a: text('Refunding the dam'), b: text('Refund'), c: text('Refund started.'), f: finish() };
 
 // One retry per 10-frame window, whatever the first attempts: a floor of 100 retries per second over 10 ms, and no
-// share of first attempts. Made inside the run, the budget reads TestScheduler's virtual time (its default clock).
+// share of first attempts. The budget's default clock is performance.now(); made inside the run, it is given the
+// run's virtual clock (`asyncScheduler.now()` is TestScheduler's time inside `run`), so that it slides with the frames.
 const onePerWindow = 'retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100 })';
-const budget = () => retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100 });
+const budget = () =>
+  retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100, now: () => asyncScheduler.now() });
 
 export default defineMarbles({
   name: 'retryBudget',

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { describeError, readProperty } from './internal/describeError.js';
+
 /** The base class of every error raised by cleanturn. */
 export class CleanturnError extends Error {
   /** Whether a new attempt of the same turn could succeed. */
@@ -145,26 +147,74 @@ export class RetryBudgetExhaustedError extends RetriesExhaustedError {
   }
 }
 
-/** A tool call's arguments cannot be turned into canonical JSON (a cycle, a BigInt). */
+/**
+ * A tool call's arguments cannot be keyed: they are not JSON data that one key can stand for (`undefined` in an
+ * array, `NaN`, an integer beyond `Number.MAX_SAFE_INTEGER`, a `Map`, a class instance, a function, a `bigint`, a
+ * cycle, nesting deeper than 256 levels; see `effectKey`). The call must not run: `dedupeByEffectKey` (and so
+ * `cleanTurn`) fails the turn with this error at that call. Not retryable: the same arguments fail the same way.
+ */
 export class EffectKeyError extends CleanturnError {
-  constructor(toolName: string, cause: unknown) {
-    super(`cannot compute an effect key for ${toolName}: arguments are not JSON data`, {
-      retryable: false,
-      cause,
-    });
+  /** The tool's name. */
+  readonly toolName: string;
+  /** Where the value that cannot be keyed is: `args`, `args.order_id`, `args.lines[2]`, or `step`. */
+  readonly path: string;
+  /** What is wrong with it: `a Map`, `undefined in an array`, `NaN is not a finite number`… */
+  readonly problem: string;
+
+  /**
+   * @param toolName The tool's name.
+   * @param cause What computing the key threw, if anything threw (a getter of the arguments), else `undefined`.
+   * @param where Where the value is and what is wrong with it; by default `args` and the cause's message.
+   */
+  constructor(
+    toolName: string,
+    cause: unknown,
+    where: { path: string; problem: string } = { path: 'args', problem: describeError(cause) },
+  ) {
+    super(
+      `cannot compute an effect key for ${toolName}: ${where.path}: ${where.problem}; the arguments must be JSON data`,
+      { retryable: false, cause },
+    );
+    this.toolName = toolName;
+    this.path = where.path;
+    this.problem = where.problem;
+  }
+}
+
+/**
+ * A function of this package was called wrongly: an option of the wrong type or out of its range
+ * (`retryBudget({ ttlMs: 1e-3 })`), or a callback that returned what it must not (a `plan` of `streamTurn` that
+ * returns no plan). A mistake in the calling code: never retryable, since a new attempt would make the same call.
+ *
+ * The message reads `<operator>: <option> must be <what it must be>, not <what it was>`.
+ */
+export class UsageError extends CleanturnError {
+  /** The function that refused the call (`retryBudget`, `streamTurn`). */
+  readonly operator: string;
+  /** The option, argument or callback at fault (`ttlMs`, `plan`, `plan().adapter`). */
+  readonly option: string;
+
+  /**
+   * @param operator The function that refused the call.
+   * @param option The option at fault.
+   * @param problem What it must be and what it was: `must be a function, not 5`.
+   */
+  constructor(operator: string, option: string, problem: string) {
+    super(`${operator}: ${option} ${problem}`, { retryable: false });
+    this.operator = operator;
+    this.option = option;
   }
 }
 
 /**
  * Whether an error says a new attempt could succeed: `false` only when it carries `retryable: false`.
- * Errors without that flag (network failures, plain `Error`s) count as retryable.
+ * Errors without that flag (network failures, plain `Error`s), and errors whose flag cannot be read (a getter
+ * that throws), count as retryable.
  */
 export function isRetryable(error: unknown): boolean {
-  return !(
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { retryable?: unknown }).retryable === false
-  );
+  // Read without throwing: a getter or a Proxy trap that throws leaves the flag unread, so the error counts as
+  // retryable, as any error without the flag.
+  return readProperty(error, 'retryable') !== false;
 }
 
 function preview(text: string): string {
@@ -173,38 +223,6 @@ function preview(text: string): string {
     : `${JSON.stringify(text.slice(0, 80))}… (${text.length} chars)`;
 }
 
-/**
- * An error as one line of text for people and logs: the `reason` of a `retry` event, a failed call's line, a
- * report. One rule everywhere:
- * - an `Error`, or any object with a string `message`: that message, or its `name` when the message is empty;
- * - a string: itself;
- * - `undefined` or `null`, or an empty string: `unknown error`;
- * - a number, boolean, bigint or symbol: `String(value)`;
- * - any other object: its JSON text (shortened to 200 characters), or `String(value)` when it has none.
- *
- * @param error Whatever was thrown or sent as an error notification.
- * @returns A non-empty line of text.
- */
-export function describeError(error: unknown): string {
-  if (typeof error === 'string') return error === '' ? UNKNOWN : error;
-  if (error === undefined || error === null) return UNKNOWN;
-  if (typeof error === 'object') {
-    const { message, name } = error as { message?: unknown; name?: unknown };
-    if (typeof message === 'string' || error instanceof Error) {
-      if (typeof message === 'string' && message !== '') return message;
-      return typeof name === 'string' && name !== '' ? name : UNKNOWN;
-    }
-  } else {
-    return String(error);
-  }
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(error);
-  } catch {
-    json = undefined;
-  }
-  if (json === undefined) return String(error);
-  return json.length <= 200 ? json : `${json.slice(0, 199)}…`;
-}
-
-const UNKNOWN = 'unknown error';
+// The one way to read a foreign error as a line of text, which never throws (a getter or a Proxy trap that throws
+// is read as absent): public here, written beside the other readers of foreign errors in internal/describeError.ts.
+export { describeError };

@@ -29,6 +29,7 @@ export {
   RetriesExhaustedError,
   RetryBudgetExhaustedError,
   ToolCallAssemblyError,
+  UsageError,
 } from './errors.js';
 // Policies of the help-desk comparison
 export { lateExecutionPolicy, naivePolicy, resetOnlyPolicy } from './policies.js';

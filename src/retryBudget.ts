@@ -1,28 +1,31 @@
-import { asyncScheduler } from 'rxjs';
+import { UsageError } from './errors.js';
 
 /** Options of {@link retryBudget}; the names and defaults are those of Finagle's `RetryBudget`. */
 export interface RetryBudgetOptions {
   /**
    * The sliding window, in milliseconds: a first attempt or a retry counts for this long (give or take a tenth of
-   * it: the window moves in tenths), then is forgotten. Any finite number above 0 (Finagle: 1 to 60 s). Default
-   * 10 000.
+   * it: the window moves in tenths), then is forgotten. From 1 ms (a marble spec's few frames) to 86 400 000 (a
+   * day); Finagle allows 1 to 60 s. Default 10 000.
    */
   ttlMs?: number;
   /**
    * Retries allowed per first attempt in the window: 0.2 lets one turn in five retry once; 2 lets every turn retry
-   * twice. Any finite number from 0. Default 0.2.
+   * twice. From 0 to 1000, as in Finagle. Default 0.2.
    */
   percentCanRetry?: number;
   /**
    * A floor: retries allowed per second whatever the first attempts, for a service that has just started or sees
    * few turns. It is a reserve of `minRetriesPerSec × ttlMs / 1000` retries per window, there from the start (as in
-   * Finagle); a fraction is allowed. Any finite number from 0. Default 10.
+   * Finagle); a fraction is allowed. From 0 to 1 000 000. Default 10.
    */
   minRetriesPerSec?: number;
   /**
-   * The clock, in milliseconds. Default: RxJS's, `asyncScheduler.now()`, which is `Date.now()`, and the virtual time
-   * inside `TestScheduler.run` (for a budget used inside the run). A clock that goes back is read as standing
-   * still until it has caught up.
+   * The clock, in milliseconds. Default `performance.now()`: monotonic, so that a wall clock set ahead or back
+   * (NTP, a laptop waking up) changes nothing. Inside `TestScheduler.run`, pass the virtual clock:
+   * `now: () => scheduler.now()`, or `() => asyncScheduler.now()`, which is the virtual time inside a run. A
+   * reading a little earlier than the latest (less than `ttlMs`) counts as the latest: the window stands still
+   * until the clock has caught up; a reading more than `ttlMs` earlier is a clock set back, and the window goes
+   * on from it. Each reading costs at most ten steps, however far the clock jumps.
    */
   now?: () => number;
 }
@@ -56,6 +59,14 @@ export interface RetryBudget {
 /** The window is kept in this many slices, as Finagle's `WindowedAdder` keeps it. */
 const SLICES = 10;
 
+/** The bounds of `ttlMs`: 1 ms (a marble spec's few frames) to a day. */
+const MIN_TTL_MS = 1;
+const MAX_TTL_MS = 86_400_000;
+/** The largest `percentCanRetry`, as in Finagle. */
+const MAX_PERCENT_CAN_RETRY = 1000;
+/** The largest `minRetriesPerSec`: the counts stay exact integers far below 2^53. */
+const MAX_RETRIES_PER_SEC = 1_000_000;
+
 /**
  * Tolerance of the balance: `0.29 × 100` is `28.999…` in binary floating point and must still buy the 29th retry
  * (Finagle counts in integer thousandths for the same reason).
@@ -80,10 +91,11 @@ const EPSILON = 1e-9;
  * share of the first attempts) and needs only the two moments `retryAsEvents` sees (a turn starts, a retry is
  * asked for), not a success, which a streamed turn reports only at its finish, minutes later.
  *
- * The clock is RxJS's by default, `asyncScheduler.now()`: `Date.now()`, and inside `TestScheduler.run` the virtual
- * time, so that a budget made and used inside a run slides in virtual time with no option (as its marble spec does).
- * Pass `now` for any other clock (`() => scheduler.now()` for a scheduler of your own). A budget keeps to one clock:
- * a reading earlier than the latest one counts as the latest (a wall clock set back stands still).
+ * The clock is `performance.now()` by default: monotonic, so a wall clock set a day ahead or back neither empties
+ * nor freezes the window. Pass `now` for any other clock: inside `TestScheduler.run`, `now: () => scheduler.now()`
+ * (or `() => asyncScheduler.now()`, the virtual time inside a run), as the marble spec does. A budget keeps to one
+ * clock: a reading a little earlier than the latest counts as the latest, a reading more than `ttlMs` earlier is a
+ * clock set back and the window goes on from it; however far the clock jumps, a reading costs at most ten steps.
  *
  * ```text
  * source 1: -a-#
@@ -101,11 +113,11 @@ const EPSILON = 1e-9;
  *
  * Every case of `marbles/retryBudget.marbles.ts`, with pictures: `docs/operators/retryBudget.md`.
  *
- * State, as in Finagle: the first attempts and the retries of each tenth of the window (20 numbers; the
- * memory does not grow with the load), the refusals so far, and the latest time read. There are no timers: the
- * window moves when the budget is used, from the clock. Where this differs from Finagle: `ttlMs` may be any length
- * (a marble spec uses a few frames), the floor may be a fraction, and the balance is kept in floating point with a
- * tolerance instead of integer thousandths.
+ * State, as in Finagle: the first attempts and the retries of each tenth of the window (20 numbers; the memory does
+ * not grow with the load), the current tenth, the refusals so far, and the latest time read. There are no timers:
+ * the window moves when the budget is used, from the clock. Where this differs from Finagle: `ttlMs` may be 1 ms to
+ * a day (a marble spec uses a few frames), the floor may be a fraction, and the balance is kept in floating point
+ * with a tolerance instead of integer thousandths.
  *
  * ## Example
  * ```ts
@@ -132,29 +144,34 @@ const EPSILON = 1e-9;
  * @see {@link retryAsEvents}, which deposits and withdraws; {@link RetryBudgetExhaustedError}, its refusal.
  * @param options The window, the share of first attempts, the floor and the clock.
  * @returns A budget to pass to every turn that shares it.
- * @throws RangeError when an option is not a finite number in its range, or `now` is not a function.
+ * @throws UsageError when an option is not a number in its range, or `now` is not a function (and, from `deposit`,
+ *   `tryWithdraw` and `state`, when `now` returns something other than a finite number).
  */
 export function retryBudget(options: RetryBudgetOptions = {}): RetryBudget {
   const { ttlMs = 10_000, percentCanRetry = 0.2, minRetriesPerSec = 10 } = options;
-  check('ttlMs', ttlMs, 'a finite number > 0', (n) => n > 0);
-  check('percentCanRetry', percentCanRetry, 'a finite number >= 0', (n) => n >= 0);
-  check('minRetriesPerSec', minRetriesPerSec, 'a finite number >= 0', (n) => n >= 0);
+  check('ttlMs', ttlMs, MIN_TTL_MS, MAX_TTL_MS, 'a number of milliseconds from 1 to 86,400,000 (a day)');
+  check('percentCanRetry', percentCanRetry, 0, MAX_PERCENT_CAN_RETRY, 'a number from 0 to 1000');
+  check('minRetriesPerSec', minRetriesPerSec, 0, MAX_RETRIES_PER_SEC, 'a number from 0 to 1,000,000');
   if (options.now !== undefined && typeof options.now !== 'function')
-    throw new RangeError('retryBudget: now must be a function that returns milliseconds');
-  const now = options.now ?? (() => asyncScheduler.now());
+    throw new UsageError(
+      'retryBudget',
+      'now',
+      `must be a function that returns milliseconds, not ${describeValue(options.now)}`,
+    );
+  const now = options.now ?? monotonicNow;
 
   // The length of one slice of the window, in milliseconds.
   const width = ttlMs / SLICES;
   // The floor's retries per window, there whatever the first attempts.
   const reserve = (minRetriesPerSec * ttlMs) / 1000;
-  // First attempts per slice, in a ring indexed by the absolute slice number modulo SLICES.
+  // First attempts per slice, in a ring; `head` is the current slice.
   const deposits = new Array<number>(SLICES).fill(0);
   // Retries allowed per slice, in the same ring.
   const withdrawals = new Array<number>(SLICES).fill(0);
-  // The absolute number of the newest slice in the ring (the window ends with it).
-  let newest = Number.NEGATIVE_INFINITY;
-  // The latest time read: a clock that goes back stands still at it.
-  let latest = Number.NEGATIVE_INFINITY;
+  // The ring index of the current slice.
+  let head = 0;
+  // The latest time read (since the clock was last set back), or undefined before the first reading.
+  let latest: number | undefined;
   // Retries refused since the budget was made.
   let refusals = 0;
 
@@ -162,17 +179,26 @@ export function retryBudget(options: RetryBudgetOptions = {}): RetryBudget {
   const advance = (): number => {
     const time = now();
     if (typeof time !== 'number' || !Number.isFinite(time))
-      throw new RangeError(`retryBudget: the clock returned ${String(time)}, not a finite number`);
-    if (time > latest) latest = time;
-    const current = Math.floor(latest / width);
-    // Clears the slices that have left the window since the last use: at most all of them, however long ago.
-    for (let slice = Math.max(newest + 1, current - SLICES + 1); slice <= current; slice++) {
-      const i = ring(slice);
-      deposits[i] = 0;
-      withdrawals[i] = 0;
+      throw new UsageError(
+        'retryBudget',
+        'now',
+        `must return a finite number of milliseconds, not ${describeValue(time)}`,
+      );
+    if (latest === undefined || latest - time > ttlMs) {
+      // The first reading, or a clock set back by more than a window: the window goes on from this reading.
+      latest = time;
+      return head;
     }
-    if (current > newest) newest = current;
-    return ring(current);
+    if (time <= latest) return head; // a little back (jitter) or no time at all: the window stands still
+    // Clears the slices that have left the window since the last use: at most all of them, however long ago.
+    const passed = Math.min(slicesBetween(latest, time, width, ttlMs), SLICES);
+    for (let k = 0; k < passed; k++) {
+      head = (head + 1) % SLICES;
+      deposits[head] = 0;
+      withdrawals[head] = 0;
+    }
+    latest = time;
+    return head;
   };
 
   /** The window's totals, and how many retries they allow (fractional). */
@@ -208,12 +234,33 @@ export function retryBudget(options: RetryBudgetOptions = {}): RetryBudget {
   };
 }
 
-/** The ring index of an absolute slice number (negative too, for a clock before the epoch). */
-function ring(slice: number): number {
-  return ((slice % SLICES) + SLICES) % SLICES;
+/** The default clock: monotonic, so that a wall clock set ahead or back changes nothing. */
+function monotonicNow(): number {
+  return performance.now();
 }
 
-function check(name: string, value: unknown, what: string, inRange: (n: number) => boolean): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || !inRange(value))
-    throw new RangeError(`retryBudget: ${name} must be ${what}, not ${String(value)}`);
+/**
+ * How many slice boundaries lie between two readings (`from` < `to`): exact while the slice numbers are safe
+ * integers (any clock in milliseconds of this era); beyond, where a reading cannot tell one slice from the next,
+ * the distance in slices, and a whole window once the readings are a window apart.
+ */
+function slicesBetween(from: number, to: number, width: number, ttlMs: number): number {
+  const a = Math.floor(from / width);
+  const b = Math.floor(to / width);
+  if (Number.isSafeInteger(a) && Number.isSafeInteger(b)) return b - a;
+  const apart = to - from;
+  return apart >= ttlMs ? SLICES : Math.max(1, Math.floor(apart / width));
+}
+
+function check(name: string, value: unknown, min: number, max: number, what: string): void {
+  if (typeof value !== 'number' || !(value >= min && value <= max))
+    throw new UsageError('retryBudget', name, `must be ${what}, not ${describeValue(value)}`);
+}
+
+/** A value as a message shows it: a string quoted, anything else as `String` gives it. */
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
+  return String(value);
 }

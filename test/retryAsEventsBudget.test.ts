@@ -11,7 +11,7 @@ import {
   turnPipeline,
 } from 'cleanturn';
 import { finish, reset, retrying, text } from 'cleanturn/testing';
-import { defer, of, tap, throwError } from 'rxjs';
+import { asyncScheduler, defer, of, tap, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { attemptsOf } from './support/attemptsOf.js';
@@ -36,8 +36,12 @@ function scriptedBudget(...answers: boolean[]): RetryBudget & { calls: string[] 
   };
 }
 
-/** One retry per 10 frames, whatever the first attempts (a floor of 100 per second over 10 ms). */
-const onePerTenFrames = () => retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100 });
+/**
+ * One retry per 10 frames, whatever the first attempts (a floor of 100 per second over 10 ms), in virtual time:
+ * inside `TestScheduler.run`, `asyncScheduler.now()` is the run's clock (the budget's default is `performance.now()`).
+ */
+const onePerTenFrames = () =>
+  retryBudget({ ttlMs: 10, percentCanRetry: 0, minRetriesPerSec: 100, now: () => asyncScheduler.now() });
 
 const e1 = new Error('connection reset');
 const e2 = new Error('stalled');
@@ -224,7 +228,7 @@ describe('retryAsEvents({ budget }): a refusal', () => {
 describe('retryAsEvents({ budget }): one budget, many turns', () => {
   it('the first attempts of all turns pay for the retries of any: 2 turns at 50% buy one retry', () => {
     newScheduler().run(({ cold, expectObservable }) => {
-      const budget = retryBudget({ ttlMs: 10, percentCanRetry: 0.5, minRetriesPerSec: 0 });
+      const budget = retryBudget({ ttlMs: 10, percentCanRetry: 0.5, minRetriesPerSec: 0, now: () => 0 });
       const turnA = attemptsOf(cold('-#', v, e1), cold('-a-f|', v)).pipe(retryAsEvents({ count: 3, budget }));
       const turnB = attemptsOf(cold('---#', v, e2), cold('-c-f|', v)).pipe(
         retryAsEvents({ count: 3, budget }),

@@ -1,8 +1,18 @@
 import { type FinishReason, isRetryableUpstream, type ProviderEvent, type ToolCallEvent } from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
+import { isInstance, readProperty } from '../internal/describeError.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { ProviderError, ProviderPayloadError } from './errors.js';
-import { argsObjectField, isRecord, nameField, nonEmptyText } from './shared.js';
+import {
+  argsObjectField,
+  countField,
+  type FieldSite,
+  isRecord,
+  nameField,
+  nonEmptyText,
+  objectField,
+  stringField,
+} from './shared.js';
 
 /** A piece of answer text: `text` in `streamText` parts, `delta` in UI message chunks. */
 export interface AiSdkTextDeltaPart {
@@ -120,7 +130,8 @@ export interface AiSdkPartsOptions {
  *   `streamText`'s own `timeout` (reason `… timeout of <n>ms exceeded`): a stall, retryable.
  * - A call marked `invalid`, or a `tool-input-error`: a retryable ProviderError (code `invalid_tool_call`).
  * - A tool part whose `toolCallId` or `toolName` is not a non-empty string or whose `input` is not an object,
- *   or a part without a string `type`: a {@link ProviderPayloadError} (`invalid-field`), never a drop.
+ *   a part without a string `type`, or a `usage`, `totalUsage` or finish reason of the wrong type: a
+ *   {@link ProviderPayloadError} (`invalid-field`), never a drop.
  * - `reset-step` (UI stream, before each attempt of a durable step) becomes a `retry` when something was read
  *   since the last one, so that a retried step never glues onto its failed attempt.
  * - Other part types are ignored. A stream without `finish` has none: put `requireFinish()` after it.
@@ -235,24 +246,27 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
       case 'finish-step': {
         this.stepHadCall = false;
         this.release();
-        const { usage } = part as AiSdkFinishStepPart;
-        if (!isRecord(usage)) return;
-        const { inputTokens: input, outputTokens: output } = usage;
-        if (typeof input === 'number') this.stepsInput = (this.stepsInput ?? 0) + input;
-        if (typeof output === 'number') this.stepsOutput = (this.stepsOutput ?? 0) + output;
+        const usage = objectField((part as AiSdkFinishStepPart).usage, site(part, 'usage'));
+        if (usage === undefined) return;
+        const input = countField(usage.inputTokens, site(part, 'usage.inputTokens'));
+        const output = countField(usage.outputTokens, site(part, 'usage.outputTokens'));
+        if (input !== undefined) this.stepsInput = (this.stepsInput ?? 0) + input;
+        if (output !== undefined) this.stepsOutput = (this.stepsOutput ?? 0) + output;
         this.usage(this.stepsInput, this.stepsOutput);
         return;
       }
       case 'finish': {
         this.release(); // calls of a stream without finish-step parts
-        const { finishReason, rawFinishReason, totalUsage } = part as AiSdkFinishPart;
-        if (isRecord(totalUsage)) {
-          const input = typeof totalUsage.inputTokens === 'number' ? totalUsage.inputTokens : undefined;
-          const output = typeof totalUsage.outputTokens === 'number' ? totalUsage.outputTokens : undefined;
+        const finish = part as AiSdkFinishPart;
+        const totalUsage = objectField(finish.totalUsage, site(part, 'totalUsage'));
+        if (totalUsage !== undefined) {
+          const input = countField(totalUsage.inputTokens, site(part, 'totalUsage.inputTokens'));
+          const output = countField(totalUsage.outputTokens, site(part, 'totalUsage.outputTokens'));
           if (input !== this.stepsInput || output !== this.stepsOutput) this.usage(input, output);
         }
+        const finishReason = stringField(finish.finishReason, site(part, 'finishReason'));
         const reason = finishReasonOf(finishReason, this.stepHadCall);
-        const raw = typeof rawFinishReason === 'string' ? rawFinishReason : undefined;
+        const raw = stringField(finish.rawFinishReason, site(part, 'rawFinishReason'));
         this.sink.finish(raw === undefined ? { type: 'finish', reason } : { type: 'finish', reason, raw });
         this.sink.end();
         return;
@@ -281,7 +295,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
 
   /** A source error with the SDK's `isRetryable` flag (an `APICallError`) is read; others pass unchanged. */
   error(error: unknown): unknown {
-    if (isRecord(error) && typeof error.isRetryable === 'boolean') return this.upstreamError(error, error);
+    if (typeof readProperty(error, 'isRetryable') === 'boolean') return this.upstreamError(error, error);
     return undefined;
   }
 
@@ -307,22 +321,30 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
   private providerError(info: AiSdkErrorInfo, byDefault: boolean, payload: unknown): ProviderError {
     const { message, code, status, error } = info;
     const retryable = this.options.retryable?.(info) ?? byDefault;
-    const cause = error instanceof Error ? error : undefined;
+    const cause = isInstance(error, Error) ? error : undefined;
     return new ProviderError('ai-sdk', message, { retryable, code, status, payload, cause });
   }
 
-  /** Any error, by the one table: an `APICallError` (`statusCode`, `isRetryable`, `data`), a body, a string. */
+  /**
+   * Any error, by the one table: an `APICallError` (`statusCode`, `isRetryable`, `data`), a body, a string. Its
+   * fields are read without throwing: the error may be an SDK's, with getters.
+   */
   private upstreamError(error: unknown, payload: unknown): ProviderError {
-    const record: Record<string, unknown> = isRecord(error) ? error : {};
-    const data = isRecord(record.data) ? record.data : undefined;
+    const data = readProperty(error, 'data');
     const codes: (string | undefined)[] = [];
-    let status = errorStatus(record.statusCode) ?? errorStatus(record.status);
-    for (const body of [record, record.error, data?.error, data]) {
+    let status = errorStatus(readProperty(error, 'statusCode')) ?? errorStatus(readProperty(error, 'status'));
+    for (const body of [error, readProperty(error, 'error'), readProperty(data, 'error'), data]) {
       if (!isRecord(body)) continue;
-      codes.push(nonEmptyText(body.code), nonEmptyText(body.type), nonEmptyText(body.status));
-      status ??= errorStatus(body.code);
+      const code = readProperty(body, 'code');
+      codes.push(
+        nonEmptyText(code),
+        nonEmptyText(readProperty(body, 'type')),
+        nonEmptyText(readProperty(body, 'status')),
+      );
+      status ??= errorStatus(code);
     }
-    const flag = typeof record.isRetryable === 'boolean' ? record.isRetryable : undefined;
+    const retryable = readProperty(error, 'isRetryable');
+    const flag = typeof retryable === 'boolean' ? retryable : undefined;
     const message = errorMessage(error) ?? 'the stream reported an error';
     const info: AiSdkErrorInfo = { code: codes.find((code) => code !== undefined), status, message, error };
     return this.providerError(info, isRetryableUpstream({ codes, status, otherwise: flag }), payload);
@@ -338,8 +360,8 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
 
 const neutralReasons = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']);
 
-function finishReasonOf(finishReason: unknown, stepHadCall: boolean): FinishReason {
-  if (typeof finishReason !== 'string' || finishReason === 'stop') return stepHadCall ? 'tool-calls' : 'stop';
+function finishReasonOf(finishReason: string | undefined, stepHadCall: boolean): FinishReason {
+  if (finishReason === undefined || finishReason === 'stop') return stepHadCall ? 'tool-calls' : 'stop';
   return neutralReasons.has(finishReason) ? (finishReason as FinishReason) : 'other';
 }
 
@@ -351,7 +373,13 @@ function errorStatus(value: unknown): number | undefined {
 /** The message of an error or of the error it wraps, three levels deep at most (an error may wrap itself). */
 function errorMessage(error: unknown, depth = 0): string | undefined {
   if (!isRecord(error)) return nonEmptyText(error);
-  return nonEmptyText(error.message) ?? (depth < 3 ? errorMessage(error.error, depth + 1) : undefined);
+  const message = nonEmptyText(readProperty(error, 'message'));
+  return message ?? (depth < 3 ? errorMessage(readProperty(error, 'error'), depth + 1) : undefined);
+}
+
+/** Where `field` of `part` is, for a reader's error. */
+function site(part: unknown, field: string): FieldSite {
+  return { operator: name, payload: part, field };
 }
 
 /** A call's id: a non-empty string, or an `invalid-field` error (two missing ids are not "the same call"). */

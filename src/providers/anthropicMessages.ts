@@ -1,8 +1,18 @@
 import { type FinishEvent, isRetryableUpstream, type ProviderEvent, type UsageEvent } from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
+import { isInstance, readProperty, readString } from '../internal/describeError.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type PayloadProblem, ProviderError, ProviderPayloadError } from './errors.js';
-import { argsObjectField, type FieldSite, indexField, isRecord, nameField, stringField } from './shared.js';
+import {
+  argsObjectField,
+  countField,
+  type FieldSite,
+  indexField,
+  isRecord,
+  nameField,
+  objectField,
+  stringField,
+} from './shared.js';
 
 /** Token counts as Anthropic reports them: cumulative; a missing or null field means "unchanged". */
 export interface AnthropicUsage {
@@ -108,7 +118,8 @@ export interface AnthropicMessagesOptions {
  *
  * - `ping`, thinking, citations, server tools and unknown types are ignored; nothing follows `message_stop`.
  * - A delta or stop for a block never opened is a retryable {@link ProviderPayloadError} `unknown-reference`;
- *   a `tool_use` without a name, or a `partial_json` that is not a string, is `invalid-field`.
+ *   a `tool_use` without a name, a `partial_json` that is not a string, or an event of the wrong shape (a
+ *   `message`, `delta` or `usage` that is not an object, a token count that is not a number) is `invalid-field`.
  * - A repeated `message_start` or block start is ignored; another message id, or another block at an open
  *   index, is two generations spliced into one stream: a retryable {@link ProviderError} `spliced_stream`.
  * - An `error` event, and an SDK `APIError` the source raises, are a {@link ProviderError} classified by
@@ -207,11 +218,11 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
   next(event: AnthropicStreamEvent): void {
     switch (event.type) {
       case 'message_start': {
-        const { message } = event as AnthropicMessageStartEvent;
-        const id = stringField(isRecord(message) ? message.id : undefined, this.at(event, 'message.id'));
+        const message = objectField((event as AnthropicMessageStartEvent).message, this.at(event, 'message'));
+        const id = stringField(message?.id, this.at(event, 'message.id'));
         if (this.messageId === null) {
           this.messageId = id;
-          this.emitUsage(isRecord(message) ? message.usage : undefined);
+          this.emitUsage(message?.usage, event, 'message.usage');
         } else if (id !== undefined && this.messageId !== undefined && id !== this.messageId) {
           throw spliced(`message ${id} started inside message ${this.messageId}`, event);
         }
@@ -268,9 +279,9 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
       }
       case 'message_delta': {
         const { delta, usage } = event as AnthropicMessageDeltaEvent;
-        const stop = isRecord(delta) ? delta.stop_reason : undefined;
+        const stop = objectField(delta, this.at(event, 'delta'))?.stop_reason;
         this.stopReason = stringField(stop, this.at(event, 'delta.stop_reason')) ?? this.stopReason;
-        this.emitUsage(usage);
+        this.emitUsage(usage, event, 'usage');
         return;
       }
       case 'message_stop':
@@ -288,12 +299,17 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
 
   /** An SDK `APIError` keeps the body `{ type: 'error', error: { type, message } }`, and the HTTP status. */
   error(error: unknown): unknown {
-    if (!(error instanceof Error)) return undefined;
-    const { error: body, status } = error as { error?: unknown; status?: unknown };
-    const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+    if (!isInstance(error, Error)) return undefined;
+    // Read without throwing: an error's getters are not ours.
+    const body = readProperty(error, 'error');
+    const status = readProperty(error, 'status');
+    const nested = readProperty(body, 'error');
+    const inner = isRecord(nested)
+      ? { type: readProperty(nested, 'type'), message: readProperty(nested, 'message') }
+      : undefined;
     const httpStatus = typeof status === 'number' ? status : undefined;
     if (inner === undefined && httpStatus === undefined) return undefined; // a connection error: as it is
-    return this.raised(inner ?? { message: error.message }, error, httpStatus, error);
+    return this.raised(inner ?? { message: readString(error, 'message') }, error, httpStatus, error);
   }
 
   /** The open block a delta or stop refers to, or an `unknown-reference` error. */
@@ -324,14 +340,18 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
     return this.site;
   }
 
-  private emitUsage(reported: AnthropicUsage | null | undefined): void {
-    if (!isRecord(reported)) return;
+  /** Usage at `field` of `payload`: each count that is a number replaces the one before (null: unchanged). */
+  private emitUsage(value: unknown, payload: unknown, field: string): void {
+    const reported = objectField(value, this.at(payload, field));
+    if (reported === undefined) return;
     const usage = this.usage;
     let changed = false;
     for (const key in usage) {
-      const value = reported[key as keyof AnthropicUsage];
-      if (typeof value !== 'number') continue;
-      usage[key as keyof AnthropicUsage] = value;
+      const count = reported[key];
+      const number =
+        typeof count === 'number' ? count : countField(count, this.at(payload, `${field}.${key}`));
+      if (number === undefined) continue;
+      usage[key as keyof AnthropicUsage] = number;
       changed = true;
     }
     if (!changed) return;

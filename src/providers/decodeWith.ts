@@ -1,5 +1,6 @@
 import { CleanturnError, type FinishEvent, type ProviderEvent } from 'cleanturn';
 import { Observable, type Observer, type OperatorFunction } from 'rxjs';
+import { isInstance } from '../internal/describeError.js';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { ProviderPayloadError } from './errors.js';
 
@@ -130,7 +131,7 @@ class Decoding<In> implements DecoderSink {
     }
     if (this.state === FAILED) return;
     let read = error;
-    if (!(error instanceof CleanturnError) && this.decoder.error !== undefined) {
+    if (!isInstance(error, CleanturnError) && this.decoder.error !== undefined) {
       try {
         read = this.decoder.error(error) ?? error;
       } catch (thrown) {

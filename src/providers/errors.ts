@@ -79,13 +79,20 @@ export class ProviderPayloadError extends CleanturnError {
   }
 }
 
+/** The start of a payload for a message; never throws (a payload's `toJSON` or `toString` may). */
 function preview(payload: unknown): string {
-  let text: string;
+  let text: string | undefined;
   try {
-    text =
-      typeof payload === 'string' ? JSON.stringify(payload) : (JSON.stringify(payload) ?? String(payload));
+    text = JSON.stringify(payload);
   } catch {
-    text = String(payload);
+    text = undefined;
+  }
+  if (text === undefined) {
+    try {
+      text = String(payload);
+    } catch {
+      text = 'a payload that cannot be printed';
+    }
   }
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }

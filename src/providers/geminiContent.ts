@@ -1,8 +1,21 @@
 import { type FinishReason, isRetryableUpstream, type ProviderEvent, type UsageEvent } from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
+import { isInstance, readProperty, readString } from '../internal/describeError.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type PayloadProblem, ProviderError, ProviderPayloadError } from './errors.js';
-import { argsObjectField, type FieldSite, isRecord, nameField, stringField } from './shared.js';
+import {
+  argsObjectField,
+  countField,
+  entryField,
+  type FieldSite,
+  indexField,
+  isObject,
+  isRecord,
+  listField,
+  nameField,
+  objectField,
+  stringField,
+} from './shared.js';
 
 /**
  * A path-addressed piece of streamed arguments (Vertex AI with `streamFunctionCallArguments: true`): where it
@@ -110,7 +123,9 @@ export interface GeminiContentOptions {
  *   unspecified reasons). Chunks with empty `candidates` are skipped; only the first candidate is read.
  * - An error tail `{"error": {code, message, status}}`, or the SDK's `ApiError` for one, is a {@link ProviderError}
  *   (retryable per `isRetryableUpstream`), even after a finish reason; other source errors pass unchanged.
- * - What it cannot read is a {@link ProviderPayloadError}: a non-string tool name, non-object `args`, an argument
+ * - What it cannot read is a {@link ProviderPayloadError}: a non-string tool name, non-object `args`, a chunk of
+ *   the wrong shape (`candidates` or `parts` that are not arrays, a candidate, `content`, part, `usageMetadata`
+ *   or `promptFeedback` that is not an object, a token count that is not a number), an argument
  *   path it cannot parse or that conflicts with an earlier one (`invalid-field`), a path step `__proto__`,
  *   `constructor` or `prototype` (`unsafe-path`), pieces of a call never opened (`unknown-reference`).
  * - No `finishReason`, no `finish`: put `requireFinish()` after it. A streamed call still open at the end is
@@ -181,7 +196,7 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
   /** Where a field of the part being read is (`candidates[0].content.parts[1].functionCall.name`). */
   const site = (field: string, inPart = true): FieldSite => {
     const where = `candidates[${at}].${inPart ? `content.parts[${partAt}].` : ''}`;
-    return { operator, payload, field: where + field };
+    return { operator, payload, field: field === '' ? where.slice(0, -1) : where + field };
   };
   const invalid = (field: string, message: string, code: PayloadProblem = 'invalid-field') =>
     new ProviderPayloadError(operator, code, message, { field: site(field).field, payload });
@@ -278,9 +293,17 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     }
   };
 
-  const usage = (m: GeminiUsageMetadata) => {
-    const { promptTokenCount: prompt, candidatesTokenCount: candidates, thoughtsTokenCount: thoughts } = m;
-    const input = typeof prompt === 'number' ? prompt + (m.toolUsePromptTokenCount ?? 0) : undefined;
+  const usage = (metadata: Record<string, unknown>) => {
+    const count = (key: keyof GeminiUsageMetadata) => {
+      const value = metadata[key];
+      return typeof value === 'number'
+        ? value
+        : countField(value, { operator, payload, field: `usageMetadata.${key}` });
+    };
+    const prompt = count('promptTokenCount');
+    const candidates = count('candidatesTokenCount');
+    const thoughts = count('thoughtsTokenCount');
+    const input = prompt !== undefined ? prompt + (count('toolUsePromptTokenCount') ?? 0) : undefined;
     const output =
       typeof candidates === 'number' || typeof thoughts === 'number'
         ? (candidates ?? 0) + (thoughts ?? 0)
@@ -299,29 +322,48 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
 
   return {
     next(chunk) {
-      const { candidates, error } = chunk;
+      const { error } = chunk;
       if (error !== undefined && error !== null) throw providerError(errorInfo(error), chunk);
       payload = chunk;
+      // Each container is checked in place; a reader (and the site of its error) only for one of the wrong shape.
+      let candidates: unknown = chunk.candidates;
+      if (!Array.isArray(candidates))
+        candidates = listField(candidates, { operator, payload, field: 'candidates' });
       let candidate: GeminiCandidate | undefined;
-      for (let i = 0; Array.isArray(candidates) && i < candidates.length && candidate === undefined; i++) {
-        const c = candidates[i];
-        if (isRecord(c) && (c.index ?? 0) === 0) candidate = c;
+      const list = candidates as readonly unknown[] | undefined;
+      for (let i = 0; list !== undefined && i < list.length && candidate === undefined; i++) {
         at = i;
+        const entry = list[i];
+        const c = isObject(entry) ? entry : entryField(entry, site('', false));
+        const given = c.index;
+        const index =
+          typeof given === 'number' || given === undefined || given === null
+            ? given
+            : indexField(given, site('index', false));
+        if ((index ?? 0) === 0) candidate = c as GeminiCandidate;
       }
-      const parts = candidate?.content?.parts;
+      let content: unknown = candidate?.content;
+      if (!isObject(content)) content = objectField(content, site('content', false));
+      let parts: unknown = (content as GeminiCandidate['content'])?.parts;
+      if (!Array.isArray(parts)) parts = listField(parts, site('content.parts', false));
       for (let i = 0; Array.isArray(parts) && i < parts.length; i++) {
-        const part = parts[i];
-        if (!isRecord(part)) continue;
         partAt = i;
+        const entry = parts[i];
+        const part = (isObject(entry) ? entry : entryField(entry, site('', true))) as GeminiPart;
         const { functionCall: fc, text } = part;
         if (fc !== undefined && fc !== null) functionCall(fc);
         else if (typeof text === 'string') {
           if (text !== '' && part.thought !== true) sink.event({ type: 'text', text });
         } else if (text !== undefined) stringField(text, site('text'));
       }
-      if (isRecord(chunk.usageMetadata)) usage(chunk.usageMetadata);
+      const metadata: unknown = chunk.usageMetadata;
+      if (isObject(metadata)) usage(metadata);
+      else objectField(metadata, { operator, payload, field: 'usageMetadata' });
       const raw = candidate?.finishReason;
-      const blocked = candidate === undefined ? chunk.promptFeedback?.blockReason : undefined;
+      const feedback: unknown = chunk.promptFeedback;
+      if (!isObject(feedback)) objectField(feedback, { operator, payload, field: 'promptFeedback' });
+      const blocked =
+        candidate === undefined ? (feedback as GeminiChunk['promptFeedback'])?.blockReason : undefined;
       if (typeof raw === 'string') finish(finishReasonOf(raw, calls > 0 || streamed !== undefined), raw);
       else if (raw !== undefined) stringField(raw, site('finishReason', false));
       else if (typeof blocked === 'string')
@@ -332,10 +374,8 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     },
     /** The SDK's `ApiError` (a numeric `status`) for an error tail or a failed response; others stay as they are. */
     error(error) {
-      const status = error instanceof Error ? (error as { status?: unknown }).status : undefined;
-      return typeof status === 'number'
-        ? providerError(sdkInfo(error as Error, status), error, error)
-        : undefined;
+      const status = isInstance(error, Error) ? readProperty(error, 'status') : undefined;
+      return typeof status === 'number' ? providerError(sdkInfo(error, status), error, error) : undefined;
     },
   };
 }
@@ -367,15 +407,16 @@ function errorInfo(body: unknown): GeminiErrorInfo {
 }
 
 /** The SDK's `ApiError`: its message is `got status: UNAVAILABLE. {"error":{…}}` for a stream's error tail. */
-function sdkInfo(error: Error, code: number): GeminiErrorInfo {
-  const match = /^got status: ([A-Z_]+)\. (\{[\s\S]*\})$/.exec(error.message);
+function sdkInfo(error: unknown, code: number): GeminiErrorInfo {
+  const text = readString(error, 'message') ?? '';
+  const match = /^got status: ([A-Z_]+)\. (\{[\s\S]*\})$/.exec(text);
   try {
     const body: unknown = JSON.parse(match?.[2] ?? 'null');
     if (isRecord(body) && isRecord(body.error)) return { ...errorInfo(body.error), code };
   } catch {
     // Not the tail's JSON: the status name alone.
   }
-  return { code, status: match?.[1], message: error.message };
+  return { code, status: match?.[1], message: text === '' ? `HTTP ${code}` : text };
 }
 
 /** `$.a.b[0]['c d']` → `['a', 'b', 0, 'c d']`; undefined for what this reader does not support. */

@@ -2,7 +2,18 @@ import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } fro
 import type { OperatorFunction } from 'rxjs';
 import { type DecoderSink, decodeWith } from './decodeWith.js';
 import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
-import { argumentsField, type FieldSite, indexField, isRecord, stringField } from './shared.js';
+import {
+  argumentsField,
+  countField,
+  entryField,
+  type FieldSite,
+  indexField,
+  isObject,
+  isRecord,
+  listField,
+  objectField,
+  stringField,
+} from './shared.js';
 
 /** A function name and argument fragment, as a tool-call delta (or the deprecated `function_call`) carries them. */
 export interface OpenAIChatFunctionDelta {
@@ -114,7 +125,9 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * - **What it cannot read is an error, never a drop.** `function.arguments` is argument text; an object is
  *   taken as its JSON (some compatible servers send it parsed); a number or boolean, or an index that is not
  *   a non-negative integer (a decimal string such as `"0"` is read as one), is a
- *   {@link ProviderPayloadError} naming the field. The deprecated `delta.function_call` is call #0. A
+ *   {@link ProviderPayloadError} naming the field; so is a chunk of the wrong shape (`choices` or `tool_calls`
+ *   that are not arrays, a `delta` or `usage` that is not an object, `content` that is not a string, a token
+ *   count that is not a number; `null` is absent). The deprecated `delta.function_call` is call #0. A
  *   fragment without `index` goes to the call with its `id`, or else to the latest call.
  *
  * ## Example
@@ -193,16 +206,18 @@ class ChatDecoder {
     const choices = chunk.choices;
     if (Array.isArray(choices)) {
       for (let i = 0; i < choices.length; i++) {
-        const choice = choices[i] as OpenAIChatChoice;
-        if (isRecord(choice) && (this.index(choice.index, i, -1) ?? 0) === this.followed) {
-          this.choice(choice, i);
-        }
+        const entry: unknown = choices[i];
+        const choice = (
+          isObject(entry) ? entry : entryField(entry, this.site(`choices[${i}]`))
+        ) as OpenAIChatChoice;
+        if ((this.index(choice.index, i, -1) ?? 0) === this.followed) this.choice(choice, i);
       }
-    }
-    if (isRecord(chunk.usage)) {
-      this.sink.event(chatUsage(chunk.usage));
+    } else if (choices !== undefined && choices !== null) listField(choices, this.site('choices'));
+    const usage = chunk.usage;
+    if (isObject(usage)) {
+      this.sink.event(this.usage(usage));
       if (this.reason !== undefined) this.sink.end(); // the usage chunk is the last one
-    }
+    } else if (usage !== undefined && usage !== null) objectField(usage, this.site('usage'));
   }
 
   error(error: unknown): unknown {
@@ -214,29 +229,33 @@ class ChatDecoder {
 
   private choice(choice: OpenAIChatChoice, i: number): void {
     const delta = choice.delta;
-    if (isRecord(delta)) {
-      if (typeof delta.content === 'string' && delta.content !== '') {
-        this.sink.event({ type: 'text', text: delta.content });
-      }
-      if (typeof delta.refusal === 'string' && delta.refusal !== '') {
-        this.refusal = (this.refusal ?? '') + delta.refusal;
-      }
+    if (isObject(delta)) {
+      const { content, refusal } = delta;
+      if (typeof content === 'string') {
+        if (content !== '') this.sink.event({ type: 'text', text: content });
+      } else this.read(stringField, content, i, -1, '.delta.content');
+      if (typeof refusal === 'string') {
+        if (refusal !== '') this.refusal = (this.refusal ?? '') + refusal;
+      } else this.read(stringField, refusal, i, -1, '.delta.refusal');
       const calls = delta.tool_calls;
       if (Array.isArray(calls)) {
         for (let j = 0; j < calls.length; j++) {
-          const call = calls[j] as OpenAIChatToolCallDelta;
-          if (!isRecord(call)) continue;
+          const entry: unknown = calls[j];
+          const call = (
+            isObject(entry) ? entry : entryField(entry, this.site(`choices[${i}].delta.tool_calls[${j}]`))
+          ) as OpenAIChatToolCallDelta;
           this.fragment(this.index(call.index, i, j), call.id, call.function, i, j);
         }
-      }
-      if (isRecord(delta.function_call)) {
+      } else this.read(listField, calls, i, -1, '.delta.tool_calls');
+      if (isObject(delta.function_call)) {
         this.fragment(0, undefined, delta.function_call, i, -2);
-      }
-    }
-    if (typeof choice.finish_reason === 'string') {
-      this.reason = choice.finish_reason;
-      this.sink.finish(chatFinish(choice.finish_reason, this.sawCall, this.refusal));
-    }
+      } else this.read(objectField, delta.function_call, i, -1, '.delta.function_call');
+    } else this.read(objectField, delta, i, -1, '.delta');
+    const reason = choice.finish_reason;
+    if (typeof reason === 'string') {
+      this.reason = reason;
+      this.sink.finish(chatFinish(reason, this.sawCall, this.refusal));
+    } else this.read(stringField, reason, i, -1, '.finish_reason');
   }
 
   /** Emits one tool-call fragment; `given` is its index, `rawId` its call id, when it has them. */
@@ -250,7 +269,8 @@ class ChatDecoder {
     const id = (typeof rawId === 'string' ? rawId : this.read(stringField, rawId, i, j, '.id')) || undefined;
     let callName: string | undefined;
     let argsDelta = '';
-    if (isRecord(fn)) {
+    if (!isObject(fn)) this.read(objectField, fn, i, j, j === -2 ? '' : '.function');
+    else {
       const { name: rawName, arguments: rawArgs } = fn;
       callName =
         (typeof rawName === 'string' ? rawName : this.read(stringField, rawName, i, j, '.function.name')) ||
@@ -273,6 +293,25 @@ class ChatDecoder {
     if (id !== undefined) event.id = id;
     if (callName !== undefined) event.name = callName;
     this.sink.event(event);
+  }
+
+  /** The site of a field of the chunk being read, for a reader's error. */
+  private site(field: string): FieldSite {
+    return { operator: name, payload: this.chunk, field };
+  }
+
+  /** The usage chunk's counts (`prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`). */
+  private usage(usage: OpenAIChatUsage): ProviderEvent {
+    const event: { type: 'usage'; inputTokens?: number; outputTokens?: number } = { type: 'usage' };
+    const { prompt_tokens: prompt, completion_tokens: completion } = usage;
+    const input = typeof prompt === 'number' ? prompt : countField(prompt, this.site('usage.prompt_tokens'));
+    const output =
+      typeof completion === 'number'
+        ? completion
+        : countField(completion, this.site('usage.completion_tokens'));
+    if (input !== undefined) event.inputTokens = input;
+    if (output !== undefined) event.outputTokens = output;
+    return event;
   }
 
   /** An index: a non-negative integer as it is; anything else through `indexField`. */
@@ -320,11 +359,4 @@ function chatFinish(raw: string, sawCall: boolean, refusal: string | undefined):
   const finish: FinishEvent = reason === raw ? { type: 'finish', reason } : { type: 'finish', reason, raw };
   if (refusal !== undefined) finish.refusal = refusal;
   return finish;
-}
-
-function chatUsage(usage: OpenAIChatUsage): ProviderEvent {
-  const event: { type: 'usage'; inputTokens?: number; outputTokens?: number } = { type: 'usage' };
-  if (typeof usage.prompt_tokens === 'number') event.inputTokens = usage.prompt_tokens;
-  if (typeof usage.completion_tokens === 'number') event.outputTokens = usage.completion_tokens;
-  return event;
 }

@@ -1,5 +1,6 @@
 // What the two OpenAI adapters share: reading an OpenAI error body as a ProviderError.
 import { isRetryableUpstream } from 'cleanturn';
+import { isInstance, readProperty, readString } from '../internal/describeError.js';
 import { ProviderError, type ProviderName } from './errors.js';
 import { isRecord, nonEmptyText } from './shared.js';
 
@@ -75,12 +76,26 @@ export function openaiError(
  * without an HTTP status; for an HTTP error, with one). Errors with neither (connection errors) give undefined.
  */
 export function sdkErrorBody(error: unknown): { body: OpenAIErrorBody; status?: number } | undefined {
-  if (!(error instanceof Error)) return undefined;
-  const { error: body, status } = error as { error?: unknown; status?: unknown };
+  if (!isInstance(error, Error)) return undefined;
+  // Read without throwing: an error's getters are not ours.
+  const body = readProperty(error, 'error');
+  const status = readProperty(error, 'status');
   const httpStatus = typeof status === 'number' ? status : undefined;
+  const message = readString(error, 'message');
   if (isRecord(body)) {
-    const inner = isRecord(body.error) ? body.error : body;
-    return { body: { message: error.message, ...(inner as OpenAIErrorBody) }, status: httpStatus };
+    const nested = readProperty(body, 'error');
+    const inner = isRecord(nested) ? nested : body;
+    return { body: { message, ...readBody(inner) }, status: httpStatus };
   }
-  return httpStatus === undefined ? undefined : { body: { message: error.message }, status: httpStatus };
+  return httpStatus === undefined ? undefined : { body: { message }, status: httpStatus };
+}
+
+/** The fields of an error body the adapters read, each read without throwing. */
+function readBody(body: object): OpenAIErrorBody {
+  const read: Record<string, unknown> = {};
+  for (const key of ['message', 'type', 'code', 'param'] as const) {
+    const value = readProperty(body, key);
+    if (value !== undefined) read[key] = value;
+  }
+  return read as OpenAIErrorBody;
 }

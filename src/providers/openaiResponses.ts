@@ -3,7 +3,18 @@ import type { OperatorFunction } from 'rxjs';
 import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { ProviderPayloadError } from './errors.js';
 import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
-import { argumentsField, type FieldSite, indexField, isRecord, nameField, stringField } from './shared.js';
+import {
+  argumentsField,
+  countField,
+  type FieldSite,
+  indexField,
+  isObject,
+  isRecord,
+  listField,
+  nameField,
+  objectField,
+  stringField,
+} from './shared.js';
 
 /** An output item, as `response.output_item.added`/`.done` and the final `response.output` carry it. */
 export interface OpenAIResponsesItem {
@@ -103,8 +114,10 @@ export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
  *   SDK's `APIError` are a {@link ProviderError}, retryable by the table of `isRetryableUpstream` (the
  *   `retryable` option decides first).
  * - **What it cannot read is an error, never a drop.** A name that is not a non-empty string, arguments that
- *   are a number, an `output_index` that is not a non-negative integer (`"1"` reads as 1): a
- *   {@link ProviderPayloadError} `invalid-field`; an argument event for an item never added: `unknown-reference`.
+ *   are a number, an `output_index` that is not a non-negative integer (`"1"` reads as 1), an event of the wrong
+ *   shape (a `type` that is not a string, an `item`, `response` or `usage` that is not an object, an `output`
+ *   that is not an array, a token count that is not a number): a {@link ProviderPayloadError} `invalid-field`;
+ *   an argument event for an item never added: `unknown-reference`.
  * - **`sequence_number`.** An event whose number is not above the last one is a replay and is dropped.
  *
  * State, per subscription: the calls by item id and by output index, the refusal and the last sequence number.
@@ -168,6 +181,10 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     const sequence = event.sequence_number;
     if (typeof sequence === 'number' && sequence <= this.sequence) return;
     if (typeof sequence === 'number') this.sequence = sequence;
+    if (typeof event.type !== 'string') {
+      const problem = `expected an event type (a string), got ${event.type === null ? 'null' : typeof event.type}`;
+      throw new ProviderPayloadError(operator, 'invalid-field', problem, { field: 'type', payload: event });
+    }
     switch (event.type) {
       case 'response.output_text.delta':
       case 'response.refusal.delta': {
@@ -195,7 +212,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
         break;
       case 'response.completed':
       case 'response.incomplete':
-        this.terminal(event, isRecord(event.response) ? event.response : {});
+        this.terminal(event, objectField(event.response, this.at(event, 'response')) ?? {});
         break;
       case 'response.failed': {
         const error = isRecord(event.response) ? event.response.error : undefined;
@@ -242,7 +259,14 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   /** An output item at `path` of `payload`, `index` in the output: a function call's start or its arguments. */
   private item(item: unknown, payload: unknown, path: string, index: unknown): void {
-    if (!isRecord(item) || item.type !== 'function_call') return;
+    if (!isObject(item)) {
+      if (item === undefined || item === null) return;
+      throw new ProviderPayloadError(operator, 'invalid-field', `expected an output item (an object)`, {
+        field: path,
+        payload,
+      });
+    }
+    if (item.type !== 'function_call') return;
     const output = indexField(index, this.at(payload, 'output_index'));
     const id = stringField(item.id, this.at(payload, `${path}.id`));
     const args = argumentsField(item.arguments, this.at(payload, `${path}.arguments`)) ?? '';
@@ -271,18 +295,22 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   /** The terminal event: the calls only in its output, its usage, the finish, and the end. */
   private terminal(event: OpenAIResponsesEvent, response: OpenAIResponsesResponse): void {
     const completed = event.type === 'response.completed';
-    const { output, usage, incomplete_details: details } = response;
-    for (let i = 0; completed && Array.isArray(output) && i < output.length; i++) {
+    const output = listField(response.output, this.at(event, 'response.output'));
+    const usage = objectField(response.usage, this.at(event, 'response.usage'));
+    const details = objectField(response.incomplete_details, this.at(event, 'response.incomplete_details'));
+    for (let i = 0; completed && output !== undefined && i < output.length; i++) {
       this.item(output[i], event, `response.output[${i}]`, i);
     }
-    if (isRecord(usage)) {
+    if (usage !== undefined) {
       const neutral: UsageEvent = { type: 'usage' };
-      if (typeof usage.input_tokens === 'number') neutral.inputTokens = usage.input_tokens;
-      if (typeof usage.output_tokens === 'number') neutral.outputTokens = usage.output_tokens;
+      const input = countField(usage.input_tokens, this.at(event, 'response.usage.input_tokens'));
+      const output = countField(usage.output_tokens, this.at(event, 'response.usage.output_tokens'));
+      if (input !== undefined) neutral.inputTokens = input;
+      if (output !== undefined) neutral.outputTokens = output;
       this.sink.event(neutral);
     }
     const reasonField = this.at(event, 'response.incomplete_details.reason');
-    const why = completed || !isRecord(details) ? undefined : stringField(details.reason, reasonField);
+    const why = completed || details === undefined ? undefined : stringField(details.reason, reasonField);
     let reason: FinishReason = why === 'max_output_tokens' ? 'length' : 'other';
     if (why === 'content_filter') reason = 'content-filter';
     else if (completed) reason = this.calls > 0 ? 'tool-calls' : this.refusal ? 'content-filter' : 'stop';

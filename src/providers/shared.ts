@@ -7,6 +7,11 @@ export function isRecord<T>(value: T): value is T & Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
+/** Whether a value is an object that is not an array: what a payload's nested objects (`delta`, `usage`) must be. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** A non-empty string as it is; anything else (an empty string, a number, absent) is undefined. */
 export function nonEmptyText(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -64,4 +69,31 @@ export function argsObjectField(value: unknown, site: FieldSite): unknown {
   if (value === undefined || value === null) return {};
   if (typeof value === 'object' && !Array.isArray(value)) return value;
   throw invalid(site, 'an arguments object', value);
+}
+
+/** A nested object (`delta`, `usage`): absent (or null) is undefined, an object is itself, anything else is an error. */
+export function objectField(value: unknown, site: FieldSite): Record<string, unknown> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (isObject(value)) return value;
+  throw invalid(site, 'an object', value);
+}
+
+/** An entry of a list (a choice, a part): an object, or an error naming the field; null is an error too. */
+export function entryField(value: unknown, site: FieldSite): Record<string, unknown> {
+  if (isObject(value)) return value;
+  throw invalid(site, 'an object', value);
+}
+
+/** A list (`choices`, `parts`): absent (or null) is undefined, an array is itself, anything else is an error. */
+export function listField(value: unknown, site: FieldSite): readonly unknown[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (Array.isArray(value)) return value;
+  throw invalid(site, 'an array', value);
+}
+
+/** A token count: absent (or null) is undefined, a finite number is itself, anything else is an error. */
+export function countField(value: unknown, site: FieldSite): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  throw invalid(site, 'a token count (a number)', value);
 }

@@ -85,6 +85,26 @@ export class SseLimitError extends CleanturnError {
 }
 
 /**
+ * An SSE field to be written holds what would end its line (CR or LF) or what a reader drops the field for (NUL), so
+ * the event would read as other events or lose its id (see `toSSE`): an `id` or `event` with either, or `data` with
+ * a NUL (line breaks in `data` are written as data lines of the same event). Not retryable: nothing was written.
+ */
+export class SseFieldError extends CleanturnError {
+  /** The field at fault. */
+  readonly field: 'id' | 'event' | 'data';
+
+  constructor(field: 'id' | 'event' | 'data') {
+    super(
+      field === 'data'
+        ? 'an SSE data field cannot hold a NUL character'
+        : `an SSE ${field} field cannot hold CR, LF or NUL: it would end the line, and let the value write events`,
+      { retryable: false },
+    );
+    this.field = field;
+  }
+}
+
+/**
  * A 2xx response that is not an event stream: a content type other than `text/event-stream` (a captive portal's
  * HTML page, a JSON answer to a request that forgot to ask for streaming), or no body at all (a 204). Not
  * retryable: the same request would get the same answer.
@@ -120,43 +140,84 @@ export class NotEventStreamError extends CleanturnError {
 }
 
 /**
- * Why a cut response could not be resumed (see `resumeResponse`):
+ * The events of one HttpClient request started over after some of its response's events had been emitted (see
+ * `httpClientSSE`), so that reading on would splice two responses into one stream:
+ * - `resent`: a second `Sent` or `ResponseHeader` event: the request was sent again, as an interceptor's `retry()`
+ *   does, and a new response began;
+ * - `rewritten`: the text stopped continuing what was read: a progress event's text shorter than it or different
+ *   where it was read, or a final body that is not the progress events' text.
+ *
+ * Retryable: the first response was abandoned, and a new attempt (after a `reset`) starts the turn over cleanly.
+ */
+export class ResponseRestartError extends CleanturnError {
+  /** What showed that the response started over. */
+  readonly kind: 'resent' | 'rewritten';
+  /** How many characters of the abandoned response's text had been read. */
+  readonly read: number;
+
+  /**
+   * @param kind What showed that the response started over.
+   * @param read How many characters of the abandoned response's text had been read.
+   */
+  constructor(kind: 'resent' | 'rewritten', read: number) {
+    super(
+      kind === 'resent'
+        ? `the request was sent again after ${read} characters of its response were read (an interceptor's retry?): its new response would be spliced onto the abandoned one`
+        : `the response's text no longer continues the ${read} characters already read: reading on would splice two texts`,
+      { retryable: true },
+    );
+    this.kind = kind;
+    this.read = read;
+  }
+}
+
+/**
+ * Why a cut response could not be resumed, or its stream cannot be trusted (see `resumeResponse`):
  * - `not-found`: the server does not know the response (a 404: it was not created in background mode, or another
  *   key or project made it);
  * - `expired`: the server will not stream it any more (another status that `isRetryableUpstream`'s table calls
  *   final; a 401 or 403 ends the attempt as it is);
- * - `gap`: the resumed stream skipped events, which a resume must not lose;
+ * - `gap`: a connection skipped sequence numbers: events were lost, on a resumed stream or on the create request's
+ *   own;
+ * - `unverifiable`: an event came without a `sequence_number` (a proxy that re-serialises the events), so nothing
+ *   proves where it belongs: a resumed stream might be replaying from the start;
  * - `repeated`: resumes in a row (`maxResumes`) delivered no new event.
  */
-export type ResumeFailure = 'not-found' | 'expired' | 'gap' | 'repeated';
+export type ResumeFailure = 'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated';
 
 /**
- * A cut response could not be resumed, so the attempt fails: retryable, so that an ordinary retry (a new
- * generation, after a `reset`) takes over, with this error's message as the retry's reason.
+ * A cut response could not be resumed, or its stream proved nothing of its continuity, so the attempt fails:
+ * retryable, so that an ordinary retry (a new generation, after a `reset`) takes over, with this error's message as
+ * the retry's reason. One case is not retryable: `unverifiable` on the create request's own stream, whose events
+ * come without sequence numbers from the start (a proxy strips them, or the request is not a Responses stream in
+ * background mode), which a new attempt would meet again.
  */
 export class ResumeError extends CleanturnError {
-  /** Why the resume was impossible. */
+  /** Why the resume was impossible, or the stream untrustworthy. */
   readonly failure: ResumeFailure;
-  /** The response that was being resumed. */
+  /** The response that was being read; `''` when no event had named it yet. */
   readonly responseId: string;
-  /** The last sequence number that arrived before the failed resume. */
+  /** The last sequence number that arrived before the failure; -1 when none had. */
   readonly after: number;
+  /** Whether it happened on a resumed connection; false for a `gap` or `unverifiable` of the create stream. */
+  readonly resumed: boolean;
 
   /**
-   * @param failure Why the resume was impossible.
-   * @param responseId The response's id.
-   * @param after The last sequence number that arrived.
-   * @param detail What was seen: the first missing and the next sequence number of a `gap`, the resume count of
-   *   `repeated`.
+   * @param failure Why the resume was impossible, or the stream untrustworthy.
+   * @param responseId The response's id (`''` when not known yet).
+   * @param after The last sequence number that arrived (-1 when none had).
+   * @param detail What was seen: the next sequence number after a `gap`, the resume count of `repeated`, and
+   *   `resumed: false` for a failure of the create stream (default true).
    * @param cause The error of the resume request, when there was one.
    */
   constructor(
     failure: ResumeFailure,
     responseId: string,
     after: number,
-    detail: { next?: number; resumes?: number } = {},
+    detail: { next?: number; resumes?: number; resumed?: boolean } = {},
     cause?: unknown,
   ) {
+    const resumed = detail.resumed ?? true;
     const why =
       failure === 'not-found'
         ? 'the server does not know it'
@@ -164,15 +225,23 @@ export class ResumeError extends CleanturnError {
           ? 'the server no longer streams it'
           : failure === 'gap'
             ? `events ${after + 1} to ${(detail.next ?? after + 2) - 1} are missing`
-            : `${detail.resumes ?? 0} resumes in a row delivered nothing`;
+            : failure === 'unverifiable'
+              ? 'an event without a sequence_number cannot be placed in the response (a proxy that re-serialises the events?)'
+              : `${detail.resumes ?? 0} resumes in a row delivered nothing`;
     const from = cause === undefined ? '' : ` (${describeError(cause)})`;
-    super(`cannot resume response ${responseId} after event ${after}: ${why}${from}`, {
-      retryable: true,
+    const response = responseId === '' ? 'a response not named yet' : `response ${responseId}`;
+    const where = after < 0 ? 'at its start' : `after event ${after}`;
+    const what = resumed
+      ? `cannot resume ${response} ${where}`
+      : `cannot trust the stream of ${response} ${where}`;
+    super(`${what}: ${why}${from}`, {
+      retryable: resumed || failure !== 'unverifiable',
       cause,
     });
     this.failure = failure;
     this.responseId = responseId;
     this.after = after;
+    this.resumed = resumed;
   }
 }
 

@@ -1,3 +1,4 @@
+import { UsageError } from 'cleanturn';
 import { Observable } from 'rxjs';
 import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf, StallError } from './errors.js';
 import { reconnecting, type SseReconnectOptions } from './reconnect.js';
@@ -18,13 +19,46 @@ export type SseRequestFactory = (context: { signal: AbortSignal }) => SseRequest
  */
 const ERROR_BODY_WAIT = 5_000;
 
+/**
+ * The stall timeout of the transports (`fromSSE`, `streamTurn`) when none is given: 60 s without a byte of the
+ * response. Long enough for a model that thinks before its first token behind a proxy that sends no keep-alive;
+ * short enough that a silent server does not hold a turn for the minutes a socket's own timeouts take.
+ */
+export const DEFAULT_STALL_TIMEOUT = 60_000;
+
+/** The longest delay `setTimeout` keeps (a longer one fires at once); a longer stall timeout re-arms the timer. */
+const MAX_TIMER_DELAY = 2_147_483_647;
+
+/**
+ * The `stallTimeout` an operator uses: {@link DEFAULT_STALL_TIMEOUT} when none is given, `undefined` (no stall
+ * timer) for `0`; anything other than a number of milliseconds >= 0 is a `UsageError` naming the operator.
+ */
+export function resolveStallTimeout(operator: string, stallTimeout: unknown): number | undefined {
+  if (stallTimeout === undefined) return DEFAULT_STALL_TIMEOUT;
+  if (typeof stallTimeout !== 'number' || !(stallTimeout >= 0)) {
+    const got =
+      typeof stallTimeout === 'number'
+        ? String(stallTimeout)
+        : stallTimeout === null
+          ? 'null'
+          : `a value of type ${typeof stallTimeout}`;
+    throw new UsageError(
+      operator,
+      'stallTimeout',
+      `must be a number of milliseconds >= 0 (0 turns it off), not ${got}`,
+    );
+  }
+  return stallTimeout === 0 || stallTimeout === Number.POSITIVE_INFINITY ? undefined : stallTimeout;
+}
+
 /** Options of {@link fromSSE}. */
 export interface FromSSEOptions {
   /** The fetch to use; default `globalThis.fetch`. */
   fetch?: typeof fetch;
   /**
    * Abort with a retryable {@link StallError} when no byte of the response arrives for this many milliseconds
-   * (counted from the request; any bytes count, also those of an event that is still arriving).
+   * (counted from the request; any bytes count, also those of an event that is still arriving). Default 60 000, as
+   * `streamTurn`'s; `0` turns it off.
    */
   stallTimeout?: number;
   /**
@@ -54,7 +88,8 @@ export interface FromSSEOptions {
  *   `content-type` other than `text/event-stream` (a captive portal's HTML page), or no body (a 204). A response
  *   without a `content-type` is read as SSE.
  * - A failed or broken connection errors with a retryable {@link ConnectionError}.
- * - With `stallTimeout`, a response that sends no byte for that long errors with a retryable {@link StallError}.
+ * - A response that sends no byte for `stallTimeout` (default 60 s; `0` turns it off) errors with a retryable
+ *   {@link StallError}.
  * - Memory is bounded by `maxBufferSize`: a line or event that never ends, or endless text outside SSE framing,
  *   errors with a non-retryable {@link SseLimitError}.
  * - A JSON document sent without SSE framing after the last event (as Gemini does for a late error) is emitted
@@ -83,9 +118,17 @@ export interface FromSSEOptions {
  * @param request Makes the request of each subscription (each attempt).
  * @param options `fetch`, `stallTimeout` and `maxBufferSize`.
  * @returns A cold Observable of the response's events.
+ * @throws UsageError when `request` is not a function or `stallTimeout` is not a number >= 0.
  */
 export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}): Observable<SseMessage> {
-  const { reconnect, stallTimeout } = options;
+  const { reconnect } = options;
+  if (typeof request !== 'function')
+    throw new UsageError(
+      'fromSSE',
+      'request',
+      `must be a function that makes the request, not ${typeof request}`,
+    );
+  const stallTimeout = resolveStallTimeout('fromSSE', options.stallTimeout);
   const maxBufferSize = resolveMaxBufferSize('fromSSE', options.maxBufferSize);
   if (reconnect !== undefined)
     return reconnecting(request, (made) => fromSSE(made, { ...options, reconnect: undefined }), reconnect);
@@ -108,7 +151,7 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
       if (stallTimeout === undefined || subscriber.closed) return;
       const remaining = lastActivity + stallTimeout - performance.now();
       if (remaining > 0) {
-        stall = setTimeout(checkStall, Math.ceil(remaining));
+        stall = setTimeout(checkStall, Math.min(Math.ceil(remaining), MAX_TIMER_DELAY));
         return;
       }
       subscriber.error(new StallError(stallTimeout));
@@ -117,7 +160,7 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
     const startStallTimer = () => {
       if (stallTimeout === undefined) return;
       lastActivity = performance.now();
-      stall = setTimeout(checkStall, stallTimeout);
+      stall = setTimeout(checkStall, Math.min(stallTimeout, MAX_TIMER_DELAY));
     };
     const stopStallTimer = () => {
       if (stall !== undefined) clearTimeout(stall);
@@ -127,7 +170,7 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
     const run = async () => {
       startStallTimer();
       const made = await request({ signal: controller.signal });
-      const [input, init] = toFetchArgs(made);
+      const [input, init] = toFetchArgs(checkedRequest(made));
       let response: Response;
       try {
         response = await doFetch(input, { ...init, signal: controller.signal });
@@ -191,6 +234,21 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
       reader?.cancel().catch(() => {});
     };
   });
+}
+
+/**
+ * What a request factory returned, if it is an {@link SseRequest}; else a `UsageError` (not retryable: the factory
+ * would return the same again), before anything is sent.
+ */
+function checkedRequest(made: unknown): SseRequest {
+  if (typeof made === 'string' || made instanceof URL) return made;
+  if (typeof Request !== 'undefined' && made instanceof Request) return made;
+  if (typeof made === 'object' && made !== null) {
+    const { url } = made as { url?: unknown };
+    if (typeof url === 'string' || url instanceof URL) return made as SseRequest;
+  }
+  const got = made === null ? 'null' : typeof made === 'object' ? 'an object without a url' : typeof made;
+  throw new UsageError('fromSSE', 'request', `must return a Request, a URL or { url, init }, not ${got}`);
 }
 
 /** The arguments of `fetch` for a request as an {@link SseRequest} gives it. */

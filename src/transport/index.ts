@@ -9,9 +9,11 @@ export {
   type HttpHeadersLike,
   HttpStatusError,
   NotEventStreamError,
+  ResponseRestartError,
   ResumeError,
   type ResumeFailure,
   SseDataError,
+  SseFieldError,
   SseLimitError,
   StallError,
 } from './errors.js';
@@ -35,8 +37,8 @@ export { resumeResponse } from './resumeResponse.js';
 export { sseJson } from './sseJson.js';
 export type { AttemptPlan, StreamTurnOptions } from './streamTurn.js';
 export { streamTurn } from './streamTurn.js';
-export type { MemoryTurnLogOptions, TurnFailure, TurnLog, TurnLogEntry } from './turnLog.js';
-export { memoryTurnLog, TurnNotFoundError } from './turnLog.js';
+export type { MemoryTurnLogOptions, TurnFailure, TurnIdProblem, TurnLog, TurnLogEntry } from './turnLog.js';
+export { checkTurnId, memoryTurnLog, TurnIdError, TurnNotFoundError } from './turnLog.js';
 export type { AttemptReport, TurnReport } from './turnReport.js';
 export type { ServeTurnOptions, TurnMessage, TurnServer, TurnServerOptions } from './turnServer.js';
-export { RemoteTurnError, toSSE, turnServer } from './turnServer.js';
+export { LastEventIdError, RemoteTurnError, toSSE, turnServer } from './turnServer.js';

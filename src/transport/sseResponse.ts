@@ -2,6 +2,7 @@
 // transport (fromSSE over fetch, httpClientSSE over Angular's HttpClient), written once. Internal: not exported from
 // the entry point.
 import { describeError } from 'cleanturn';
+import { isInstance, readProperty } from '../internal/describeError.js';
 
 /**
  * How much of a body that is not an event stream (an HTTP error, an HTML page) is kept for the error: 4 KiB (bytes
@@ -48,6 +49,7 @@ export function isEventStream(contentType: string): boolean {
  * rejects with `TypeError: fetch failed` and puts what happened (ECONNRESET…) in its cause: the cause is shown.
  */
 export function describeFailure(what: string, error: unknown): string {
-  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const inner = isInstance(error, Error) ? readProperty(error, 'cause') : undefined;
+  const cause = inner !== undefined ? inner : error;
   return `${what}: ${describeError(cause)}`;
 }

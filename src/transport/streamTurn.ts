@@ -11,13 +11,22 @@ import {
   type TurnEvent,
   type TurnState,
   turnPipeline,
+  UsageError,
 } from 'cleanturn';
 import { config, defer, identity, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
+import { isInstance } from '../internal/describeError.js';
 import { HttpStatusError } from './errors.js';
-import { type FromSSEOptions, fromSSE, type SseRequest, toFetchArgs } from './fromSSE.js';
+import {
+  type FromSSEOptions,
+  fromSSE,
+  resolveStallTimeout,
+  type SseRequest,
+  toFetchArgs,
+} from './fromSSE.js';
 import type { ResumeRequests } from './openaiBackground.js';
 import { checkResumeOptions, resumeResponse } from './resumeResponse.js';
 import { sseJson } from './sseJson.js';
+import { resolveMaxBufferSize } from './sseParser.js';
 import { type TurnReport, toTurnReport } from './turnReport.js';
 
 /**
@@ -47,16 +56,18 @@ export interface StreamTurnOptions<I = unknown> {
    * In place of `request` and `adapter`: what each attempt runs (1-based `attempt`), e.g. another provider after
    * two failures. The reset before the attempt makes a switch of model safe: the user never reads two
    * generations glued together, and the calls of an abandoned attempt never run. Called when the attempt
-   * starts; what it throws fails the attempt like any error (throw one with `retryable: false`, e.g. when no
-   * provider is left, to end the turn).
+   * starts, synchronously; what it throws fails the attempt like any error (throw one with `retryable: false`,
+   * e.g. when no provider is left, to end the turn). What it returns must be an {@link AttemptPlan} (not a
+   * Promise of one): anything else (`undefined`, `{}`, an adapter that is not a function) ends the turn at once
+   * with a `UsageError`, without a retry and without a request.
    */
   plan?: (context: { attempt: number }) => AttemptPlan;
   /**
    * Resume each attempt where its connection is cut instead of retrying it: OpenAI Responses in background mode,
    * with `openaiBackground({ headers })`, the `openaiResponses()` adapter, and a request that asks for
    * `background: true, stream: true`. A cut then emits a `resume` and the same generation goes on (see
-   * `resumeResponse`); when resuming is impossible (no response id yet, 404, expired, a gap, resumes that keep
-   * failing), an ordinary retry takes over, its reason saying why. An abandoned response is cancelled. With a
+   * `resumeResponse`); when resuming is impossible (no response id yet, 404, expired, a gap or an event without a
+   * sequence number, resumes that keep failing), an ordinary retry takes over, its reason saying why. An abandoned response is cancelled. With a
    * `plan`, each attempt's plan names its own `resume`.
    */
   resume?: ResumeRequests;
@@ -74,8 +85,8 @@ export interface StreamTurnOptions<I = unknown> {
    */
   budget?: RetryBudget;
   /**
-   * Abort an attempt (retryable) after this many milliseconds without a byte of the response. Default 60 000;
-   * `0` turns it off.
+   * Abort an attempt (retryable) after this many milliseconds without a byte of the response. Default 60 000, the
+   * default of `fromSSE` as well; `0` turns it off.
    */
   stallTimeout?: number;
   /**
@@ -124,6 +135,10 @@ export interface StreamTurnOptions<I = unknown> {
  * refuses ends the turn at once with `RetryBudgetExhaustedError`, without its wait. `onReport` receives every
  * attempt's usage, the abandoned ones too.
  *
+ * Options of the wrong shape (a `turnId` that is not a string, an `adapter` that is not a function, a negative
+ * `stallTimeout`…) throw a `UsageError` from `streamTurn` itself. A `plan` that returns something other than an
+ * {@link AttemptPlan} ends the turn with a `UsageError` when that attempt starts: no retry, no reset, no request.
+ *
  * ## Example
  * ```ts
  * import { openaiChat } from 'cleanturn/providers';
@@ -142,23 +157,29 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * @param options The request and the adapter (or a `plan` per attempt), the turn id, and the retry policy.
  * @returns A cold Observable of the clean turn; each subscription runs the turn.
+ * @throws UsageError when an option has the wrong shape.
  */
 export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {
-  const {
-    turnId,
-    retry = 2,
-    stallTimeout = 60_000,
-    maxBufferSize,
-    maxRetryAfter = 60_000,
-    early,
-    seen,
-    onReport,
-    budget,
-  } = options;
-  if (!Number.isInteger(retry) || retry < 0)
-    throw new RangeError('streamTurn: retry must be an integer >= 0');
+  if (typeof options !== 'object' || options === null)
+    throw usage('options', 'must be an object with turnId and request and adapter (or a plan)', options);
+  const { turnId, retry = 2, maxRetryAfter = 60_000, early, seen, onReport, budget } = options;
+  if (typeof turnId !== 'string' || turnId === '')
+    throw usage('turnId', 'must be a non-empty string', turnId);
+  if (!Number.isInteger(retry) || retry < 0) throw usage('retry', 'must be an integer >= 0', retry);
+  // fromSSE's default and rule; 0 (off) is passed on as 0, which fromSSE reads as off too.
+  const stallTimeout = resolveStallTimeout('streamTurn', options.stallTimeout) ?? 0;
+  const maxBufferSize = checkMaxBufferSize(options.maxBufferSize);
+  if (typeof maxRetryAfter !== 'number' || !(maxRetryAfter >= 0))
+    throw usage('maxRetryAfter', 'must be a number of milliseconds >= 0', maxRetryAfter);
+  optionalFunction('early', early);
+  optionalFunction('onReport', onReport);
+  optionalFunction('fetch', options.fetch);
+  if (seen !== undefined && !hasMethods(seen, 'has'))
+    throw usage('seen', 'must be a Set of effect keys or an effect ledger (with has)', seen);
+  if (budget !== undefined && !hasMethods(budget, 'deposit', 'tryWithdraw'))
+    throw usage('budget', 'must be a retry budget (deposit, tryWithdraw), as retryBudget() makes', budget);
   const plan = planOf(options);
-  const wait = options.backoff === false ? undefined : backoff(options.backoff ?? {});
+  const wait = waitOf(options.backoff);
 
   return defer(() => {
     // The attempt the next subscription to the source makes.
@@ -169,13 +190,8 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       attempt++;
       const chosen = plan(attempt);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
-      const sse: FromSSEOptions = {
-        fetch: options.fetch,
-        stallTimeout: stallTimeout > 0 ? stallTimeout : undefined,
-        maxBufferSize,
-      };
+      const sse: FromSSEOptions = { fetch: options.fetch, stallTimeout, maxBufferSize };
       const { resume } = chosen;
-      if (resume !== undefined) checkPlannedResume(resume);
       if (resume === undefined)
         return fromSSE(chosen.request, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter));
       return resumeResponse({
@@ -198,9 +214,9 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
           budget,
           shouldRetry: (error) =>
             isRetryable(error) &&
-            !(error instanceof HttpStatusError && (error.retryAfterMs ?? 0) > maxRetryAfter),
+            !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter),
           delay: (error, retryCount) => {
-            const asked = error instanceof HttpStatusError ? (error.retryAfterMs ?? 0) : 0;
+            const asked = isInstance(error, HttpStatusError) ? (error.retryAfterMs ?? 0) : 0;
             if (wait === undefined) return asked > 0 ? timer(asked) : of(0);
             return asked > 0 ? timer(asked) : wait(error, retryCount);
           },
@@ -259,17 +275,24 @@ function reporting(
   });
 }
 
-/** The plan of each attempt: the user's, or the same request and adapter every time. */
+/** The plan of each attempt: the user's, checked, or the same request and adapter every time. */
 function planOf<I>(options: StreamTurnOptions<I>): (attempt: number) => AttemptPlan {
   const { request, adapter, plan, resume } = options;
   if (plan !== undefined) {
+    if (typeof plan !== 'function') throw usage('plan', 'must be a function of the attempt', plan);
     if (request !== undefined || adapter !== undefined || resume !== undefined)
-      throw new TypeError('streamTurn: pass either a plan or request, adapter and resume, not both');
-    return (attempt) => plan({ attempt });
+      throw usage(
+        'plan',
+        'must come alone: pass either a plan or request, adapter and resume, not both',
+        plan,
+      );
+    return (attempt) => checkedPlan(plan({ attempt }));
   }
-  if (request === undefined || adapter === undefined)
-    throw new TypeError('streamTurn: request and adapter (or a plan) are required');
-  if (resume !== undefined) checkResumeOptions('streamTurn', resume.maxResumes, resume.delay);
+  if (typeof request !== 'function')
+    throw usage('request', 'must be a function that makes the request (or pass a plan)', request);
+  if (typeof adapter !== 'function')
+    throw usage('adapter', 'must be a provider adapter (an operator function such as openaiChat())', adapter);
+  if (resume !== undefined) checkResume('resume', resume);
   const same = adapter as OperatorFunction<never, ProviderEvent>;
   return (attempt) => {
     const chosen: AttemptPlan = { adapter: same, request: ({ signal }) => request({ attempt, signal }) };
@@ -278,12 +301,122 @@ function planOf<I>(options: StreamTurnOptions<I>): (attempt: number) => AttemptP
   };
 }
 
-/** A plan's resume options, checked when the attempt starts: a bad one ends the turn at once, as no retry fixes it. */
-function checkPlannedResume(resume: ResumeRequests): void {
+/**
+ * What a plan returned, if it is an {@link AttemptPlan}; else a `UsageError` (not retryable: the plan would return
+ * the same again), thrown when the attempt starts, so that the turn ends at once, before any request.
+ */
+function checkedPlan(chosen: unknown): AttemptPlan {
+  const what = 'must return an AttemptPlan ({ request, adapter }), synchronously';
+  if (
+    typeof chosen !== 'object' ||
+    chosen === null ||
+    typeof (chosen as { then?: unknown }).then === 'function'
+  )
+    throw usage('plan', what, chosen);
+  const { request, adapter, provider, model, resume } = chosen as Record<string, unknown>;
+  if (typeof request !== 'function')
+    throw usage('plan().request', 'must be a function that makes the request', request);
+  if (typeof adapter !== 'function')
+    throw usage(
+      'plan().adapter',
+      'must be a provider adapter (an operator function such as openaiChat())',
+      adapter,
+    );
+  if (provider !== undefined && typeof provider !== 'string')
+    throw usage('plan().provider', 'must be a string', provider);
+  if (model !== undefined && typeof model !== 'string')
+    throw usage('plan().model', 'must be a string', model);
+  if (resume !== undefined) checkResume('plan().resume', resume);
+  return chosen as AttemptPlan;
+}
+
+/** Resume options: an object with `retrieve`, and `cancel`, `maxResumes` and `delay` in their ranges. */
+function checkResume(option: string, resume: unknown): asserts resume is ResumeRequests {
+  if (typeof resume !== 'object' || resume === null)
+    throw usage(option, 'must be resume requests ({ retrieve }), as openaiBackground() makes', resume);
+  const { retrieve, cancel, maxResumes, delay } = resume as Record<string, unknown>;
+  if (typeof retrieve !== 'function')
+    throw usage(`${option}.retrieve`, 'must be a function that makes the retrieve request', retrieve);
+  if (cancel !== undefined && typeof cancel !== 'function')
+    throw usage(`${option}.cancel`, 'must be a function that makes the cancel request', cancel);
+  // The ranges are resumeResponse's own rule, asked one option at a time to name the one at fault.
+  asUsage(`${option}.maxResumes`, maxResumes, () =>
+    checkResumeOptions('streamTurn', maxResumes as number | undefined, undefined),
+  );
+  asUsage(`${option}.delay`, delay, () =>
+    checkResumeOptions('streamTurn', undefined, delay as number | undefined),
+  );
+}
+
+/** The transports' `maxBufferSize` rule (`resolveMaxBufferSize`), refused as a `UsageError`. */
+function checkMaxBufferSize(maxBufferSize: unknown): number | undefined {
+  if (maxBufferSize === undefined) return undefined;
+  if (typeof maxBufferSize !== 'number')
+    throw usage('maxBufferSize', 'must be a number of characters > 0', maxBufferSize);
+  asUsage('maxBufferSize', maxBufferSize, () => resolveMaxBufferSize('streamTurn', maxBufferSize));
+  return maxBufferSize;
+}
+
+/** The delay between attempts: `backoff()` of the options (its own ranges, refused as a `UsageError`), or none. */
+function waitOf(options: unknown): ReturnType<typeof backoff> | undefined {
+  if (options === false) return undefined;
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    throw usage('backoff', 'must be backoff options or false', options);
+  let made: ReturnType<typeof backoff> | undefined;
+  asUsage('backoff', options, () => {
+    made = backoff((options ?? {}) as BackoffOptions);
+  });
+  return made;
+}
+
+/** Runs a check of another module and turns the `RangeError` it throws into a `UsageError` naming `option`. */
+function asUsage(option: string, value: unknown, check: () => unknown): void {
   try {
-    checkResumeOptions('streamTurn (plan)', resume.maxResumes, resume.delay);
+    check();
   } catch (error) {
-    throw Object.assign(error as RangeError, { retryable: false });
+    if (!(error instanceof RangeError)) throw error;
+    const rule = error.message.replace(/^[^:]*: /, '');
+    const must = rule.replace(/^\S+ must /, 'must ');
+    throw usage(option, must.startsWith('must ') ? must : `must be valid (${rule})`, value);
+  }
+}
+
+function optionalFunction(option: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') throw usage(option, 'must be a function', value);
+}
+
+function hasMethods(value: unknown, ...methods: string[]): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function')
+  );
+}
+
+/** The `UsageError` of a streamTurn option: what it must be, and what it was. */
+function usage(option: string, rule: string, value: unknown): UsageError {
+  return new UsageError('streamTurn', option, `${rule}, not ${shapeOf(value)}`);
+}
+
+/** What a value is, for a message: its type, or itself when it is short. */
+function shapeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'undefined':
+      return 'undefined';
+    case 'string':
+      return value.length <= 40 ? JSON.stringify(value) : 'a string';
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return String(value);
+    case 'function':
+      return 'a function';
+    case 'symbol':
+      return 'a symbol';
+    default:
+      return typeof (value as { then?: unknown }).then === 'function' ? 'a Promise' : 'an object';
   }
 }
 

@@ -5,6 +5,7 @@ import {
   type TurnState,
   type Usage,
 } from 'cleanturn';
+import { isInstance } from '../internal/describeError.js';
 
 /** One attempt in a {@link TurnReport}. */
 export interface AttemptReport {
@@ -124,7 +125,7 @@ export function toTurnReport(
  * `RetriesExhaustedError` (whose message only adds the count), not the wrapper's message.
  */
 function ownReason(error: unknown): string {
-  if (error instanceof RetriesExhaustedError) {
+  if (isInstance(error, RetriesExhaustedError)) {
     const last = error.attempts[error.attempts.length - 1];
     if (last !== undefined) return last.reason;
   }

@@ -1,7 +1,7 @@
 // Falling back to another provider on retry: streamTurn takes a plan that chooses, per attempt, the request, the
 // adapter and the names the report bills the attempt under. Two real servers on 127.0.0.1 in two wire formats: the
 // OpenAI one breaks mid-stream twice, the third attempt goes to the Anthropic one.
-import { effectKey } from 'cleanturn';
+import { effectKey, UsageError } from 'cleanturn';
 import { anthropicMessages, openaiChat } from 'cleanturn/providers';
 import { streamTurn, type TurnReport } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
@@ -154,7 +154,7 @@ describe('streamTurn with a plan: another provider on retry', () => {
         request: () => 'http://127.0.0.1/',
         plan: () => ({ adapter: openaiChat(), request: () => 'x' }),
       } as never),
-    ).toThrow(TypeError);
-    expect(() => streamTurn({ turnId: 't' } as never)).toThrow(TypeError);
+    ).toThrow(UsageError);
+    expect(() => streamTurn({ turnId: 't' } as never)).toThrow(UsageError);
   });
 });

@@ -1,6 +1,6 @@
 // The fault harness: a recorded help-desk turn replayed over real sockets on 127.0.0.1 and broken at named
 // points. Each case asserts what the user sees, which tools ran with which keys, and how many attempts were billed.
-import { effectKey, RetriesExhaustedError } from 'cleanturn';
+import { effectKey, RetriesExhaustedError, UsageError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { HttpStatusError, streamTurn } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
@@ -168,7 +168,7 @@ describe('named faults over a real socket', () => {
     for (const retry of [-1, 1.5]) {
       expect(() =>
         streamTurn({ turnId: 't', adapter: openaiChat(), request: () => server?.url ?? '', retry }),
-      ).toThrow(RangeError);
+      ).toThrow(UsageError);
     }
   });
 
