@@ -7,6 +7,7 @@ import {
   PostgresEffectLedger,
   PostgresLedgerError,
   PostgresLedgerUsageError,
+  PostgresOutcomeUnknownError,
 } from 'cleanturn/effects/postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -56,6 +57,14 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     beforeAll(() => {
       pool = server.pool({ max: 4 });
     });
+    /** How many sessions are running a claim statement on the table. */
+    const claimsRunning = async (table: string) =>
+      (
+        await pool.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state <> 'idle' AND query LIKE $1",
+          [`INSERT INTO ${table} %`],
+        )
+      ).rows[0].n as number;
 
     it('creates the table of your choice (schema-qualified too), and leaves the pool open', async () => {
       await pool.query('CREATE SCHEMA IF NOT EXISTS agent');
@@ -197,29 +206,35 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
       await refused.end();
     });
 
-    it('gives up after queryTimeoutMs on a row locked by a transaction that does not end: retryable', async () => {
+    it('a claim stuck past queryTimeoutMs behind a row lock is ended, not applied later: retryable', async () => {
       const table = freshTable('stuck');
       const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 300 });
       const first = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
       if (first.status !== 'claimed') throw new Error('expected a claim');
       const holder = await pool.connect();
+      let error: unknown;
       try {
         await holder.query('BEGIN');
         await holder.query(`SELECT 1 FROM ${table} WHERE key = 'k' FOR UPDATE`);
-        const error = await rejection(() => ledger.claim('turn-1', 'k', { leaseMs: 60_000 }));
+        error = await rejection(() => ledger.claim('turn-1', 'k', { leaseMs: 60_000 }));
         expect(error).toBeInstanceOf(PostgresLedgerError);
         expect(error).toMatchObject({ retryable: true, code: 'ETIMEDOUT', operation: 'claim' });
-        expect((error as Error).message).toMatch(/queryTimeoutMs/);
       } finally {
         await holder.query('ROLLBACK');
         holder.release();
       }
-      // The abandoned statement ran once the lock was free: its claim expires after its lease, like a crash's.
-      await until(async () => (await ledger.get('turn-1', 'k'))?.token !== first.token);
-      expect(await ledger.claim('turn-1', 'k', { leaseMs: 60_000 })).toEqual({
-        status: 'in-progress',
-        until: expect.any(Number),
+      // The lock is free, and no session still runs the abandoned claim: it was ended before it could commit.
+      await until(async () => (await claimsRunning(table)) === 0);
+      expect(await ledger.get('turn-1', 'k')).toMatchObject({ status: 'claimed', token: first.token });
+      // So the next claim takes over the first holder's expired lease at once, instead of finding a claim that
+      // nobody holds in progress until its lease ends.
+      expect(await ledger.claim('turn-1', 'k', { leaseMs: 60_000 })).toMatchObject({
+        status: 'claimed',
+        reclaimed: true,
       });
+      // And the error said so: the outcome is known.
+      expect(error).not.toBeInstanceOf(PostgresOutcomeUnknownError);
+      expect((error as Error).message).toMatch(/queryTimeoutMs.*not applied/);
     });
 
     it('a connection killed in the middle of a claim is a retryable typed error, and nothing is lost', async () => {
@@ -246,7 +261,10 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
         await pool.query('SELECT pg_terminate_backend($1)', [pid]);
         const error = await blocked;
         expect(error).toBeInstanceOf(PostgresLedgerError);
+        expect(error).not.toBeInstanceOf(PostgresOutcomeUnknownError);
         expect(error).toMatchObject({ retryable: true, code: '57P01', operation: 'claim' });
+        // The ledger found out that the claim was not applied before it answered.
+        expect((error as Error).message).toMatch(/not applied/);
       } finally {
         await holder.query('ROLLBACK');
         holder.release();

@@ -12,9 +12,11 @@ export type PostgresLedgerOperation =
   | 'purge';
 
 /**
- * A PostgreSQL query of the ledger failed. Whether the effect's record was written is unknown only for a
- * connection failure in the middle of a write; the ledger's rules make a retry safe either way (a second claim
- * finds the first, a second `complete` with the same token overwrites its own record).
+ * A PostgreSQL query of the ledger failed. A claim never leaves its outcome unknown behind this error: whatever
+ * it rejects with, nobody holds the key for it (see {@link PostgresOutcomeUnknownError} for the one exception,
+ * which says so). Of the other writes, only one whose connection failed mid-query, or that got no answer in time,
+ * may have been applied (the message says so); the ledger's rules make a retry with the same token safe either
+ * way (a second `complete` with the same token overwrites its own record, a second `release` finds nothing).
  *
  * `retryable` is true for connection failures (refused, reset, terminated, pool timeout, SQLSTATE class 08,
  * server shutdown or start-up, too many connections, a cancelled statement, a deadlock or serialization
@@ -27,15 +29,51 @@ export class PostgresLedgerError extends CleanturnError {
   /** The SQLSTATE (`08006`, `42P01`…) or the socket error code (`ECONNREFUSED`…), when the driver gave one. */
   readonly code: string | undefined;
 
-  constructor(operation: PostgresLedgerOperation, cause: unknown) {
+  /**
+   * @param operation What the ledger was doing.
+   * @param cause What the driver threw.
+   * @param note What the ledger knows of the write's outcome, for the message.
+   */
+  constructor(operation: PostgresLedgerOperation, cause: unknown, note?: string) {
     const code = errorCode(cause);
     const hint = HINTS[code ?? ''];
     super(
-      `postgres effect ledger: ${operation} failed: ${describeError(cause)}${code === undefined ? '' : ` (${code})`}${hint === undefined ? '' : `; ${hint}`}`,
+      `postgres effect ledger: ${operation} failed: ${describeError(cause)}${code === undefined ? '' : ` (${code})`}${note === undefined ? '' : `; ${note}`}${hint === undefined ? '' : `; ${hint}`}`,
       { retryable: isConnectionFailure(cause, code), cause },
     );
     this.operation = operation;
     this.code = code;
+  }
+}
+
+/**
+ * A claim got no answer (none within `queryTimeoutMs`, or its connection broke mid-query), and the ledger could
+ * not find out whether it was applied: the server could not be reached in time to end the claim's session and
+ * read the record back, or the ledger cannot end sessions there (`pool` is not a `pg.Pool`, a pooler such as
+ * PgBouncer stands between, the database user lacks the privilege).
+ *
+ * Nobody was told `claimed`, so the effect was not run, and it cannot run twice because of this claim: if the
+ * claim was (or is yet) applied, it holds the key under `token`, and the next claim of the key through the same
+ * ledger takes it up (answers `claimed` with that token); any other ledger finds it `in-progress` until its lease
+ * ends, then takes it over with `reclaimed: true`, as after a crash. Retryable.
+ */
+export class PostgresOutcomeUnknownError extends PostgresLedgerError {
+  /** The ledger scope (turn id). */
+  readonly scope: string;
+  /** The effect key. */
+  readonly key: string;
+  /** The fencing token the claim holds the key under, if it was applied. */
+  readonly token: string;
+
+  constructor(scope: string, key: string, token: string, cause: unknown) {
+    super(
+      'claim',
+      cause,
+      `whether the claim of ${key} in ${scope} was applied is unknown; the effect was not run, and the next claim of the key through this ledger takes the claim up if it was applied`,
+    );
+    this.scope = scope;
+    this.key = key;
+    this.token = token;
   }
 }
 
@@ -110,3 +148,26 @@ function isConnectionFailure(error: unknown, code: string | undefined): boolean 
   if (error instanceof AggregateError) return error.errors.some((e) => isConnectionFailure(e, errorCode(e)));
   return error instanceof Error && DRIVER_CONNECTION_MESSAGE.test(error.message);
 }
+
+/**
+ * Whether a query that was sent may have been applied although no answer came: the ledger's own timeout (the
+ * statement may still be running, or waiting to be sent), or a connection that broke mid-query. Not so for an
+ * error the server answered the statement with (it was rolled back) nor for a connection that never opened.
+ */
+export function isOutcomeUnknown(error: unknown): boolean {
+  const code = errorCode(error);
+  if (code !== undefined) return code.startsWith('08') || BROKEN_CODES.has(code);
+  return (
+    error instanceof Error && BROKEN_MESSAGE.test(error.message) && !NEVER_SENT_MESSAGE.test(error.message)
+  );
+}
+
+/**
+ * Codes of a connection that broke while a query was out: sockets, and the server ending the session. Each is a
+ * connection failure too, so an unknown outcome is always retryable.
+ */
+const BROKEN_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02']);
+/** What node-postgres says, without a code, when the connection ends mid-query or its query read times out. */
+const BROKEN_MESSAGE = /connection terminated|query read timeout/i;
+/** …and when it ends while connecting. */
+const NEVER_SENT_MESSAGE = /connection timeout|trying to connect/i;

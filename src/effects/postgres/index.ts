@@ -5,6 +5,6 @@
  * @module
  */
 export type { PostgresLedgerOperation } from './errors.js';
-export { PostgresLedgerError, PostgresLedgerUsageError } from './errors.js';
+export { PostgresLedgerError, PostgresLedgerUsageError, PostgresOutcomeUnknownError } from './errors.js';
 export type { PostgresEffectLedgerOptions, PostgresQueryable } from './PostgresEffectLedger.js';
 export { PostgresEffectLedger } from './PostgresEffectLedger.js';
