@@ -2,75 +2,20 @@
 // ledger's command timeout, whatever the client's retry settings), and servers that would forget claims on a
 // restart (refused by default, since a restarted empty server lets the effect run twice). Real redis-servers,
 // killed and restarted.
-import { cleanTurn } from 'cleanturn';
-import { executeTools, type ToolResultEvent } from 'cleanturn/effects';
 import {
   LedgerPersistenceError,
   LedgerTimeoutError,
   RedisEffectLedger,
   type RedisEffectLedgerOptions,
 } from 'cleanturn/effects/redis';
-import { call, finish } from 'cleanturn/testing';
-import { Redis } from 'ioredis';
-import { from, lastValueFrom, toArray } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type RedisServer, type RedisServerOptions, startRedisServer } from './redisServer.js';
+import { describe, expect, it } from 'vitest';
+import { redisFixtures, rejection, runTurn, turnId } from './redisLedgerKit.js';
+import type { RedisServer, RedisServerOptions } from './redisServer.js';
 
-const turnId = 'turn-42';
-const refund = [call('c1', 'issue_refund', { order_id: 'ORD-7781', amount: 'full' }), finish('tool-calls')];
-
-/** The servers and clients of the running test, stopped and closed after it. */
-const servers: RedisServer[] = [];
-const clients: Redis[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.disconnect();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function server(options: RedisServerOptions = {}): Promise<RedisServer> {
-  const s = await startRedisServer(options);
-  servers.push(s);
-  return s;
-}
-
-/** A client that retries forever (`maxRetriesPerRequest: null`): it never gives up on a command by itself. */
-function patientClient(port: number): Redis {
-  const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null });
-  client.on('error', () => {}); // connection errors while the server is down
-  clients.push(client);
-  return client;
-}
-
-/** Runs the refund turn against a ledger, counting handler runs; resolves with the results or the error. */
-async function runTurn(
-  ledger: RedisEffectLedger,
-  handler: () => unknown,
-): Promise<{ results?: ToolResultEvent[]; error?: unknown }> {
-  try {
-    const results = await lastValueFrom(
-      from(refund).pipe(
-        cleanTurn({ turnId }),
-        executeTools({ issue_refund: handler }, { turnId, ledger, leaseMs: 60_000 }),
-        toArray(),
-      ),
-    );
-    return { results };
-  } catch (error) {
-    return { error };
-  }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error,
-  );
-}
+const { server, patientClient } = redisFixtures();
 
 describe('RedisEffectLedger: the server goes away', () => {
-  it('killed mid-handler: the turn ends with LedgerTimeoutError within commandTimeoutMs, even with maxRetriesPerRequest: null', async () => {
+  it('killed mid-handler: the turn ends with LedgerTimeoutError once the completion, asked twice, got no answer within commandTimeoutMs, even with maxRetriesPerRequest: null', async () => {
     const redis = await server();
     const ledger = new RedisEffectLedger({ client: patientClient(redis.port), commandTimeoutMs: 500 });
     let runs = 0;

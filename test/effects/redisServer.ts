@@ -1,10 +1,12 @@
 // A throwaway redis-server for a test file: started on a free port of 127.0.0.1 with its own data directory, and
 // stopped (and waited for) at the end. By default it persists as the Redis effect ledger requires (AOF,
 // appendfsync everysec); `startRedisServer({ persistence: 'none' })` starts one that forgets everything on a
-// restart. `kill()` and `restart()` simulate a crash and a restart on the same port and data directory.
+// restart. `kill()` and `restart()` simulate a crash and a restart on the same port and data directory;
+// `restart({ wipe: true })` a restart that lost its data (the volume is gone), `restart({ persistence: 'none' })`
+// another server at the same address; `pause()` and `resume()` stall the server (SIGSTOP, SIGCONT).
 // CI installs redis-server with apt-get.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -13,14 +15,31 @@ import { captureOutput, freePort } from '../support/serverProcess.js';
 /** A running redis-server. */
 export interface RedisServer {
   port: number;
+  /** The pid of the running redis-server (a new one after each restart). */
+  readonly pid: number;
   /** A new client of the server; `stop()` closes every client it made. */
   client(): Redis;
   /** Kills the server with SIGKILL (a crash: nothing is flushed) and waits for it to exit. */
   kill(): Promise<void>;
-  /** Starts the server again on the same port and data directory, and resolves once it answers PING. */
-  restart(): Promise<void>;
+  /**
+   * Kills the server (SIGKILL, if it still runs) and starts it again on the same port and data directory, and
+   * resolves once it answers PING. With `wipe`, the data directory is emptied first (a restart whose volume was
+   * lost); with server options, the new server starts with those instead (another server at the same address),
+   * and so do later restarts.
+   */
+  restart(options?: RedisRestartOptions): Promise<void>;
+  /** Stops the server with SIGSTOP: it keeps its connections but answers nothing until `resume()`. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
   /** Closes the clients, stops the server, waits for it to exit and removes its data directory. */
   stop(): Promise<void>;
+}
+
+/** How to restart the server: see {@link RedisServer.restart}. */
+export interface RedisRestartOptions extends RedisServerOptions {
+  /** Empty the data directory before the server starts again. */
+  wipe?: boolean;
 }
 
 /** How to start the server. */
@@ -92,10 +111,12 @@ function spawnServer(port: number, dir: string, options: RedisServerOptions): Ru
 }
 
 /** Starts a redis-server and resolves once it answers PING. */
-export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+export async function startRedisServer(initial: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'cleanturn-redis-'));
+  let options = initial;
   let running = spawnServer(port, dir, options);
+  let paused = false;
 
   // A safety net: should the test process end without stop(), the server ends with it.
   const killOnExit = () => running.child.kill('SIGKILL');
@@ -107,14 +128,23 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     clients.push(c);
     return c;
   };
+  const resume = () => {
+    if (!paused) return;
+    paused = false;
+    running.child.kill('SIGCONT');
+  };
   const halt = async (signal: NodeJS.Signals) => {
     const { child, exited } = running;
     if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       child.kill(signal);
+      // A stopped process takes a SIGTERM only once it goes on.
+      resume();
       await exited;
     }
+    paused = false;
   };
   const stop = async () => {
+    resume();
     await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
     clients.length = 0;
     process.removeListener('exit', killOnExit);
@@ -149,12 +179,34 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     }
   };
   const kill = () => halt('SIGKILL');
-  const restart = async () => {
+  const restart = async ({ wipe = false, ...serverOptions }: RedisRestartOptions = {}) => {
     await halt('SIGKILL');
+    if (wipe) {
+      for (const entry of readdirSync(dir)) rmSync(join(dir, entry), { recursive: true, force: true });
+    }
+    if (Object.keys(serverOptions).length > 0) options = serverOptions;
     running = spawnServer(port, dir, options);
     await ready();
   };
+  const pause = () => {
+    if (paused) return;
+    paused = true;
+    running.child.kill('SIGSTOP');
+  };
 
   await ready();
-  return { port, client, kill, restart, stop };
+  return {
+    port,
+    get pid() {
+      const { pid } = running.child;
+      if (pid === undefined) throw new Error('redis-server has no pid');
+      return pid;
+    },
+    client,
+    kill,
+    restart,
+    pause,
+    resume,
+    stop,
+  };
 }

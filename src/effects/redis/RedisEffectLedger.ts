@@ -2,24 +2,40 @@ import {
   type ClaimOptions,
   type ClaimResult,
   checkDuration,
+  checkResultSize,
   decodeError,
   decodeResult,
   type EffectLedger,
   type EffectRecord,
   encodeResult,
   LeaseLostError,
+  type LedgerCallOptions,
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
-import { type RedisScript, redisScript, runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { withinTime } from '../../internal/redisScripts.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
-import { LedgerPersistenceError, LedgerTimeoutError, type RedisLedgerOperation } from './errors.js';
-import { persistenceProblems } from './persistence.js';
+import {
+  LedgerDataLostError,
+  LedgerMemoryFullError,
+  LedgerPersistenceError,
+  LedgerTimeoutError,
+  type RedisLedgerOperation,
+} from './errors.js';
+import {
+  currentSettings,
+  isReplyError,
+  markerValue,
+  persistenceProblems,
+  SETTINGS_CHANGED,
+  SETTINGS_LUA,
+} from './persistence.js';
 
 /**
- * What the ledger does when the server can lose records (see {@link RedisEffectLedger}): `'require'` refuses with
- * {@link LedgerPersistenceError}, `'warn'` emits a process warning (`CLEANTURN_REDIS_PERSISTENCE`) once and goes
- * on, `'ignore'` does not ask.
+ * What the ledger does when the server can lose records, or has lost them (see {@link RedisEffectLedger}):
+ * `'require'` refuses with {@link LedgerPersistenceError} (or {@link LedgerDataLostError}), `'warn'` emits a
+ * process warning (`CLEANTURN_REDIS_PERSISTENCE`) once per problem and goes on, `'ignore'` does not ask and writes
+ * no marker.
  */
 export type RedisPersistenceCheck = 'require' | 'warn' | 'ignore';
 
@@ -33,95 +49,176 @@ export interface RedisEffectLedgerOptions {
   retentionMs?: number;
   /**
    * How long an operation waits for Redis, in milliseconds, whatever the client's own settings (ioredis retries a
-   * command for about a minute by default, and forever with `maxRetriesPerRequest: null`); then it fails with
-   * {@link LedgerTimeoutError} (retryable). Default: 5 000.
+   * command for about a minute by default, and forever with `maxRetriesPerRequest: null`). A write that gets no
+   * answer is asked again once, within another `commandTimeoutMs`; then it fails with {@link LedgerTimeoutError}
+   * (retryable). Default: 5 000.
    */
   commandTimeoutMs?: number;
   /**
-   * Whether to check, at first use, that the server keeps records through a restart and under memory pressure,
-   * and what to do if not. Default: `'require'`: a server that forgets claims runs effects twice, silently, so
-   * the ledger refuses it unless told otherwise.
+   * Whether to check that the server keeps records through a restart and under memory pressure, and that it
+   * still holds what the ledger wrote, and what to do if not. Checked at first use and on every reconnect; the
+   * AOF and eviction settings also by every claim. Default: `'require'`: a server that forgets claims runs
+   * effects twice, silently, so the ledger refuses it unless told otherwise.
    */
   persistence?: RedisPersistenceCheck;
+  /**
+   * The clock of leases and retention, in epoch milliseconds. Default: the Redis server's clock (`TIME`), so that
+   * machines with skewed clocks agree. Give one to run the ledger on a clock of your own: a fake clock in tests
+   * (`now: () => Date.now()` under fake timers), or the clock another ledger runs on. Every ledger that shares the
+   * keys must then use the same clock. Redis frees a record's memory once its time is up on Redis's own clock too.
+   */
+  now?: () => number;
 }
 
 /** Default `commandTimeoutMs`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 
-// Every script reads the server's clock, so leases mean the same to every machine whatever their clocks say.
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+/** The smallest `proto-max-bulk-len` a Redis server accepts (1 MB): a value no longer than it is always taken. */
+const MIN_BULK_LEN = 1024 * 1024;
+/** Redis's default `proto-max-bulk-len` (512 MB), assumed where the server will not say (CONFIG disabled). */
+const DEFAULT_BULK_LEN = 512 * 1024 * 1024;
+
+/** The error a script answers with when the marker is not the one the ledger knows: `FORGOTTEN <value|->`. */
+const FORGOTTEN = 'CLEANTURN_FORGOTTEN';
+
+// A script's clock, ARGV[i]: the ledger's `now` option, or empty for the server's clock (TIME), so that leases
+// mean the same to every machine whatever their clocks say. A record lives until its `expires` field on that
+// clock (one written before the field, until its TTL): `gone` says it is past. `keep` sets the field, and the TTL
+// that frees the memory on the server's clock; PEXPIRE first, which takes no memory (see RENEW).
+const clock = (i: number) => `local now
+if ARGV[${i}] ~= '' then
+  now = tonumber(ARGV[${i}])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local function ms(x) return string.format('%.0f', x) end
+local function gone(expires) return expires and tonumber(expires) <= now end
+local function keep(expires)
+  redis.call('PEXPIRE', KEYS[1], ms(math.max(1, expires - now)))
+  redis.call('HSET', KEYS[1], 'expires', ms(expires))
+end
+`;
+/** The clock of the record scripts: ARGV[2], after the marker value. */
+const NOW = clock(2);
+
+// Every record script but WITHDRAW starts with it. KEYS[2] the marker (a single server); ARGV[1] the marker value
+// the ledger knows, '' for none (persistence 'ignore', or a Cluster, whose scripts can touch one slot only).
+// A server that no longer holds it forgot what the ledger wrote: refuse before reading or writing, also for a
+// command the client sends again to a new server after a reconnect, before any check could run.
+const GUARD = `if ARGV[1] ~= '' then
+  local marker = redis.call('GET', KEYS[2])
+  if marker ~= ARGV[1] then return redis.error_reply('${FORGOTTEN} ' .. (marker or '-')) end
+end
 `;
 
-// KEYS[1] record; ARGV token, leaseMs, retentionMs.
+// KEYS record, marker; ARGV marker value, now, settings ('' : not compared), token, leaseMs, retentionMs.
 // Answers {'claimed', reclaimed '0'|'1'} | {'in-progress', remaining ms} | {'completed', result|false} |
-// {'failed', error}.
-const CLAIM = `${NOW}
-local r = redis.call('HMGET', KEYS[1], 'status', 'until', 'payload')
-local lease = tonumber(ARGV[2])
+// {'failed', error}. A claim already carrying the token is the caller's own, sent again after a timeout: it
+// answers as it did, writing nothing. Errors with SETTINGS_CHANGED, writing nothing, when AOF or the memory
+// settings are not those the ledger checked.
+const CLAIM = `${NOW}${GUARD}${SETTINGS_LUA}
+if ARGV[3] ~= '' and cleanturnSettings() ~= ARGV[3] then
+  return redis.error_reply('${SETTINGS_CHANGED} ' .. cleanturnSettings())
+end
+local r = redis.call('HMGET', KEYS[1], 'status', 'until', 'payload', 'token', 'reclaimed', 'expires')
+local lease = tonumber(ARGV[5])
 local status = r[1]
+if gone(r[6]) then status = nil end
 local reclaimed = '0'
 if status == 'claimed' then
+  if r[4] == ARGV[4] then return {'claimed', r[5] or '0'} end
   local remaining = tonumber(r[2]) - now
   if remaining > 0 then return {'in-progress', ms(remaining)} end
   reclaimed = '1'
 elseif status then
   return {status, r[3]}
 end
-redis.call('HSET', KEYS[1], 'status', 'claimed', 'token', ARGV[1], 'until', ms(now + lease))
-redis.call('PEXPIRE', KEYS[1], ms(lease + tonumber(ARGV[3])))
+redis.call('HSET', KEYS[1], 'status', 'claimed', 'token', ARGV[4], 'until', ms(now + lease), 'reclaimed', reclaimed)
+redis.call('HDEL', KEYS[1], 'payload')
+keep(now + lease + tonumber(ARGV[6]))
 return {'claimed', reclaimed}
 `;
 
-// KEYS[1] record; ARGV token, retentionMs, status 'completed'|'failed', payload (absent: no result).
-// Answers 1, or 0 when another holder has the key.
-const SETTLE = `
-local token = redis.call('HGET', KEYS[1], 'token')
-if token and token ~= ARGV[1] then return 0 end
+// KEYS record, marker; ARGV marker value, now, token, retentionMs, status 'completed'|'failed', payload (absent:
+// no result). Answers 1, or 0 when another holder has the key. The DEL comes first: once a script has written,
+// Redis lets it finish even when memory is full, so recording what ran is never refused while its claim exists.
+const SETTLE = `${NOW}${GUARD}
+local r = redis.call('HMGET', KEYS[1], 'token', 'expires')
+if r[1] and r[1] ~= ARGV[3] and not gone(r[2]) then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'status', ARGV[3], 'token', ARGV[1])
-if ARGV[4] then redis.call('HSET', KEYS[1], 'payload', ARGV[4]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[1], 'status', ARGV[5], 'token', ARGV[3])
+if ARGV[6] then redis.call('HSET', KEYS[1], 'payload', ARGV[6]) end
+keep(now + tonumber(ARGV[4]))
 return 1
 `;
 
-// KEYS[1] record; ARGV token. Answers 1, or 0 when another holder has the key or it is settled.
-const RELEASE = `
-local r = redis.call('HMGET', KEYS[1], 'status', 'token')
-if not r[1] then return 1 end
-if r[1] ~= 'claimed' or r[2] ~= ARGV[1] then return 0 end
+// KEYS record, marker; ARGV marker value, now, token. Answers 1, or 0 when another holder has the key or it is
+// settled.
+const RELEASE = `${NOW}${GUARD}
+local r = redis.call('HMGET', KEYS[1], 'status', 'token', 'expires')
+if not r[1] or gone(r[3]) then return 1 end
+if r[1] ~= 'claimed' or r[2] ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 `;
 
-// KEYS[1] record; ARGV token, leaseMs, retentionMs. Extends the lease (on the server's clock) only while the
+// KEYS record, marker; ARGV marker value, now, token, leaseMs, retentionMs. Extends the lease only while the
 // record is a claim carrying the token, expired or not (nobody has claimed since). Answers 1, or 0 when lost.
-const RENEW = `${NOW}
-local r = redis.call('HMGET', KEYS[1], 'status', 'token')
-if r[1] ~= 'claimed' or r[2] ~= ARGV[1] then return 0 end
-local lease = tonumber(ARGV[2])
+// PEXPIRE first (in keep), on the existing key: then the HSETs, which take no memory, are allowed when it is full.
+const RENEW = `${NOW}${GUARD}
+local r = redis.call('HMGET', KEYS[1], 'status', 'token', 'expires')
+if r[1] ~= 'claimed' or r[2] ~= ARGV[3] or gone(r[3]) then return 0 end
+local lease = tonumber(ARGV[4])
+keep(now + lease + tonumber(ARGV[5]))
 redis.call('HSET', KEYS[1], 'until', ms(now + lease))
-redis.call('PEXPIRE', KEYS[1], ms(lease + tonumber(ARGV[3])))
 return 1
 `;
 
-// KEYS[1] record. Answers false, or {status, token, lease remaining ms, payload|false, ttl ms}.
-const GET = `${NOW}
-local r = redis.call('HMGET', KEYS[1], 'status', 'token', 'until', 'payload')
-if not r[1] then return false end
+// KEYS record, marker; ARGV marker value, now. Answers false, or {status, token, lease remaining ms,
+// payload|false, ttl ms}.
+const GET = `${NOW}${GUARD}
+local r = redis.call('HMGET', KEYS[1], 'status', 'token', 'until', 'payload', 'expires')
+if not r[1] or gone(r[5]) then return false end
 local remaining = '0'
 if r[3] then remaining = ms(tonumber(r[3]) - now) end
-return {r[1], r[2], remaining, r[4], ms(redis.call('PTTL', KEYS[1]))}
+local ttl = redis.call('PTTL', KEYS[1])
+if r[5] then ttl = tonumber(r[5]) - now end
+return {r[1], r[2], remaining, r[4], ms(ttl)}
 `;
 
-const scripts = {
-  claim: redisScript(CLAIM),
-  settle: redisScript(SETTLE),
-  release: redisScript(RELEASE),
-  renew: redisScript(RENEW),
-  get: redisScript(GET),
-};
+// KEYS record; ARGV token, retentionMs, now. Withdraws a claim nobody will run (its caller gave up on it): a new claim
+// is deleted, so the next claim is a first one; a take-over of an expired claim has its lease ended instead, so
+// the next claim still learns that the earlier holder's effect is in doubt. Answers 1, or 0 when the record does
+// not carry the token (the claim never landed, or it is settled).
+const WITHDRAW = `${clock(3)}
+local r = redis.call('HMGET', KEYS[1], 'status', 'token', 'reclaimed', 'expires')
+if r[1] ~= 'claimed' or r[2] ~= ARGV[1] or gone(r[4]) then return 0 end
+if r[3] == '1' then
+  keep(now + tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'until', ms(now))
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+`;
+
+/** Whether an operation's failure says nothing of whether the server applied it: no answer came. */
+function isUnanswered(error: unknown): boolean {
+  return (
+    !isReplyError(error) &&
+    !(
+      error instanceof LedgerPersistenceError ||
+      error instanceof LedgerDataLostError ||
+      error instanceof LedgerMemoryFullError
+    )
+  );
+}
+
+/** Whether two lists of connections are the same ones. */
+function sameConnections(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((connection, i) => connection === b[i]);
+}
 
 /**
  * An effect ledger in Redis: exactly once across processes and machines.
@@ -130,9 +227,10 @@ const scripts = {
  * so one turn's records share a Redis Cluster slot). The claim is one Lua script that does what `SET NX PX`
  * does and more: it creates the record with a lease unless one exists, takes over a claim whose lease has
  * expired (answering `reclaimed: true`), and otherwise reports the record, atomically. Completion is a script
- * that writes only while the record is absent or carries the caller's fencing token. Leases are measured on the
- * Redis server's clock (`TIME`), so machines with skewed clocks agree on them. Records expire with `PEXPIRE`:
- * a claim after its lease plus the retention, a settled record after the retention.
+ * that writes only while the record is absent or carries the caller's fencing token. Leases and retention are
+ * measured on the Redis server's clock (`TIME`), so machines with skewed clocks agree on them, or on the `now`
+ * option's. Each record carries its end (`expires`, on that clock): a claim lives for its lease plus the
+ * retention, a settled record for the retention; past it the record counts as absent, and `PEXPIRE` frees it.
  *
  * **What exactly-once needs from Redis.** A record Redis forgets is a claim nobody holds: the next executor claims
  * the key again and the effect runs twice. So the server must keep the ledger's keys:
@@ -142,19 +240,39 @@ const scripts = {
  *   claims and results; a crash of redis-server alone loses nothing, the write has reached the OS). `appendfsync
  *   no` leaves it to the OS, about 30 s on Linux.
  * - under memory pressure: `maxmemory-policy noeviction` (or no `maxmemory`). Every ledger key has a TTL, so the
- *   `volatile-*` policies evict them as readily as the `allkeys-*` ones.
+ *   `volatile-*` policies evict them as readily as the `allkeys-*` ones. A full server refuses new claims with
+ *   {@link LedgerMemoryFullError} (retryable); completions, renewals and releases still go through.
  * - through a failover: replication is asynchronous, so a promoted replica can miss the last writes of the old
  *   master; where that matters, run the ledger on a primary without automatic failover or accept that window.
- * At first use (and again after a refusal) the ledger reads these settings with `CONFIG GET` (on every master of
- * a Cluster), or from `INFO` where CONFIG is disabled, as on managed services (INFO does not show the fsync
- * policy; it is then taken on trust). With `persistence: 'require'` (default) a server that can forget records
- * is refused with {@link LedgerPersistenceError} before anything is written; `'warn'` warns once and goes on;
- * `'ignore'` does not ask (for a server you have checked yourself, or where CONFIG and INFO are both refused).
- * A handler always gets the effect key: a service idempotent on it (a payment API) closes these windows too.
  *
- * **Timeouts.** Every operation gives up after `commandTimeoutMs` with {@link LedgerTimeoutError}, whatever the
- * client's retry settings, so a turn never waits on a dead server for longer. The command may still be sent when
- * the client reconnects; a claim taken that way expires after its lease, like a crashed holder's.
+ * At first use and on every reconnect (a new connection of the client; on a Cluster, a new connection to any
+ * master) the ledger reads these settings with `CONFIG GET` (on every master of a Cluster), or from `INFO` where
+ * CONFIG is disabled, as on managed services (INFO does not show the fsync policy; it is then taken on trust).
+ * Every claim also compares, inside its script, AOF and the memory settings (read with `INFO`) with the ones
+ * checked, so a server switched to an evicting policy or to no AOF later is checked again before the claim
+ * writes. On a single server the ledger also keeps a marker, the key `prefix:marker` without TTL, written at
+ * first use; every script refuses to run when the server no longer holds the marker this ledger saw, as after a
+ * restart without its data or when another server answers at the address: {@link LedgerDataLostError}, also for
+ * a command the client sends again after a reconnect. (A process started after the loss cannot know what was
+ * lost: it takes the server as it finds it. A Cluster keeps no marker: its scripts can touch one slot only.)
+ * With `persistence: 'require'` (default) a server that can forget records is refused with
+ * {@link LedgerPersistenceError} before anything is written, and one that forgot with
+ * {@link LedgerDataLostError} from then on; `'warn'` warns once per problem and goes on (taking the server as it
+ * now is); `'ignore'` does not ask and writes no marker (for a server you have checked yourself, or where CONFIG
+ * and INFO are both refused). A handler always gets the effect key: a service idempotent on it (a payment API)
+ * closes these windows too.
+ *
+ * **Timeouts.** Every operation waits at most `commandTimeoutMs` for an answer, whatever the client's retry
+ * settings, so a turn never waits on a dead server for longer. A command that got no answer may still run: the
+ * client sends it again after a reconnect, and a stalled server runs what is in its socket once it goes on. So
+ * a write that got no answer, or whose connection failed, is asked again once under the same fencing token
+ * (every write is idempotent under its token; a claim is generated with its token by the ledger, so a claim that
+ * landed is recognised as the caller's own), within another `commandTimeoutMs`, and its answer is the answer.
+ * When that one gets none either, the operation fails with {@link LedgerTimeoutError}, and a claim is withdrawn
+ * by a command sent behind it, which deletes it (or ends the lease of a take-over) once the server takes commands
+ * again: no claim is left standing that nobody runs. The same withdrawal follows a claim whose `signal` aborts.
+ * Scripts are sent with `EVAL` (Redis caches them by their SHA-1): an `EVALSHA` that misses the cache is sent
+ * again later, and could then run after the commands sent behind it.
  *
  * Asynchronous, so it cannot serve as `seen` of `dedupeByEffectKey` (which needs a synchronous `has`); the
  * executor replays settled keys instead, which also gives the consumer their results.
@@ -181,8 +299,22 @@ export class RedisEffectLedger implements EffectLedger {
   readonly #timeoutMs: number;
   /** What to do with a server that can lose records. */
   readonly #persistence: RedisPersistenceCheck;
-  /** The persistence check once it has passed (or warned); `undefined` before, or after a refusal or a failure. */
-  #checked: Promise<void> | undefined;
+  /** The marker key; `undefined` on a Cluster and with `persistence: 'ignore'`. */
+  readonly #marker: string | undefined;
+  /** The connections the last check passed on; `undefined` before, and after a refusal or a change. */
+  #checkedOn: readonly unknown[] | undefined;
+  /** The check under way, shared by the operations that wait for it. */
+  #checking: Promise<void> | undefined;
+  /** The marker's value this ledger has seen; `undefined` before the first check. */
+  #markerValue: string | undefined;
+  /** The settings the last check passed with, as claims compare them; `''` for none. */
+  #settings = '';
+  /** Set once the server forgot (with `persistence: 'require'`): every operation fails with it. */
+  #forgotten: LedgerDataLostError | undefined;
+  /** The warnings emitted, so that each is emitted once. */
+  readonly #warned = new Set<string>();
+  /** The clock of leases and retention; `undefined`: the server's. */
+  readonly #now: (() => number) | undefined;
 
   constructor(options: RedisEffectLedgerOptions) {
     this.#client = options.client;
@@ -198,21 +330,41 @@ export class RedisEffectLedger implements EffectLedger {
     }
     this.#prefix = options.prefix ?? 'cleanturn:effect';
     this.#retentionMs = Math.ceil(checkDuration(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs'));
+    this.#marker =
+      this.#persistence === 'ignore' || this.#client.isCluster ? undefined : `${this.#prefix}:marker`;
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      throw new TypeError(`now must be a function answering epoch milliseconds, got ${typeof options.now}`);
+    }
+    this.#now = options.now;
   }
 
   async claim(scope: string, key: string, options: ClaimOptions): Promise<ClaimResult> {
     const leaseMs = Math.ceil(checkDuration(options.leaseMs, 'leaseMs'));
     const token = globalThis.crypto.randomUUID();
-    const [status, value] = (await this.#run('claim', scripts.claim, this.#key(scope, key), [
-      token,
-      String(leaseMs),
-      String(this.#retentionMs),
-    ])) as [string, string | null];
+    const record = this.#key(scope, key);
+    const now = this.#clock();
+    const sent = { script: false };
+    let reply: [string, string | null];
+    try {
+      reply = (await this.#write(
+        'claim',
+        CLAIM,
+        record,
+        () => [clockArg(now), this.#settings, token, String(leaseMs), String(this.#retentionMs)],
+        options.signal,
+        sent,
+      )) as [string, string | null];
+    } catch (error) {
+      // The claim may still land (the caller gave up, or no answer came): withdraw it behind itself.
+      if (sent.script) this.#withdraw(record, token);
+      throw error;
+    }
+    const [status, value] = reply;
     switch (status) {
       case 'claimed':
         return { status: 'claimed', token, reclaimed: value === '1' };
       case 'in-progress':
-        return { status: 'in-progress', until: Date.now() + Number(value) };
+        return { status: 'in-progress', until: (now ?? Date.now()) + Number(value) };
       case 'completed':
         return { status: 'completed', result: decodeResult(value) };
       default:
@@ -220,8 +372,17 @@ export class RedisEffectLedger implements EffectLedger {
     }
   }
 
+  /**
+   * Records the result. A result that is not JSON data, or whose JSON text is longer than the server takes in one
+   * value (its `proto-max-bulk-len`, 512 MB by default, read from the server for a text past 1 MB), is refused
+   * with `EffectResultError` before anything is sent: the claim stands, and its holder records the failure
+   * (`executeTools` does). A server sent too long a value would drop the connection instead.
+   */
   async complete(scope: string, key: string, token: string, result: unknown): Promise<void> {
     const payload = encodeResult(result);
+    if (payload !== undefined && payload.length * 3 > MIN_BULK_LEN) {
+      checkResultSize(payload, await this.#bulkLimit(), 'the Redis server (proto-max-bulk-len)');
+    }
     await this.#settle(scope, key, token, 'completed', payload);
   }
 
@@ -230,37 +391,49 @@ export class RedisEffectLedger implements EffectLedger {
   }
 
   async release(scope: string, key: string, token: string): Promise<void> {
-    const ok = await this.#run('release', scripts.release, this.#key(scope, key), [token]);
+    const now = clockArg(this.#clock());
+    const ok = await this.#write('release', RELEASE, this.#key(scope, key), () => [now, token]);
     if (ok !== 1) throw new LeaseLostError(scope, key);
   }
 
   /**
    * Extends the caller's claim: its lease ends `leaseMs` from now on the Redis server's clock (one Lua script,
-   * within `commandTimeoutMs`). A holder whose lease has ended may still renew while nobody has claimed the key
-   * since.
+   * within `commandTimeoutMs`, asked again once when no answer comes). A holder whose lease has ended may still
+   * renew while nobody has claimed the key since.
    *
    * @returns `true` when the caller still holds the claim; `false` when it is lost (another holder claimed,
    *   the key was settled or released, or Redis forgot the record), and nothing changed.
    * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
-   * @throws {LedgerTimeoutError} when Redis does not answer within `commandTimeoutMs`.
+   * @throws {LedgerTimeoutError} when Redis does not answer, twice, within `commandTimeoutMs`.
+   * @throws The reason of `options.signal` once it aborts (the renewal may still land; that is harmless).
    */
-  async renew(scope: string, key: string, token: string, leaseMs: number): Promise<boolean> {
+  async renew(
+    scope: string,
+    key: string,
+    token: string,
+    leaseMs: number,
+    options?: LedgerCallOptions,
+  ): Promise<boolean> {
     const lease = Math.ceil(checkDuration(leaseMs, 'leaseMs'));
-    const ok = await this.#run('renew', scripts.renew, this.#key(scope, key), [
-      token,
-      String(lease),
-      String(this.#retentionMs),
-    ]);
+    const now = clockArg(this.#clock());
+    const ok = await this.#write(
+      'renew',
+      RENEW,
+      this.#key(scope, key),
+      () => [now, token, String(lease), String(this.#retentionMs)],
+      options?.signal,
+    );
     return ok === 1;
   }
 
   async get(scope: string, key: string): Promise<EffectRecord | undefined> {
-    const reply = (await this.#run('get', scripts.get, this.#key(scope, key), [])) as
+    const clock = this.#clock();
+    const reply = (await this.#attempt('get', GET, this.#key(scope, key), () => [clockArg(clock)])) as
       | [string, string, string, string | null, string]
       | null;
     if (reply === null) return undefined;
     const [status, token, leaseRemaining, payload, ttl] = reply;
-    const now = Date.now();
+    const now = clock ?? Date.now();
     const expiresAt = now + Number(ttl);
     switch (status) {
       case 'claimed':
@@ -279,15 +452,51 @@ export class RedisEffectLedger implements EffectLedger {
     status: 'completed' | 'failed',
     payload: string | undefined,
   ): Promise<void> {
-    const args = [token, String(this.#retentionMs), status];
+    const args = [clockArg(this.#clock()), token, String(this.#retentionMs), status];
     if (payload !== undefined) args.push(payload);
-    const ok = await this.#run(
+    const ok = await this.#write(
       status === 'completed' ? 'complete' : 'fail',
-      scripts.settle,
+      SETTLE,
       this.#key(scope, key),
-      args,
+      () => args,
     );
     if (ok !== 1) throw new LeaseLostError(scope, key);
+  }
+
+  /**
+   * The longest value the server takes (`proto-max-bulk-len`; the smallest of the masters of a Cluster), asked
+   * within `commandTimeoutMs`; Redis's default where CONFIG is refused (managed services). Asked each time, since
+   * `CONFIG SET` changes it: only for a result past 1 MB, whose sending costs far more.
+   */
+  async #bulkLimit(): Promise<number> {
+    const client = this.#client;
+    const nodes: Redis[] = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
+    const limits = await withinTime(
+      this.#timeoutMs,
+      () => new LedgerTimeoutError('complete', this.#timeoutMs),
+      () =>
+        Promise.all(
+          nodes.map(async (node) => {
+            try {
+              const reply = (await node.config('GET', 'proto-max-bulk-len')) as unknown;
+              const value = Array.isArray(reply) ? Number(reply[1]) : Number.NaN;
+              return Number.isFinite(value) && value > 0 ? value : DEFAULT_BULK_LEN;
+            } catch (error) {
+              if (isReplyError(error)) return DEFAULT_BULK_LEN;
+              throw error;
+            }
+          }),
+        ),
+    );
+    return limits.length === 0 ? DEFAULT_BULK_LEN : Math.min(...limits);
+  }
+
+  /** The clock of a script: the `now` option's time, or `undefined` for the server's. */
+  #clock(): number | undefined {
+    if (this.#now === undefined) return undefined;
+    const now = this.#now();
+    if (!Number.isFinite(now)) throw new RangeError(`now must answer epoch milliseconds, answered ${now}`);
+    return Math.floor(now);
   }
 
   /** The Redis key of a record: the scope is the hash tag; both parts are encoded so that no two pairs meet. */
@@ -296,36 +505,194 @@ export class RedisEffectLedger implements EffectLedger {
   }
 
   /**
-   * Runs a script by its SHA-1, loading it on first use (or after the server lost its script cache), after the
-   * persistence check; all of it within `commandTimeoutMs`.
+   * Runs a write; when it gets no answer (a timeout, a failed connection), runs it once more with the same
+   * arguments: every write is idempotent under its token, so the second answer says what holds, whatever became
+   * of the first. `sent.script` tells the caller whether the script went out.
    */
-  #run(operation: RedisLedgerOperation, s: RedisScript, key: string, args: string[]): Promise<unknown> {
-    return this.#withTimeout(operation, async () => {
-      await this.#check();
-      return runRedisScript(this.#client, s, [key], args);
-    });
+  async #write(
+    operation: RedisLedgerOperation,
+    script: string,
+    record: string,
+    args: () => string[],
+    signal?: AbortSignal,
+    sent = { script: false },
+  ): Promise<unknown> {
+    try {
+      return await this.#attempt(operation, script, record, args, signal, sent);
+    } catch (error) {
+      if (signal?.aborted || !isUnanswered(error)) throw error;
+      return await this.#attempt(operation, script, record, args, signal, sent);
+    }
   }
 
-  /** Checks the server's persistence once (see the class comment); a refusal or a failure is checked again. */
-  #check(): Promise<void> {
-    if (this.#persistence === 'ignore') return Promise.resolve();
-    this.#checked ??= persistenceProblems(this.#client).then((problems) => {
-      if (problems.length === 0) return;
-      if (this.#persistence === 'require') throw new LedgerPersistenceError(problems);
-      process.emitWarning(new LedgerPersistenceError(problems).message, {
-        type: 'CleanturnWarning',
-        code: 'CLEANTURN_REDIS_PERSISTENCE',
+  /**
+   * Runs a record script after the checks of the connection (see the class comment), within `commandTimeoutMs`
+   * and until `signal` aborts. Nothing is sent once the attempt has given up. A script that finds the settings
+   * changed is run again after a new check; one that finds the marker gone refuses (or, with `'warn'`, runs
+   * again once the ledger has taken the server as it is).
+   */
+  async #attempt(
+    operation: RedisLedgerOperation,
+    script: string,
+    record: string,
+    args: () => string[],
+    signal?: AbortSignal,
+    sent = { script: false },
+  ): Promise<unknown> {
+    // Aborted, synchronously, when the attempt gives up: what is still waiting then sends nothing.
+    const stop = new AbortController();
+    const give = () => stop.abort();
+    signal?.addEventListener('abort', give, { once: true });
+    const timeout = () => {
+      stop.abort();
+      return new LedgerTimeoutError(operation, this.#timeoutMs);
+    };
+    const keys = this.#marker === undefined ? [record] : [record, this.#marker];
+    const send = async () => {
+      for (;;) {
+        await this.#ready(stop.signal);
+        if (stop.signal.aborted) return undefined;
+        sent.script = true;
+        try {
+          return await this.#client.eval(
+            script,
+            keys.length,
+            ...keys,
+            this.#marker === undefined ? '' : (this.#markerValue ?? ''),
+            ...args(),
+          );
+        } catch (error) {
+          if (!this.#recover(error)) throw error;
+        }
+      }
+    };
+    try {
+      return await withinTime(this.#timeoutMs, timeout, send, signal);
+    } catch (error) {
+      if (isReplyError(error) && error.message.startsWith('OOM')) {
+        throw new LedgerMemoryFullError(operation, error.message);
+      }
+      throw error;
+    } finally {
+      stop.abort();
+      signal?.removeEventListener('abort', give);
+    }
+  }
+
+  /**
+   * What a script's refusal asks for: `true` to run it again (the settings changed: check them again; with
+   * `'warn'`, the marker is gone: warn, and take the server as it is). Throws {@link LedgerDataLostError} when the
+   * marker is gone with `'require'`; `false` for any other error.
+   */
+  #recover(error: unknown): boolean {
+    if (!isReplyError(error)) return false;
+    if (error.message.startsWith(SETTINGS_CHANGED)) {
+      this.#checkedOn = undefined;
+      return true;
+    }
+    if (!error.message.startsWith(FORGOTTEN) || this.#marker === undefined) return false;
+    const found = error.message.slice(FORGOTTEN.length + 1);
+    this.#lost(found === '-' ? undefined : found);
+    this.#markerValue = undefined;
+    this.#checkedOn = undefined;
+    return true;
+  }
+
+  /**
+   * The server no longer holds the marker this ledger saw: with `'require'` refuses from now on, with `'warn'`
+   * warns (and the caller takes the server as it is).
+   */
+  #lost(found: string | undefined): void {
+    const lost = new LedgerDataLostError(this.#marker ?? '', this.#markerValue ?? '', found);
+    if (this.#persistence === 'require') {
+      this.#forgotten = lost;
+      throw lost;
+    }
+    this.#warn(lost.message);
+  }
+
+  /** The client's connections now (each master's on a Cluster), or `undefined` while it is not ready. */
+  #connections(): readonly unknown[] | undefined {
+    const client = this.#client;
+    if (client.status !== 'ready') return undefined;
+    return client.isCluster
+      ? (client as Cluster).nodes('master').map((node) => node.stream)
+      : [(client as Redis).stream];
+  }
+
+  /**
+   * Resolves once the current connection has been checked (see the class comment), checking it if not; nothing
+   * to do with `persistence: 'ignore'`.
+   */
+  async #ready(stop: AbortSignal): Promise<void> {
+    if (this.#persistence === 'ignore') return;
+    for (;;) {
+      if (this.#forgotten !== undefined) throw this.#forgotten;
+      if (stop.aborted) return;
+      const now = this.#connections();
+      if (this.#checkedOn !== undefined && now !== undefined && sameConnections(now, this.#checkedOn)) return;
+      this.#checking ??= this.#check().finally(() => {
+        this.#checking = undefined;
       });
-    });
-    const checked = this.#checked;
-    checked.catch(() => {
-      if (this.#checked === checked) this.#checked = undefined;
-    });
-    return checked;
+      await this.#checking;
+    }
   }
 
-  /** Runs `operation`, or fails with {@link LedgerTimeoutError} once `commandTimeoutMs` has passed; the timer is always cleared. */
-  #withTimeout<T>(operation: RedisLedgerOperation, run: () => Promise<T>): Promise<T> {
-    return withinTime(this.#timeoutMs, () => new LedgerTimeoutError(operation, this.#timeoutMs), run);
+  /**
+   * Checks the server: its settings; on a single server, also the settings as claims compare them and the
+   * marker (written at first use). Marks the connections checked when they did not change meanwhile.
+   */
+  async #check(): Promise<void> {
+    // A client still connecting answers once it is ready: check that connection, not the one before it.
+    if (this.#connections() === undefined) await this.#client.ping();
+    const before = this.#connections();
+    const single = this.#marker !== undefined ? (this.#client as Redis) : undefined;
+    const settings = single === undefined ? '' : await currentSettings(single);
+    const problems = await persistenceProblems(this.#client);
+    if (problems.length > 0) {
+      if (this.#persistence === 'require') throw new LedgerPersistenceError(problems);
+      this.#warn(new LedgerPersistenceError(problems).message);
+    }
+    if (single !== undefined && this.#marker !== undefined) {
+      const marker = await markerValue(single, this.#marker, settings, globalThis.crypto.randomUUID());
+      // The settings changed between the reads: check again.
+      if (marker === undefined) return;
+      if (this.#markerValue !== undefined && marker.value !== this.#markerValue) {
+        this.#lost(marker.written ? undefined : marker.value);
+      }
+      this.#markerValue = marker.value;
+      this.#settings = settings;
+    }
+    const after = this.#connections();
+    if (before !== undefined && after !== undefined && sameConnections(before, after))
+      this.#checkedOn = after;
   }
+
+  /** Emits a process warning (`CLEANTURN_REDIS_PERSISTENCE`), once per message. */
+  #warn(message: string): void {
+    if (this.#warned.has(message)) return;
+    this.#warned.add(message);
+    process.emitWarning(message, { type: 'CleanturnWarning', code: 'CLEANTURN_REDIS_PERSISTENCE' });
+  }
+
+  /**
+   * Withdraws a claim the caller will not run, without waiting: sent behind the claim on the same connection, it
+   * runs after it, whenever the server takes commands again.
+   */
+  #withdraw(record: string, token: string): void {
+    let now: number | undefined;
+    try {
+      now = this.#clock();
+    } catch {
+      // A `now` that answers no time: the claim's own call has said so already; take the server's clock.
+    }
+    this.#client.eval(WITHDRAW, 1, record, token, String(this.#retentionMs), clockArg(now)).catch(() => {
+      // The client gave up on it too: then it gave up on the claim before it, or the claim was answered.
+    });
+  }
+}
+
+/** The clock argument of a script: the time, or empty for the server's clock. */
+function clockArg(now: number | undefined): string {
+  return now === undefined ? '' : String(now);
 }

@@ -5,6 +5,11 @@
  * @module
  */
 export type { RedisLedgerOperation } from './errors.js';
-export { LedgerPersistenceError, LedgerTimeoutError } from './errors.js';
+export {
+  LedgerDataLostError,
+  LedgerMemoryFullError,
+  LedgerPersistenceError,
+  LedgerTimeoutError,
+} from './errors.js';
 export type { RedisEffectLedgerOptions, RedisPersistenceCheck } from './RedisEffectLedger.js';
 export { RedisEffectLedger } from './RedisEffectLedger.js';

@@ -10,7 +10,7 @@ interface Settings {
 }
 
 /** Whether the server answered with an error (a disabled or forbidden command), rather than not at all. */
-function isReplyError(error: unknown): boolean {
+export function isReplyError(error: unknown): error is Error {
   return error instanceof Error && error.name === 'ReplyError';
 }
 
@@ -94,4 +94,71 @@ export async function persistenceProblems(client: Redis | Cluster): Promise<stri
     masters.map((node) => nodeProblems(node, `${node.options.host ?? '?'}:${node.options.port ?? '?'}`)),
   );
   return lists.flat();
+}
+
+/**
+ * Lua: `cleanturnSettings()`, what a claim compares with the settings the ledger last checked: `aof_enabled`,
+ * `maxmemory` and `maxmemory-policy` as `INFO` shows them (`'1,0,noeviction'`), read inside the script itself,
+ * so that a server switched to an evicting policy, or to no AOF, after the check is seen by the next claim before
+ * it writes (`CONFIG` cannot run in a script; `INFO` can, and still works where CONFIG is renamed). `''` when
+ * INFO is refused: claims then rely on the check of each connection.
+ */
+export const SETTINGS_LUA = `
+local function cleanturnSettings()
+  local memory = redis.pcall('INFO', 'memory')
+  local persistence = redis.pcall('INFO', 'persistence')
+  if type(memory) ~= 'string' or type(persistence) ~= 'string' then return '' end
+  return (string.match(persistence, 'aof_enabled:(%d+)') or '?') .. ',' ..
+    (string.match(memory, '\\nmaxmemory:(%d+)') or '?') .. ',' ..
+    (string.match(memory, 'maxmemory_policy:([%w%-]+)') or '?')
+end
+`;
+
+/** The error a script answers with when the settings differ from those it was given: the ledger checks again. */
+export const SETTINGS_CHANGED = 'CLEANTURN_SETTINGS';
+
+/** The settings as a claim compares them (see {@link SETTINGS_LUA}). */
+const SETTINGS = `${SETTINGS_LUA}
+return cleanturnSettings()
+`;
+
+// KEYS[1] marker; ARGV settings as read before the check ('' : not compared), a new marker value.
+// Answers {the marker's value, '1' when written now (the key was absent) else '0'}; errors with
+// SETTINGS_CHANGED, writing nothing, when the settings are no longer the ones the check read.
+const MARKER = `${SETTINGS_LUA}
+if ARGV[1] ~= '' and cleanturnSettings() ~= ARGV[1] then
+  return redis.error_reply('${SETTINGS_CHANGED} ' .. cleanturnSettings())
+end
+local value = redis.call('GET', KEYS[1])
+if value then return {value, '0'} end
+redis.call('SET', KEYS[1], ARGV[2])
+return {ARGV[2], '1'}
+`;
+
+/** The settings a claim compares (see {@link SETTINGS_LUA}), as the server shows them now. */
+export async function currentSettings(client: Redis): Promise<string> {
+  return String(await client.eval(SETTINGS, 0));
+}
+
+/**
+ * The value of the ledger's marker key (a key without TTL that says the server still holds what the ledger
+ * wrote), written with `candidate` if absent, unless the settings are no longer `settings`.
+ *
+ * @returns The marker's value and whether it was written now (it was absent), or `undefined` when the settings
+ *   changed (and nothing was written).
+ * @throws What the client throws (an OOM reply when the server is full and the marker is absent).
+ */
+export async function markerValue(
+  client: Redis,
+  key: string,
+  settings: string,
+  candidate: string,
+): Promise<{ value: string; written: boolean } | undefined> {
+  try {
+    const [value, written] = (await client.eval(MARKER, 1, key, settings, candidate)) as [string, string];
+    return { value, written: written === '1' };
+  } catch (error) {
+    if (isReplyError(error) && error.message.startsWith(SETTINGS_CHANGED)) return undefined;
+    throw error;
+  }
 }
