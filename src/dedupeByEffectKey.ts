@@ -63,6 +63,11 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
  *
  * Every case of `marbles/dedupeByEffectKey.marbles.ts`, with pictures: `docs/operators/dedupeByEffectKey.md`.
  *
+ * A call whose arguments cannot be keyed ({@link effectKey}: not JSON data, an integer beyond
+ * `Number.MAX_SAFE_INTEGER`, nesting deeper than 256 levels) must not run, and no key is made up for it: the stream
+ * errors with `EffectKeyError` in its place, so that neither it nor any later event is released. Calls released
+ * before it stay released.
+ *
  * State: the keys released in this subscription.
  *
  * ## Example
@@ -111,7 +116,8 @@ export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffect
       this.out.next(event as WithEffectKeys<E>);
       return;
     }
-    // The key function and the lookup are the user's: what they throw becomes an error notification.
+    // The key function and the lookup are the user's: what they throw becomes an error notification. So does the
+    // EffectKeyError of a call that cannot be keyed: it must not run, and no key may be made up for it.
     const k = this.key(this.turnId, event as unknown as ToolCallEvent);
     const repeat = this.released?.has(k) === true || this.seen?.has(k) === true;
     if (this.released === undefined) this.released = new Set();

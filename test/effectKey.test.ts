@@ -174,9 +174,9 @@ describe('effectKey', () => {
     ['keys sorted by UTF-16 code units', { '\u20ac': 1, '\r': 2, '\ufb33': 3, '1': 4, '\ud83d\ude00': 5, '\u0080': 6, 'ö': 7, '10': 8, '2': 9, B: 10, a: 11, _: 12 }],
     ['nested objects and arrays', { order: { id: 'ORD-1', lines: [{ sku: 'B1', qty: 2 }, { sku: 'B2', qty: 1, tags: [] }] }, meta: {} }],
     ['top-level array', ['ORD-1', ['nested', ['deeper']], { z: 1, y: [true, false, null] }]],
-    ['numbers', { big: 1e21, small: 1e-7, tenth: 0.1, sum: 0.1 + 0.2, minusZero: -0, negative: -42.5, max: Number.MAX_SAFE_INTEGER, tiny: 5e-324, huge: 1.7976931348623157e308, int: 100, e20: 1e20 }],
+    ['numbers', { fraction: 4503599627370495.5, small: 1e-7, tenth: 0.1, sum: 0.1 + 0.2, minusZero: -0, negative: -42.5, max: Number.MAX_SAFE_INTEGER, min: Number.MIN_SAFE_INTEGER, tiny: 5e-324, int: 100, big: 123456789.123 }],
     ['a lone string', 'ORD-7781'],
-    ['a lone number', 1e21],
+    ['a lone number', 1e-21],
     ['null', null],
     ['empty object', {}],
   ];
@@ -188,11 +188,11 @@ describe('effectKey', () => {
     });
   }
 
-  it('writes -0 as 0 and 1e21 in exponent form, as RFC 8785 does', () => {
+  it('writes -0 as 0 and 1e-7 in exponent form, as RFC 8785 does', () => {
     expect(effectKey('t', { name: 'f', args: -0 })).toBe(effectKey('t', { name: 'f', args: 0 }));
-    expect(canonicalize([1e21, 0.1, -0])).toBe('[1e+21,0.1,0]');
-    expect(effectKey('t', { name: 'f', args: [1e21, 0.1, -0] })).toBe(
-      createHash('sha256').update('["t","f",[1e+21,0.1,0]]').digest('hex').slice(0, 16),
+    expect(canonicalize([1e-7, 0.1, -0])).toBe('[1e-7,0.1,0]');
+    expect(effectKey('t', { name: 'f', args: [1e-7, 0.1, -0] })).toBe(
+      createHash('sha256').update('["t","f",[1e-7,0.1,0]]').digest('hex').slice(0, 16),
     );
   });
 
@@ -212,28 +212,136 @@ describe('effectKey', () => {
       return undefined;
     }
 
-    it('throws a non-retryable EffectKeyError for an object cycle', () => {
-      const args: Record<string, unknown> = { order_id: 'ORD-7781' };
-      args.self = args;
+    it('throws a non-retryable EffectKeyError for an object cycle, naming the tool and where the cycle is', () => {
+      const args: Record<string, unknown> = { order_id: 'ORD-7781', lines: [{}] };
+      ((args.lines as unknown[])[0] as Record<string, unknown>).order = args;
       const error = keyError(args);
       expect(error).toBeInstanceOf(EffectKeyError);
       expect(error).toBeInstanceOf(CleanturnError);
-      expect(error).toMatchObject({ name: 'EffectKeyError', retryable: false });
+      expect(error).toMatchObject({
+        name: 'EffectKeyError',
+        retryable: false,
+        toolName: 'issue_refund',
+        path: 'args.lines[0].order',
+        problem: 'a cycle',
+      });
       expect((error as EffectKeyError).message).toContain('issue_refund');
-      expect((error as EffectKeyError).cause).toBeInstanceOf(Error);
+      expect((error as EffectKeyError).message).toContain('args.lines[0].order: a cycle');
       expect(isRetryable(error)).toBe(false);
     });
 
     it('throws an EffectKeyError for an array cycle', () => {
       const args: unknown[] = ['ORD-7781'];
       args.push(args);
-      expect(keyError(args)).toBeInstanceOf(EffectKeyError);
+      expect(keyError(args)).toMatchObject({ path: 'args[1]', problem: 'a cycle' });
+    });
+
+    // What is not JSON data, or not JSON data that one key can stand for, and where it is.
+    const symbol = Symbol('s');
+    class Order {
+      id = 'ORD-7781';
+    }
+    const withExtra = Object.assign(['ORD-7781'], { note: 'x' });
+    const holey: unknown[] = [1];
+    holey[2] = 3;
+    // biome-ignore format: a table of arguments
+    const refused: [string, unknown, string, RegExp][] = [
+      ['undefined arguments (the same text as null)', undefined, 'args', /^undefined$/],
+      ['undefined in an array (written as null)', ['ORD-7781', undefined], 'args[1]', /undefined in an array/],
+      ['a hole in an array (written as null)', holey, 'args[1]', /a hole/],
+      ['an array with properties (left out)', withExtra, 'args', /an array with properties/],
+      ['NaN (written as null)', { amount: Number.NaN }, 'args.amount', /NaN is not a finite number/],
+      ['Infinity (written as null)', { amount: Number.POSITIVE_INFINITY }, 'args.amount', /Infinity is not a finite number/],
+      ['-Infinity (written as null)', [Number.NEGATIVE_INFINITY], 'args[0]', /-Infinity is not a finite number/],
+      ['2^53: 9007199254740993 in JSON reads as it too', { order_id: 2 ** 53 }, 'args.order_id', /beyond Number.MAX_SAFE_INTEGER/],
+      ['-(2^53)', { n: -(2 ** 53) }, 'args.n', /beyond Number.MAX_SAFE_INTEGER/],
+      ['an id of 20 digits', JSON.parse('{"account":12345678901234567891}'), 'args.account', /beyond Number.MAX_SAFE_INTEGER/],
+      ['1e21', [1e21], 'args[0]', /beyond Number.MAX_SAFE_INTEGER/],
+      ['a Map (written as {})', { lines: new Map([['B1', 1]]) }, 'args.lines', /a Map/],
+      ['a Set (written as {})', { tags: new Set(['x']) }, 'args.tags', /a Set/],
+      ['a Date (written as its ISO string)', { at: new Date(0) }, 'args.at', /a Date/],
+      ['a class instance (written as its fields)', { order: new Order() }, 'args.order', /an? Order/],
+      ['a typed array', { bytes: new Uint8Array([1]) }, 'args.bytes', /a Uint8Array/],
+      ['a boxed string', { s: new String('x') }, 'args.s', /a String/],
+      ['a function (left out)', { callback: () => 1 }, 'args.callback', /a function/],
+      ['a toJSON method (called)', { toJSON: () => 'x' }, 'args.toJSON', /a function/],
+      ['a symbol (left out)', { s: symbol }, 'args.s', /a symbol/],
+      ['a bigint', { amount: 10n }, 'args.amount', /a bigint/],
+    ];
+    for (const [what, args, path, problem] of refused) {
+      it(`throws an EffectKeyError for ${what}, at ${path}`, () => {
+        const error = keyError(args);
+        expect(error).toBeInstanceOf(EffectKeyError);
+        expect(error).toMatchObject({ retryable: false, toolName: 'issue_refund', path });
+        expect((error as EffectKeyError).problem).toMatch(problem);
+        expect((error as Error).message).toContain(path);
+      });
+    }
+
+    it('refuses nesting deeper than 256 levels, also 20,000 levels, and accepts 256', () => {
+      const nest = (levels: number) => {
+        let value: unknown = 'ORD-7781';
+        for (let i = 0; i < levels; i++) value = i % 2 === 0 ? [value] : { inner: value };
+        return value;
+      };
+      expect(effectKey('t', { name: 'f', args: nest(256) })).toMatch(/^[0-9a-f]{16}$/);
+      for (const levels of [257, 20_000]) {
+        const error = keyError(nest(levels));
+        expect(error).toBeInstanceOf(EffectKeyError);
+        expect((error as EffectKeyError).problem).toBe('nested deeper than 256 levels');
+      }
+    });
+
+    it('refuses a step that is not a safe number', () => {
+      for (const step of [Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
+        const error = (() => {
+          try {
+            effectKey('t', { name: 'f', args: {} }, step);
+          } catch (e) {
+            return e;
+          }
+          return undefined;
+        })();
+        expect(error).toBeInstanceOf(EffectKeyError);
+        expect(error).toMatchObject({ path: 'step' });
+      }
+    });
+
+    it('gives no two different provider numbers one key: two ids that JSON.parse reads as one double are refused', () => {
+      const a: unknown = JSON.parse('{"order_id":9007199254740993}');
+      const b: unknown = JSON.parse('{"order_id":9007199254740992}');
+      expect(a).toEqual(b);
+      expect(keyError(a)).toBeInstanceOf(EffectKeyError);
+      expect(keyError(b)).toBeInstanceOf(EffectKeyError);
+      // The largest safe integers stay keys of their own.
+      expect(effectKey('t', { name: 'f', args: [2 ** 53 - 1] })).not.toBe(
+        effectKey('t', { name: 'f', args: [2 ** 53 - 2] }),
+      );
     });
 
     it('throws an EffectKeyError for a BigInt', () => {
       const error = keyError({ amount: 10n });
       expect(error).toBeInstanceOf(EffectKeyError);
-      expect((error as EffectKeyError).cause).toBeInstanceOf(TypeError);
+      expect(error).toMatchObject({ path: 'args.amount', problem: 'a bigint' });
+    });
+
+    it('an object member that is undefined is left out, as JSON.stringify does: the key of the object without it', () => {
+      expect(effectKey('t', { name: 'f', args: { order_id: 'ORD-7781', note: undefined } })).toBe(
+        effectKey('t', { name: 'f', args: { order_id: 'ORD-7781' } }),
+      );
+    });
+
+    it("an error of a getter is an EffectKeyError with the getter's error as its cause", () => {
+      const boom = new Error('boom');
+      const args = {
+        get order_id(): string {
+          throw boom;
+        },
+      };
+      const error = keyError(args);
+      expect(error).toBeInstanceOf(EffectKeyError);
+      expect(error).toMatchObject({ path: 'args.order_id' });
+      expect((error as Error).cause).toBe(boom);
     });
 
     it('accepts a shared, non-cyclic reference', () => {

@@ -25,15 +25,22 @@ export class LeaseLostError extends CleanturnError {
 
 /**
  * A result cannot be stored: it is not JSON data (a `Date`, a `Map`, a class instance, a `BigInt`, a cycle,
- * `NaN`). Durable ledgers store results as JSON and replay them to other processes, so every ledger rejects
- * these, the in-memory one too.
+ * `NaN`), it is nested deeper than 256 levels, or it is too big (its JSON text longer than a string can be, or
+ * than the ledger's storage takes). Durable ledgers store results as JSON and replay them to other processes, so
+ * every ledger rejects these, the in-memory one too. `executeTools` records the call as failed with this error:
+ * the effect did run, so a later run replays the failure instead of running it again.
  */
 export class EffectResultError extends CleanturnError {
   /** Where in the result the offending value is (`result.refund.created`). */
   readonly path: string;
 
-  constructor(path: string, problem: string) {
-    super(`${path}: ${problem}; an effect result must be JSON data`, { retryable: false });
+  /**
+   * @param path Where the value is.
+   * @param problem What is wrong with it.
+   * @param cause What reading or storing it threw, if anything did.
+   */
+  constructor(path: string, problem: string, cause?: unknown) {
+    super(`${path}: ${problem}; an effect result must be JSON data`, { retryable: false, cause });
     this.path = path;
   }
 }

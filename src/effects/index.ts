@@ -18,7 +18,7 @@ export type { ExecuteToolsOptions } from './executeTools.js';
 // The executor
 export { executeTools } from './executeTools.js';
 // For ledger authors: the storage rules every ledger applies
-export { decodeError, decodeResult, encodeResult, serializeError } from './json.js';
+export { checkResultSize, decodeError, decodeResult, encodeResult, serializeError } from './json.js';
 export type {
   Decision,
   LedgerAnswers,

@@ -5,6 +5,8 @@
  * @module
  */
 import { describeError, isRetryable } from 'cleanturn';
+import { readProperty, readString } from '../internal/describeError.js';
+import { writeJson } from '../internal/jsonData.js';
 import { EffectResultError } from './errors.js';
 import type { JsonValue, SerializedError } from './types.js';
 
@@ -12,10 +14,13 @@ import type { JsonValue, SerializedError } from './types.js';
  * Encodes an effect result as JSON text for a ledger, or `undefined` when there is no result.
  *
  * JSON data is `null`, booleans, finite numbers, strings, arrays of JSON data and plain objects (prototype
- * `Object.prototype` or `null`) whose values are JSON data. Object properties that are `undefined` are left
- * out, as `JSON.stringify` does. Everything else (a `Date`, a `Map`, a class instance, a function, a `BigInt`,
- * `NaN`, `undefined` inside an array, a cycle) is rejected rather than silently changed: a replay in another
- * process must give back what the first run returned.
+ * `Object.prototype` or `null`) whose values are JSON data, nested at most 256 levels deep. Object properties that
+ * are `undefined` are left out, as `JSON.stringify` does. Everything else (a `Date`, a `Map`, a class instance, a
+ * function, a `BigInt`, `NaN`, `undefined` inside an array, a cycle, deeper nesting, a text longer than a string
+ * can be) is rejected rather than silently changed: a replay in another process must give back what the first run
+ * returned. The text is exactly what `JSON.stringify` writes; the check and the writing are one walk with an
+ * explicit stack, so no result can overflow the call stack. The same rule of what JSON data is decides what an
+ * effect key can be computed for (`effectKey` of `cleanturn`).
  *
  * @param result What a tool handler returned.
  * @returns The JSON text, or `undefined` for an `undefined` result.
@@ -23,8 +28,50 @@ import type { JsonValue, SerializedError } from './types.js';
  */
 export function encodeResult(result: unknown): string | undefined {
   if (result === undefined) return undefined;
-  checkJson(result, 'result', []);
-  return JSON.stringify(result);
+  const written = writeJson(result, 'result', false);
+  if (!written.ok) throw new EffectResultError(written.path, written.problem, written.cause);
+  return written.json;
+}
+
+/**
+ * Refuses a result whose JSON text is longer, in bytes of UTF-8, than a ledger's storage takes in one value: the one
+ * size rule of the ledgers (SQLite holds at most 10^9 bytes in a value; Redis takes at most its `proto-max-bulk-len`,
+ * 512 MB by default). Checked before anything is sent, so that the claim stands and its holder records the failure
+ * (`executeTools` does), instead of a driver error that leaves the claim open (or a server that drops the
+ * connection). Counts without copying the text, and only when it could be too long (a UTF-16 unit is at most 3 bytes).
+ *
+ * @param payload The result's JSON text ({@link encodeResult}), `undefined` for none.
+ * @param maxBytes The most bytes the storage takes in one value.
+ * @param store What refuses it, for the message (`the SQLite ledger`, `the Redis server (proto-max-bulk-len)`).
+ * @throws {EffectResultError} when the text is longer than `maxBytes` bytes of UTF-8.
+ */
+export function checkResultSize(payload: string | undefined, maxBytes: number, store: string): void {
+  if (payload === undefined || payload.length * 3 <= maxBytes) return;
+  const bytes = utf8Length(payload);
+  if (bytes > maxBytes) {
+    throw new EffectResultError(
+      'result',
+      `its JSON text (${bytes} bytes of UTF-8) is too big for ${store}, which takes at most ${maxBytes} bytes in one value`,
+    );
+  }
+}
+
+/** The length of `text` in UTF-8, as `TextEncoder` would write it (a lone surrogate as the 3 bytes of U+FFFD). */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit < 0xdc00 && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next < 0xe000) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 /**
@@ -45,11 +92,11 @@ export function decodeResult(text: string | null | undefined): JsonValue | undef
  * @returns Plain JSON data that a ledger can store and replay.
  */
 export function serializeError(error: unknown): SerializedError {
-  const object = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {};
-  const name = typeof object.name === 'string' ? object.name : 'Error';
+  // A foreign error may have getters or Proxy traps that throw: read through the readers that never do.
+  const name = readString(error, 'name') ?? 'Error';
   const message = describeError(error);
   const serialized: SerializedError = { name, message, retryable: isRetryable(error) };
-  const code = object.code;
+  const code = readProperty(error, 'code');
   if (typeof code === 'string' || (typeof code === 'number' && Number.isFinite(code))) serialized.code = code;
   return serialized;
 }
@@ -82,46 +129,4 @@ export function decodeError(text: string | null | undefined): SerializedError {
   const code = object.code;
   if (typeof code === 'string' || (typeof code === 'number' && Number.isFinite(code))) error.code = code;
   return error;
-}
-
-/** Throws an {@link EffectResultError} at the first value under `value` that is not JSON data. */
-function checkJson(value: unknown, path: string, ancestors: object[]): void {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return;
-    case 'number':
-      if (!Number.isFinite(value)) throw new EffectResultError(path, `${value} is not a finite number`);
-      return;
-    case 'object': {
-      if (value === null) return;
-      if (ancestors.includes(value)) throw new EffectResultError(path, 'a cycle');
-      ancestors.push(value);
-      if (Array.isArray(value)) {
-        // An index loop, not forEach: a hole would become null in JSON, a silent change.
-        for (let index = 0; index < value.length; index++) {
-          if (!(index in value)) throw new EffectResultError(`${path}[${index}]`, 'a hole in an array');
-          const item: unknown = value[index];
-          if (item === undefined) throw new EffectResultError(`${path}[${index}]`, 'undefined in an array');
-          checkJson(item, `${path}[${index}]`, ancestors);
-        }
-        if (Object.keys(value).length !== value.length) {
-          throw new EffectResultError(path, 'an array with properties besides its items');
-        }
-      } else {
-        const prototype: unknown = Object.getPrototypeOf(value);
-        if (prototype !== Object.prototype && prototype !== null) {
-          const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
-          throw new EffectResultError(path, `a ${typeof name === 'string' ? name : 'non-plain object'}`);
-        }
-        for (const [key, item] of Object.entries(value)) {
-          if (item !== undefined) checkJson(item, `${path}.${key}`, ancestors);
-        }
-      }
-      ancestors.pop();
-      return;
-    }
-    default:
-      throw new EffectResultError(path, `a ${typeof value}`);
-  }
 }

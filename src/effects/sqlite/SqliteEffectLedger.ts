@@ -5,9 +5,11 @@ import {
   type ClaimOptions,
   type ClaimResult,
   checkDuration,
+  checkResultSize,
   decide,
   type EffectLedger,
   type EffectRecord,
+  EffectResultError,
   encodeResult,
   isSettled,
   LeaseLostError,
@@ -19,7 +21,12 @@ import {
   type StoredRecord,
 } from 'cleanturn/effects';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
-import { LedgerBusyError, LedgerClosedError, type SqliteLedgerOperation } from './errors.js';
+import {
+  LedgerBusyError,
+  LedgerClosedError,
+  LedgerReadOnlyError,
+  type SqliteLedgerOperation,
+} from './errors.js';
 
 /** Options of {@link SqliteEffectLedger}. */
 export interface SqliteEffectLedgerOptions {
@@ -50,6 +57,8 @@ const FIRST_BACKOFF_MS = 2;
 const MAX_BACKOFF_MS = 50;
 /** How often a claim deletes expired rows. */
 const PURGE_EVERY_MS = 60_000;
+/** The most bytes SQLite stores in one value or row (`SQLITE_MAX_LENGTH`, as better-sqlite3 builds it). */
+const SQLITE_MAX_LENGTH = 1_000_000_000;
 
 /** A row of the records table. */
 interface Row {
@@ -82,6 +91,27 @@ function isBusy(error: unknown): boolean {
 }
 
 /**
+ * SQLite's code when it refused to write (`SQLITE_READONLY*`) or to open the file or the WAL's files beside it
+ * (`SQLITE_CANTOPEN*`), else `undefined`.
+ */
+function readOnlyCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SQLITE_(READONLY|CANTOPEN)/.test(code) ? code : undefined;
+}
+
+/** {@link LedgerReadOnlyError} for an error of {@link readOnlyCode}, else the error as it is. */
+function readOnly(operation: SqliteLedgerOperation, error: unknown): unknown {
+  const code = readOnlyCode(error);
+  return code === undefined ? error : new LedgerReadOnlyError(operation, code, error);
+}
+
+/** Whether SQLite (or better-sqlite3, binding it) refused a value as too big (past 10^9 bytes). */
+function isTooBig(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_TOOBIG' || (error instanceof RangeError && /too big/i.test(error.message));
+}
+
+/**
  * An effect ledger in a SQLite file: exactly once across restarts and across the processes of one machine.
  *
  * Records are keyed by scope (the turn id) and effect key. Every read-check-write runs in an `IMMEDIATE`
@@ -104,6 +134,13 @@ function isBusy(error: unknown): boolean {
  * which is nearly always, and with a promise while they wait for it: `await` them (or let `executeTools`, which
  * takes both). `get` and `seen` are always synchronous, so the ledger also serves as `seen` of
  * `dedupeByEffectKey`. Expired rows are deleted by `purge()`, which claims also run once a minute.
+ *
+ * **A database it cannot write** (a read-only file or directory: WAL mode needs to create the `-wal` and `-shm`
+ * files beside the database; a database passed in that was opened `readonly` or is `query_only`) is a
+ * {@link LedgerReadOnlyError} (not retryable) at open, when the table cannot be created or the file not opened, or
+ * at the first write (a claim of a key it does not hold): nothing is written and no handler runs without its claim.
+ * What it holds is still read: settled keys are still replayed. A result whose JSON text SQLite cannot hold in one
+ * value (10^9 bytes) is refused by `complete` with `EffectResultError`, so that the executor records the failure.
  *
  * Table (created if missing):
  * ```sql
@@ -158,15 +195,22 @@ export class SqliteEffectLedger implements EffectLedger {
       true,
     );
     this.#owned = typeof options.database === 'string';
-    this.#db =
-      typeof options.database === 'string'
-        ? new Database(options.database, { timeout: 0 })
-        : options.database;
+    try {
+      this.#db =
+        typeof options.database === 'string'
+          ? new Database(options.database, { timeout: 0 })
+          : options.database;
+    } catch (error) {
+      throw readOnly('open', error);
+    }
     try {
       this.#attempt(() => undefined);
     } catch (error) {
       // The lock is taken: the table is created by the first operation that gets it.
-      if (!isBusy(error)) throw error;
+      if (!isBusy(error)) {
+        if (this.#owned) this.#db.close();
+        throw readOnly('open', error);
+      }
     }
   }
 
@@ -176,21 +220,49 @@ export class SqliteEffectLedger implements EffectLedger {
       const now = Date.now();
       if (now - this.#purgedAt >= PURGE_EVERY_MS) {
         this.#purgedAt = now;
-        sql.purge.run(now);
+        try {
+          sql.purge.run(now);
+        } catch (error) {
+          // Housekeeping only: a read-only database keeps its expired rows, and still answers what it holds.
+          if (readOnlyCode(error) === undefined) throw error;
+        }
       }
       const token = globalThis.crypto.randomUUID();
       return apply(sql, scope, key, now, { type: 'claim', token, leaseMs, retentionMs: this.#retentionMs });
     });
   }
 
+  /**
+   * Records the result. A result that is not JSON data, or whose JSON text SQLite cannot hold in one value (past
+   * 10^9 bytes of UTF-8), is refused with `EffectResultError` and nothing is written: the claim stands, and its
+   * holder records the failure (`executeTools` does).
+   */
   complete(scope: string, key: string, token: string, result: unknown): Awaitable<void> {
     const payload = encodeResult(result);
-    return this.#settle('complete', scope, key, {
-      type: 'complete',
-      token,
-      payload,
-      retentionMs: this.#retentionMs,
-    });
+    // Checked before binding: better-sqlite3 would first copy the text to UTF-8, only to be refused.
+    checkResultSize(payload, SQLITE_MAX_LENGTH, 'the SQLite ledger');
+    const tooBig = (cause?: unknown) =>
+      new EffectResultError(
+        'result',
+        `its JSON text (${payload?.length} characters) is too big for the SQLite ledger, which stores at most ${SQLITE_MAX_LENGTH} bytes in one value`,
+        cause,
+      );
+    let answer: Awaitable<void>;
+    try {
+      answer = this.#settle('complete', scope, key, {
+        type: 'complete',
+        token,
+        payload,
+        retentionMs: this.#retentionMs,
+      });
+    } catch (error) {
+      throw isTooBig(error) ? tooBig(error) : error;
+    }
+    return answer instanceof Promise
+      ? answer.catch((error: unknown) => {
+          throw isTooBig(error) ? tooBig(error) : error;
+        })
+      : answer;
   }
 
   fail(scope: string, key: string, token: string, error: SerializedError): Awaitable<void> {
@@ -293,7 +365,7 @@ export class SqliteEffectLedger implements EffectLedger {
     try {
       return this.#attempt(transaction);
     } catch (error) {
-      if (!isBusy(error)) throw error;
+      if (!isBusy(error)) throw readOnly(operation, error);
       if (this.#busyTimeoutMs === 0) throw new LedgerBusyError(operation, 0, error);
     }
     return this.#retry(operation, signal, transaction);
@@ -305,7 +377,7 @@ export class SqliteEffectLedger implements EffectLedger {
       return this.#attempt(body);
     } catch (error) {
       if (isBusy(error)) throw new LedgerBusyError(operation, 0, error);
-      throw error;
+      throw readOnly(operation, error);
     }
   }
 
@@ -351,7 +423,11 @@ export class SqliteEffectLedger implements EffectLedger {
           resolve(value);
         } catch (error) {
           if (isBusy(error) && Date.now() < deadline) return next();
-          wait.reject(isBusy(error) ? new LedgerBusyError(operation, this.#busyTimeoutMs, error) : error);
+          wait.reject(
+            isBusy(error)
+              ? new LedgerBusyError(operation, this.#busyTimeoutMs, error)
+              : readOnly(operation, error),
+          );
         }
       };
       this.#waits.add(wait);

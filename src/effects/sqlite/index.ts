@@ -5,6 +5,6 @@
  * @module
  */
 export type { SqliteLedgerOperation } from './errors.js';
-export { LedgerBusyError, LedgerClosedError } from './errors.js';
+export { LedgerBusyError, LedgerClosedError, LedgerReadOnlyError } from './errors.js';
 export type { SqliteEffectLedgerOptions } from './SqliteEffectLedger.js';
 export { SqliteEffectLedger } from './SqliteEffectLedger.js';

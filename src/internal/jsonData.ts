@@ -1,0 +1,206 @@
+/**
+ * What JSON data is, as one rule: which values an effect key can be computed for (`effectKey` of `cleanturn`,
+ * canonical) and which results a ledger can store (`encodeResult` of `cleanturn/effects`), and the JSON text of
+ * each. Dependency-free (no errors, no imports), so that every entry point may bundle it: the callers turn a
+ * problem into their own typed error.
+ *
+ * @module
+ */
+
+/**
+ * How deep JSON data may nest (arrays and objects inside each other) in effect-key arguments and in effect
+ * results: 256 levels. Real tool arguments and results nest a few levels; the bound keeps every `JSON.stringify`
+ * and `JSON.parse` that later meets the value (a provider's request body, a ledger in another language) far from
+ * its stack's end.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** What {@link writeJson} gives: the JSON text, or where the first value that is not JSON data is and why. */
+export type JsonWritten =
+  | { ok: true; json: string }
+  | { ok: false; path: string; problem: string; cause?: unknown };
+
+/** An array or object being written: what is left of it. */
+interface Open {
+  /** The array or object. */
+  value: object;
+  /** The object's member names in the order they are written; `undefined` for an array. */
+  keys: string[] | undefined;
+  /** The index of the next item or member. */
+  next: number;
+  /** Whether a member was written (an object's next member needs a comma). */
+  wrote: boolean;
+}
+
+/** Characters that `JSON.stringify` escapes in a string: controls, `"`, `\`, and (when lone) surrogates. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what JSON escapes
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
+
+/** A string as JSON text, exactly as `JSON.stringify` writes it (without copying a string that needs no escape). */
+export function quote(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
+/**
+ * Writes JSON data as JSON text, or says where the first value that is not JSON data is: the one rule of what JSON
+ * data is, for effect keys (canonical) and for stored effect results (`encodeResult` of `cleanturn/effects`).
+ *
+ * JSON data: `null`, booleans, finite numbers, strings, arrays without holes, `undefined` items or extra
+ * properties, and plain objects (prototype `Object.prototype` or `null`); object members that are `undefined`
+ * are left out, as `JSON.stringify` does; no cycles; at most {@link MAX_JSON_DEPTH} levels deep. The walk uses an
+ * explicit stack, never recursion, so neither depth nor size can overflow the call stack, and reads each value
+ * once (a getter runs once); a text longer than a string can be is a problem at `path`, as is an error thrown while
+ * reading the value (a getter, a proxy).
+ *
+ * @param value The value to write.
+ * @param path What the value is, for problems (`args`, `result`); nested values extend it (`args.lines[2].sku`).
+ * @param canonical `true` for the canonical form of effect keys: members sorted by UTF-16 code units, and integers
+ *   beyond `Number.MAX_SAFE_INTEGER` refused (past it, two numbers of the provider's JSON text read as one).
+ *   `false` keeps the members' order and writes exactly what `JSON.stringify` writes.
+ * @returns The text, or the problem.
+ */
+export function writeJson(value: unknown, path: string, canonical: boolean): JsonWritten {
+  // The arrays and objects being written, outermost first; no more than MAX_JSON_DEPTH, so a cycle is found by
+  // looking through it.
+  const stack: Open[] = [];
+  let json = '';
+  // Whether a value is being read (a getter or a proxy may throw), not written.
+  let reading = false;
+  // The value to write next, while `pending`; then the walk moves on to the next item.
+  let item: unknown = value;
+  let pending = true;
+  try {
+    for (;;) {
+      if (pending) {
+        pending = false;
+        switch (typeof item) {
+          case 'string':
+            json += quote(item);
+            break;
+          case 'boolean':
+            json += item ? 'true' : 'false';
+            break;
+          case 'number':
+            if (!Number.isFinite(item)) return problem(path, stack, `${item} is not a finite number`);
+            if (canonical && Math.abs(item) > Number.MAX_SAFE_INTEGER) {
+              return problem(
+                path,
+                stack,
+                `${item} is an integer beyond Number.MAX_SAFE_INTEGER (2^53 - 1), where two different numbers of JSON text read as one; send it as a string`,
+              );
+            }
+            json += String(item);
+            break;
+          case 'object': {
+            if (item === null) {
+              json += 'null';
+              break;
+            }
+            for (const open of stack) if (open.value === item) return problem(path, stack, 'a cycle');
+            if (stack.length >= MAX_JSON_DEPTH) {
+              return problem(path, stack, `nested deeper than ${MAX_JSON_DEPTH} levels`);
+            }
+            reading = true;
+            if (Array.isArray(item)) {
+              reading = false;
+              stack.push({ value: item, keys: undefined, next: 0, wrote: false });
+              json += '[';
+              break;
+            }
+            const prototype: unknown = Object.getPrototypeOf(item);
+            if (prototype !== Object.prototype && prototype !== null) {
+              return problem(path, stack, describeObject(item));
+            }
+            const keys = Object.keys(item);
+            reading = false;
+            if (canonical) keys.sort();
+            stack.push({ value: item, keys, next: 0, wrote: false });
+            json += '{';
+            break;
+          }
+          case 'undefined':
+            return problem(path, stack, 'undefined');
+          default:
+            return problem(path, stack, article(typeof item));
+        }
+      }
+      const top = stack[stack.length - 1];
+      if (top === undefined) return { ok: true, json };
+      const { keys } = top;
+      if (keys === undefined) {
+        const array = top.value as readonly unknown[];
+        reading = true;
+        if (top.next < array.length) {
+          const index = top.next++;
+          if (!(index in array)) return problem(path, stack, 'a hole in an array');
+          item = array[index];
+          reading = false;
+          if (item === undefined) return problem(path, stack, 'undefined in an array');
+          if (index > 0) json += ',';
+          pending = true;
+          continue;
+        }
+        if (Object.keys(array).length !== array.length) {
+          return problem(path, stack.slice(0, -1), 'an array with properties besides its items');
+        }
+        reading = false;
+        json += ']';
+      } else {
+        const object = top.value as Record<string, unknown>;
+        while (top.next < keys.length) {
+          const key = keys[top.next++] as string;
+          reading = true;
+          item = object[key];
+          reading = false;
+          if (item === undefined) continue;
+          json += `${top.wrote ? ',' : ''}${quote(key)}:`;
+          top.wrote = true;
+          pending = true;
+          break;
+        }
+        if (pending) continue;
+        json += '}';
+      }
+      stack.pop();
+    }
+  } catch (error) {
+    if (!reading) return { ok: false, path, problem: 'too long to write as JSON text', cause: error };
+    // What a getter threw may itself throw when read (this module has no imports, so no describeError).
+    let message: string;
+    try {
+      message = error instanceof Error ? error.message : String(error);
+    } catch {
+      message = 'an error that cannot be read';
+    }
+    return problem(path, stack, `reading it threw: ${message}`, error);
+  }
+}
+
+/**
+ * The problem with the value at the end of `stack`: the item each open array or object is at (`next - 1`) makes
+ * the path below `path`.
+ */
+function problem(path: string, stack: readonly Open[], what: string, cause?: unknown): JsonWritten {
+  let at = path;
+  for (const open of stack)
+    at += open.keys === undefined ? `[${open.next - 1}]` : `.${open.keys[open.next - 1]}`;
+  return cause === undefined
+    ? { ok: false, path: at, problem: what }
+    : { ok: false, path: at, problem: what, cause };
+}
+
+/** What a non-plain object is: `a Map`, `an Order`, or `a non-plain object` when its constructor has no name. */
+function describeObject(object: object): string {
+  let name: unknown;
+  try {
+    name = (object as { constructor?: { name?: unknown } }).constructor?.name;
+  } catch {
+    name = undefined;
+  }
+  return typeof name === 'string' && name !== '' ? article(name) : 'a non-plain object';
+}
+
+/** `a Map`, `an Order`, `a Uint8Array`: a name with its indefinite article (by its first letter). */
+function article(name: string): string {
+  return /^[aeio]/i.test(name) ? `an ${name}` : `a ${name}`;
+}
