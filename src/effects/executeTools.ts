@@ -5,6 +5,7 @@ import {
   defaultIfEmpty,
   defer,
   filter,
+  finalize,
   from,
   isObservable,
   map,
@@ -57,11 +58,17 @@ export interface ExecuteToolsOptions {
    */
   order?: 'calls' | 'completion';
   /**
-   * How long a claim holds, in milliseconds. While a handler runs, its lease is renewed every `leaseMs / 3`
-   * (with a ledger that has `renew`; the built-in ones do), so a handler may run longer than it: the lease is
-   * how long a restart waits for the claim of a process that crashed mid-effect. With a ledger without `renew`,
-   * choose it longer than the slowest handler: past it, another process may take the key over and run the
-   * handler again (with the same key). Default: 60 000.
+   * How long a claim holds, in milliseconds. While a handler runs, and until its outcome is recorded, its lease
+   * is renewed a beat (`leaseMs / 3`) after the previous renewal was sent, or as soon as that one answered if it
+   * answered later: renewals never overlap (with a ledger that has `renew`; the built-in ones do). So a handler may
+   * run longer than the lease: the lease is how long a restart waits for the claim of a process that crashed
+   * mid-effect. With a ledger without `renew`, choose it longer than the slowest handler: past it, another process
+   * may take the key over and run the handler again (with the same key).
+   *
+   * Keep a beat (`leaseMs / 3`) above twice the longest a ledger call may wait: one renewal can take that long
+   * (a write that got no answer is asked twice), and one that fails then still leaves the next beat time to land
+   * before the lease ends. Redis: 2 × `commandTimeoutMs` (5 000 by default, so `leaseMs` above 30 000); SQLite:
+   * `busyTimeoutMs`; another ledger: the longest one of its calls may take. Default: 60 000.
    */
   leaseMs?: number;
   /**
@@ -105,8 +112,27 @@ const DEFAULT_POLL_MS = 100;
 /** A handler's outcome as a value: handler failures are results, not stream errors. */
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-/** How a leased handler run ended: it settled (`lost`: its lease was lost meanwhile), or it timed out. */
-type LeasedRun = { settled: Settled; lost: boolean } | { timedOut: HandlerTimeoutError };
+/** How a handler run ended: it settled, or `handlerTimeoutMs` ran out first. */
+type TimedRun = { settled: Settled } | { timedOut: HandlerTimeoutError };
+
+/** A claim's lease while its call runs and is recorded (see `keepLease` in {@link executeTools}). */
+interface Lease {
+  /** When the lease ends as far as this holder knows (epoch ms): `leaseMs` after the last renewal that succeeded. */
+  readonly endsAt: number;
+  /** Whether the lease was lost while the handler ran: a renewal said so, or none succeeded until it ended. */
+  readonly lost: boolean;
+  /** The handler has settled: from now on the lease is only kept while the outcome is recorded. */
+  settling(): void;
+  /** Stops renewing; a renewal under way is aborted. */
+  end(): void;
+}
+
+/** How many times a write that records an outcome (`complete`, `fail`, `release`) is sent, at most. */
+const SETTLE_ATTEMPTS = 5;
+/** The pause before such a write is sent again the first time; it doubles after each failure. */
+const SETTLE_FIRST_PAUSE_MS = 100;
+/** The longest pause between two of those attempts. */
+const SETTLE_MAX_PAUSE_MS = 2_000;
 
 /**
  * Runs the tool calls of a clean turn with your handlers, at most once per effect key across retries,
@@ -136,32 +162,44 @@ type LeasedRun = { settled: Settled; lost: boolean } | { timedOut: HandlerTimeou
  * Every case of `marbles/executeTools.marbles.ts`, with pictures: `docs/operators/executeTools.md`.
  *
  * State per call: claim → run the handler → complete (or fail / release) → emit; with `order: 'calls'`, the
- * results that wait for an earlier one. Unsubscribing aborts the handlers' `signal` and writes nothing more:
- * a claim whose handler was cut off expires after `leaseMs`, as if its process had crashed.
+ * results that wait for an earlier one. Unsubscribing aborts the handlers' `signal` and writes nothing more
+ * (a write already sent may still land): a claim whose handler was cut off expires after `leaseMs`, as if its
+ * process had crashed.
  *
  * Every call gets exactly one result under its own call id, repeats too: a `tool-call-repeat` of
  * `dedupeByEffectKey` (or a second call with a key this subscription already ran) never runs its handler; it
  * is answered with its key's outcome, from this subscription or from the ledger.
  *
- * Leases: while a handler runs, its claim's lease is renewed every `leaseMs / 3` (when the ledger has `renew`),
- * so that nobody takes over a live handler. When a renewal says the lease is lost (or renewals keep failing
- * past the lease), the handler's `signal` is aborted with `LeaseLostError` and its result carries
- * `leaseLost: true`; so does a result whose completion was fenced off. `handlerTimeoutMs` bounds a handler.
+ * Leases: while a handler runs and until its outcome is recorded, its claim's lease is renewed every `leaseMs / 3`
+ * (when the ledger has `renew`; the next renewal goes out only once the previous one answered), so that nobody
+ * takes over a live handler. When a renewal says the lease is lost (or renewals keep failing past the lease)
+ * while the handler runs, its `signal` is aborted with `LeaseLostError` and its result carries `leaseLost: true`;
+ * so does a result whose completion was fenced off. `handlerTimeoutMs` bounds a handler.
+ *
+ * Recording the outcome: the handler has run, so a `complete`, `fail` or `release` that fails with a retryable
+ * error (a ledger that got no answer, `LedgerTimeoutError`; memory full; a lost connection; a lock held,
+ * `LedgerBusyError`) is sent again under the same claim token, which every ledger takes twice safely: after
+ * 100 ms, then twice as long each time (at most 2 s), five attempts in all, while the lease is renewed and
+ * never once it would have ended. The handler never runs again within the run.
  *
  * The outcomes:
  * - `executed`: the handler ran now; `reclaimed: true` when it took over an expired claim (in doubt: see
  *   `inDoubt`); `leaseLost: true` when its lease was lost while it ran (its result is not the recorded one).
  * - `replayed`: the effect ran before (in an earlier run, or under an earlier call of this turn with the same
  *   key); `result` is the recorded one.
- * - `failed`: the handler threw (`replayed: false`, with `cause`) or its recorded failure was replayed (also
+ * - `failed`: the handler threw (`replayed: false`, with `cause`), its result cannot be stored (`EffectResultError`:
+ *   not JSON data, nested deeper than 256 levels, or too big; recorded, since the effect ran, so a rerun replays
+ *   the failure and never runs the handler again), or its recorded failure was replayed (also
  *   for a repeat whose key left no record anywhere: `NoRecordedResultError`); `HandlerTimeoutError` past
  *   `handlerTimeoutMs`; `EffectInDoubtError` for a reclaimed claim with `inDoubt: 'report'`; `LeaseLostError`
  *   (with `leaseLost: true`) when the handler failed after its lease was lost.
  * - `unknown-tool`: no handler has that name; the ledger is not touched.
  * - `in-progress`: another holder is running it (only with `inProgress: 'report'`).
  *
- * The stream errors only when the ledger itself fails (a database or network error: whether the effect ran is
- * then unknown, and the claim expires), or with {@link MissingEffectKeyError} for a call without an effect key.
+ * The stream errors only when the ledger itself fails: a claim that fails (nothing ran), a write that records an
+ * outcome and still fails after its attempts above, or refuses for good (`retryable: false`); the effect's record
+ * is then unknown (the write may still land), and an unrecorded claim expires after its lease, so the next run
+ * takes it over as in doubt. Or with {@link MissingEffectKeyError} for a call without an effect key.
  *
  * ## Example
  * ```ts
@@ -264,7 +302,7 @@ export function executeTools(
               // Not a repeat: a `tool-call` whose key this subscription meets for the first time.
               if (!repeat) {
                 if (claim.reclaimed && inDoubt === 'report')
-                  return reportInDoubt(call as KeyedToolCall, claim.token);
+                  return reportInDoubt(call as KeyedToolCall, claim.token, sentAt);
                 return execute(call as KeyedToolCall, handler, claim.token, claim.reclaimed, sentAt);
               }
               // A repeat whose key has no record: give the claim back and answer from this subscription's
@@ -288,11 +326,15 @@ export function executeTools(
   }
 
   /** Records a reclaimed key as in doubt (`inDoubt: 'report'`), without running its handler. */
-  function reportInDoubt(call: KeyedToolCall, token: string): Observable<ToolResultEvent> {
-    return settle('fail', call, token, new EffectInDoubtError(turnId, call.effectKey), false);
+  function reportInDoubt(call: KeyedToolCall, token: string, claimedAt: number): Observable<ToolResultEvent> {
+    const endsAt = claimedAt + leaseMs;
+    return settle('fail', call, token, new EffectInDoubtError(turnId, call.effectKey), false, () => endsAt);
   }
 
-  /** Runs the handler of a claimed call, renewing its lease meanwhile, and records its outcome. */
+  /**
+   * Runs the handler of a claimed call and records its outcome, renewing the claim's lease from the claim until
+   * the outcome is recorded (or the subscriber unsubscribes).
+   */
   function execute(
     call: KeyedToolCall,
     handler: ToolHandler,
@@ -302,149 +344,229 @@ export function executeTools(
   ): Observable<ToolResultEvent> {
     const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
     const context = { effectKey: call.effectKey, turnId, call, reclaimed };
-    return runLeased(handler, call, context, token, claimedAt).pipe(
-      mergeMap((run): Observable<ToolResultEvent> => {
-        if ('timedOut' in run) {
-          // The handler may still be running: leave the claim to expire, as a crashed holder's.
-          const error = serializeError(run.timedOut);
-          return of({ ...base, outcome: 'failed', error, replayed: false, cause: run.timedOut });
-        }
-        const { settled, lost } = run;
-        if (settled.ok) {
-          const executed: ToolExecutedEvent = {
-            ...base,
-            outcome: 'executed',
-            result: settled.value as JsonValue | undefined,
-            reclaimed,
-          };
-          const lostLease: ToolExecutedEvent = { ...executed, leaseLost: true };
-          return defer(() => {
-            // Checked here too, so that a ledger of one's own that forgets to check cannot store a non-JSON result.
-            encodeResult(settled.value);
-            return awaited(() => ledger.complete(turnId, call.effectKey, token, settled.value));
-          }).pipe(
-            map(() => (lost ? lostLease : executed)),
-            catchError((error: unknown) => {
-              // The effect ran, but its result cannot be stored: record that as a failure, so that no later run
-              // repeats an effect known to have happened.
-              if (error instanceof EffectResultError) return settle('fail', call, token, error, lost);
-              // Another holder took the key over after our lease was lost; its record stands, our result is real.
-              if (error instanceof LeaseLostError) return of(lostLease);
-              return throwError(() => error);
-            }),
-          );
-        }
-        if (lost) {
-          // Aborted because the lease was lost: another holder's record (or claim) stands; write nothing.
-          const error = serializeError(new LeaseLostError(turnId, call.effectKey));
-          return of({
-            ...base,
-            outcome: 'failed',
-            error,
-            replayed: false,
-            cause: settled.error,
-            leaseLost: true,
-          });
-        }
-        let record: boolean;
-        try {
-          record = recordFailure(settled.error);
-        } catch (error) {
-          return throwError(() => error);
-        }
-        return settle(record ? 'fail' : 'release', call, token, settled.error, false);
-      }),
-    );
+    return defer(() => {
+      // The handler's signal: aborted for a lost lease, a timeout, or an unsubscribe while it runs.
+      const controller = new AbortController();
+      // Whether the handler has settled (or timed out): a lease lost after that aborts nothing.
+      let handled = false;
+      const lease = keepLease(call, token, claimedAt, () => {
+        if (!handled) controller.abort(new LeaseLostError(turnId, call.effectKey));
+      });
+      const endsAt = () => lease.endsAt;
+      return runTimed(handler, call, context, controller).pipe(
+        mergeMap((run): Observable<ToolResultEvent> => {
+          handled = true;
+          if ('timedOut' in run) {
+            // The handler may still be running: leave the claim to expire, as a crashed holder's.
+            lease.end();
+            const error = serializeError(run.timedOut);
+            return of({ ...base, outcome: 'failed', error, replayed: false, cause: run.timedOut });
+          }
+          const settled = run.settled;
+          const lost = lease.lost;
+          lease.settling();
+          if (settled.ok) {
+            const executed: ToolExecutedEvent = {
+              ...base,
+              outcome: 'executed',
+              result: settled.value as JsonValue | undefined,
+              reclaimed,
+            };
+            const lostLease: ToolExecutedEvent = { ...executed, leaseLost: true };
+            return defer(() => {
+              // Checked here too, so that a ledger of one's own that forgets to check cannot store a non-JSON result.
+              encodeResult(settled.value);
+              return record(() => ledger.complete(turnId, call.effectKey, token, settled.value), endsAt);
+            }).pipe(
+              map(() => (lost ? lostLease : executed)),
+              catchError((error: unknown) => {
+                // The effect ran, but its result cannot be stored: record that as a failure, so that no later run
+                // repeats an effect known to have happened.
+                if (error instanceof EffectResultError)
+                  return settle('fail', call, token, error, lost, endsAt);
+                // Another holder took the key over after our lease was lost; its record stands, our result is real.
+                if (error instanceof LeaseLostError) return of(lostLease);
+                return throwError(() => error);
+              }),
+            );
+          }
+          if (lost) {
+            // Aborted because the lease was lost: another holder's record (or claim) stands; write nothing.
+            const error = serializeError(new LeaseLostError(turnId, call.effectKey));
+            return of({
+              ...base,
+              outcome: 'failed',
+              error,
+              replayed: false,
+              cause: settled.error,
+              leaseLost: true,
+            });
+          }
+          let recorded: boolean;
+          try {
+            recorded = recordFailure(settled.error);
+          } catch (error) {
+            return throwError(() => error);
+          }
+          return settle(recorded ? 'fail' : 'release', call, token, settled.error, false, endsAt);
+        }),
+        finalize(() => lease.end()),
+      );
+    });
   }
 
   /**
-   * Runs a handler while renewing its lease every `leaseMs / 3` (when the ledger can), and within
-   * `handlerTimeoutMs`. A renewal that answers `false`, or renewals that keep failing until the lease would have
-   * ended, abort the handler's signal with {@link LeaseLostError}; the timeout aborts it with
-   * {@link HandlerTimeoutError} and ends the run at once. Every timer is cleared when the handler settles, times
-   * out, or the subscriber unsubscribes.
+   * Keeps a claim's lease while its call runs and is recorded: renews it (when the ledger can) `leaseMs / 3` after
+   * the previous renewal was sent, and never while one is under way, so renewals never overlap however long one
+   * takes. While the handler runs, a renewal that answers `false`, or renewals that fail until the lease has
+   * ended, count the lease as lost (`onLost` aborts the handler). Once it settled ({@link Lease.settling}), a
+   * renewal that answers `false` only stops the heartbeat: the outcome may be recorded already, by a write whose
+   * answer got lost, and the write sent again says which.
    */
-  function runLeased(
-    handler: ToolHandler,
-    call: KeyedToolCall,
-    context: Omit<ToolContext, 'signal'>,
-    token: string,
-    claimedAt: number,
-  ): Observable<LeasedRun> {
-    return new Observable<LeasedRun>((subscriber) => {
-      const controller = new AbortController();
-      // Ends a renewal still waiting (for a lock) once the run is over: none outlives it.
-      const renewals = new AbortController();
-      let lost = false;
-      let over = false;
-      // When the last renewal that succeeded was sent (the lease runs at least `leaseMs` from then).
-      let renewedAt = claimedAt;
-      let renewing = false;
-      const lose = () => {
-        if (lost || over) return;
-        lost = true;
-        // The handler timeout, if any, still bounds the handler.
-        clearInterval(heartbeat);
-        controller.abort(new LeaseLostError(turnId, call.effectKey));
-      };
-      const renew = (): void => {
-        if (lost || over) return;
-        if (Date.now() - renewedAt >= leaseMs) {
+  function keepLease(call: KeyedToolCall, token: string, claimedAt: number, onLost: () => void): Lease {
+    // Ends a renewal still waiting (for a lock) once the lease is no longer kept: none outlives it.
+    const renewals = new AbortController();
+    // When the last renewal that succeeded was sent (the claim, at first): the lease runs `leaseMs` from then.
+    let renewedAt = claimedAt;
+    // When the last renewal was sent: the next is due a beat after it.
+    let sentAt = claimedAt;
+    // Whether a renewal is under way (then the next waits for its answer).
+    let renewing = false;
+    let lost = false;
+    let settling = false;
+    // Whether the heartbeat has stopped (ended, lost, or refused while settling); at once without `renew`.
+    let stopped = ledger.renew === undefined;
+    // The one timer: the next renewal, or (while one is under way) the end of the lease.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const beatMs = Math.max(1, Math.floor(leaseMs / 3));
+    const stop = () => {
+      stopped = true;
+      clearTimeout(timer);
+      renewals.abort();
+    };
+    const lose = () => {
+      if (stopped) return;
+      stop();
+      if (settling) return;
+      lost = true;
+      onLost();
+    };
+    const arm = () => {
+      clearTimeout(timer);
+      if (stopped) return;
+      const end = renewedAt + leaseMs;
+      const due = renewing ? end : Math.min(sentAt + beatMs, end);
+      timer = setTimeout(tick, Math.max(0, due - Date.now()));
+    };
+    const tick = () => {
+      timer = undefined;
+      if (stopped) return;
+      if (Date.now() - renewedAt >= leaseMs) lose();
+      else if (renewing) arm();
+      else renew();
+    };
+    const renew = () => {
+      const send = ledger.renew;
+      if (send === undefined) return;
+      const sent = Date.now();
+      sentAt = sent;
+      renewing = true;
+      const answered = (ok: boolean) => {
+        renewing = false;
+        if (stopped) return;
+        if (!ok) {
           lose();
           return;
         }
-        if (renewing || ledger.renew === undefined) return;
-        renewing = true;
-        const sentAt = Date.now();
-        const answered = (ok: boolean) => {
-          renewing = false;
-          if (ok) renewedAt = Math.max(renewedAt, sentAt);
-          else lose();
-        };
-        const failed = () => {
-          // A renewal that failed (a network error, a timeout) is tried again at the next beat, until the lease
-          // would have ended.
-          renewing = false;
-          if (Date.now() - renewedAt >= leaseMs) lose();
-        };
-        try {
-          const answer = ledger.renew(turnId, call.effectKey, token, leaseMs, { signal: renewals.signal });
-          if (isThenable(answer)) answer.then(answered, failed);
-          else answered(answer);
-        } catch {
-          failed();
-        }
+        renewedAt = Math.max(renewedAt, sent);
+        arm();
       };
-      const heartbeat =
-        ledger.renew === undefined ? undefined : setInterval(renew, Math.max(1, Math.floor(leaseMs / 3)));
-      const deadline =
-        handlerTimeoutMs === undefined
-          ? undefined
-          : setTimeout(() => {
-              if (over) return;
-              const error = new HandlerTimeoutError(call.name, call.effectKey, handlerTimeoutMs);
-              stop();
-              controller.abort(error);
-              subscriber.next({ timedOut: error });
-              subscriber.complete();
-            }, handlerTimeoutMs);
-      function stop() {
-        clearInterval(heartbeat);
-        clearTimeout(deadline);
-        renewals.abort();
+      // A renewal that failed (a network error, a timeout) is tried again at the next beat, until the lease ends.
+      const failed = () => {
+        renewing = false;
+        arm();
+      };
+      try {
+        const answer = send.call(ledger, turnId, call.effectKey, token, leaseMs, { signal: renewals.signal });
+        if (isThenable(answer)) answer.then(answered, failed);
+        else answered(answer);
+      } catch {
+        failed();
       }
-      const inner = runHandler(handler, call.args, context, controller).subscribe((settled) => {
-        over = true;
-        stop();
-        subscriber.next({ settled, lost });
+      if (renewing) arm();
+    };
+    arm();
+    return {
+      get endsAt() {
+        return renewedAt + leaseMs;
+      },
+      get lost() {
+        return lost;
+      },
+      settling() {
+        settling = true;
+      },
+      end: stop,
+    };
+  }
+
+  /**
+   * Runs a handler within `handlerTimeoutMs`: emits its outcome once it settles, or `timedOut` at the deadline
+   * (its signal then aborted with {@link HandlerTimeoutError}). The timer is cleared when the handler settles or
+   * the subscriber unsubscribes.
+   */
+  function runTimed(
+    handler: ToolHandler,
+    call: KeyedToolCall,
+    context: Omit<ToolContext, 'signal'>,
+    controller: AbortController,
+  ): Observable<TimedRun> {
+    const run = runHandler(handler, call.args, context, controller).pipe(map((settled) => ({ settled })));
+    if (handlerTimeoutMs === undefined) return run;
+    return new Observable<TimedRun>((subscriber) => {
+      const deadline = setTimeout(() => {
+        const error = new HandlerTimeoutError(call.name, call.effectKey, handlerTimeoutMs);
+        // Aborted with the timeout first: unsubscribing would abort it without a reason.
+        controller.abort(error);
+        inner.unsubscribe();
+        subscriber.next({ timedOut: error });
         subscriber.complete();
+      }, handlerTimeoutMs);
+      const inner = run.subscribe({
+        next: (value) => {
+          clearTimeout(deadline);
+          subscriber.next(value);
+        },
+        complete: () => subscriber.complete(),
       });
       return () => {
-        over = true;
-        stop();
+        clearTimeout(deadline);
         inner.unsubscribe();
       };
     });
+  }
+
+  /**
+   * Sends a write that records a call's outcome (`complete`, `fail`, `release`) until it lands. The handler has
+   * run, and every write is safe to send twice under its claim token, so a write that fails with a retryable
+   * error (no answer, a lock held, memory full, a connection lost) is sent again after a growing pause (100 ms,
+   * doubling), at most {@link SETTLE_ATTEMPTS} times in all and never once the lease would have ended (`endsAt`:
+   * past it, another run may take the key over). Then the last error goes on. Unsubscribing cancels the pause.
+   */
+  function record(write: () => Awaitable<void>, endsAt: () => number): Observable<void> {
+    const attempt = (n: number): Observable<void> =>
+      awaited(write).pipe(
+        catchError((error: unknown) => {
+          const left = endsAt() - Date.now();
+          if (!isRetryable(error) || n >= SETTLE_ATTEMPTS || left <= 0) return throwError(() => error);
+          // The pause ends by the lease's end at the latest; renewals meanwhile may move that end on.
+          const pause = Math.min(SETTLE_FIRST_PAUSE_MS * 2 ** (n - 1), SETTLE_MAX_PAUSE_MS, left);
+          return timer(pause).pipe(
+            mergeMap(() => (Date.now() < endsAt() ? attempt(n + 1) : throwError(() => error))),
+          );
+        }),
+      );
+    return attempt(1);
   }
 
   /** Records (`fail`) or releases a failed call and emits its `failed` result. */
@@ -454,6 +576,7 @@ export function executeTools(
     token: string,
     cause: unknown,
     lost: boolean,
+    endsAt: () => number,
   ): Observable<ToolResultEvent> {
     const error = serializeError(cause);
     const failed: ToolFailedEvent = {
@@ -466,10 +589,12 @@ export function executeTools(
       cause,
     };
     const lostLease: ToolFailedEvent = { ...failed, leaseLost: true };
-    return awaited(() =>
-      how === 'fail'
-        ? ledger.fail(turnId, call.effectKey, token, error)
-        : ledger.release(turnId, call.effectKey, token),
+    return record(
+      () =>
+        how === 'fail'
+          ? ledger.fail(turnId, call.effectKey, token, error)
+          : ledger.release(turnId, call.effectKey, token),
+      endsAt,
     ).pipe(
       map(() => (lost ? lostLease : failed)),
       catchError((e: unknown) => (e instanceof LeaseLostError ? of(lostLease) : throwError(() => e))),

@@ -122,6 +122,9 @@ export type EffectRecord =
  * - **Fencing.** `complete`, `fail` and `release` succeed only while the record is absent or still carries the
  *   caller's token. A holder whose lease expired may still complete if nobody has claimed since; once another
  *   holder has claimed, the old token is fenced off and these calls throw `LeaseLostError`.
+ * - **Safe to repeat.** `complete`, `fail` and `release` sent again under the same token (after an error, or a
+ *   write whose answer never came) succeed as the first did and leave the same record: {@link executeTools}
+ *   sends them again when they fail with a retryable error, since the handler has run.
  * - **Replay.** `claim` on a completed key answers `completed` with the stored result, on a failed key
  *   `failed` with the stored error, until the record's retention runs out. Then the key is absent again.
  * - **JSON only.** `complete` stores JSON data and rejects anything else with `EffectResultError`, before it
@@ -155,8 +158,10 @@ export interface EffectLedger {
   /** The record of a key, or `undefined` when there is none (never written, released, or past retention). */
   get(scope: string, key: string): Awaitable<EffectRecord | undefined>;
   /**
-   * Extends the caller's claim while its handler runs: {@link executeTools} calls it every `leaseMs / 3`, so
-   * that a handler slower than its lease is not taken over and run a second time. A holder whose lease has ended
+   * Extends the caller's claim while its handler runs and its outcome is being recorded: {@link executeTools} calls
+   * it every `leaseMs / 3` (never while a call is under way: the next goes out once the previous one answered), so
+   * that a handler slower than its lease is not taken over and run a second time. One call should take well under
+   * `leaseMs / 3` (see `leaseMs` of {@link executeTools}): a renewal that fails is tried again at the next beat. A holder whose lease has ended
    * may still renew while nobody has claimed the key since. Optional: a ledger without it keeps working, without
    * the heartbeat (a handler slower than `leaseMs` may then be taken over, as before).
    *

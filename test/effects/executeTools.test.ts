@@ -12,7 +12,7 @@ import {
 } from 'cleanturn/effects';
 import { at, call, finish, helpDeskTurn, keyed, refundArgs, repeated, text } from 'cleanturn/testing';
 import { firstValueFrom, from, lastValueFrom, Observable, of, type Subscription, toArray } from 'rxjs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { nothing, standardChecks } from '../support/standardChecks.js';
 
 const turnId = 'turn-42';
@@ -521,6 +521,120 @@ describe('executeTools', () => {
       },
     };
     await expect(run([refund], { issue_refund: () => 1 }, { turnId, ledger })).rejects.toBe(down);
+  });
+
+  describe('a write that records the outcome fails for a while', () => {
+    /**
+     * A memory ledger whose `complete` throws `error` the first `failures` times (nothing written then). At each
+     * failure it also plays another process that tries to claim the key, and notes what that claim got.
+     */
+    function flaky(failures: number, error: () => unknown) {
+      const inner = new MemoryEffectLedger();
+      const seen = { completes: 0, renewals: 0, others: [] as string[] };
+      const ledger: EffectLedger = {
+        claim: (...args) => inner.claim(...args),
+        complete: (scope, key, token, result) => {
+          if (++seen.completes <= failures) {
+            seen.others.push(inner.claim(scope, key, { leaseMs: 1000 }).status);
+            throw error();
+          }
+          return inner.complete(scope, key, token, result);
+        },
+        fail: (...args) => inner.fail(...args),
+        release: (...args) => inner.release(...args),
+        get: (...args) => inner.get(...args),
+        renew: (scope, key, token, leaseMs) => {
+          seen.renewals++;
+          return inner.renew(scope, key, token, leaseMs);
+        },
+      };
+      return { inner, ledger, seen };
+    }
+
+    it('sends it again, keeping the lease renewed past its first end: another holder never gets the key', async () => {
+      const unanswered = () => Object.assign(new Error('no answer'), { code: 'ETIMEDOUT' });
+      // Three failures, then the pauses between the attempts (100 ms, then 200 ms or what is left of the lease)
+      // outlast the 150 ms lease: only renewals keep it.
+      const { inner, ledger, seen } = flaky(3, unanswered);
+      let runs = 0;
+      const [result] = await run(
+        [refund],
+        { issue_refund: () => ({ n: ++runs }) },
+        { turnId, ledger, leaseMs: 150 },
+      );
+      expect(result).toMatchObject({ outcome: 'executed', result: { n: 1 } });
+      expect(result).not.toHaveProperty('leaseLost');
+      expect(seen.completes).toBe(4);
+      expect(seen.others).toEqual(['in-progress', 'in-progress', 'in-progress']);
+      expect(seen.renewals).toBeGreaterThan(1);
+      expect(runs).toBe(1);
+      expect(inner.get(turnId, refund.effectKey)).toMatchObject({ status: 'completed', result: { n: 1 } });
+    });
+
+    it('a write refused for good (retryable: false) is not sent again: the stream errors at once', async () => {
+      const refused = Object.assign(new Error('the server can lose records'), { retryable: false });
+      const { ledger, seen } = flaky(10, () => refused);
+      await expect(run([refund], { issue_refund: () => 1 }, { turnId, ledger })).rejects.toBe(refused);
+      expect(seen.completes).toBe(1);
+    });
+
+    it('gives up after five attempts in all, with the last error, and runs the handler once', async () => {
+      const { ledger, seen } = flaky(10, () => new Error('ECONNREFUSED'));
+      let runs = 0;
+      await expect(
+        run([refund], { issue_refund: () => ++runs }, { turnId, ledger, leaseMs: 60_000 }),
+      ).rejects.toThrow('ECONNREFUSED');
+      expect(seen.completes).toBe(5);
+      expect(runs).toBe(1);
+    });
+  });
+
+  it('renewals never overlap however long one takes, and the next goes out as soon as a late one answers', async () => {
+    vi.useFakeTimers();
+    try {
+      const inner = new MemoryEffectLedger();
+      // Each renewal answers after 140 ms, longer than a beat (leaseMs / 3 = 100 ms): a heartbeat that waited for the
+      // next beat would send the second renewal at 300 ms, and its lease (from the first one, sent at 100 ms) would
+      // end at 400 ms, before that renewal's answer.
+      const sent: number[] = [];
+      const answered: number[] = [];
+      let inFlight = 0;
+      let mostInFlight = 0;
+      const ledger: EffectLedger = {
+        ...asyncLedger(inner),
+        renew: (scope, key, token, leaseMs) => {
+          sent.push(Date.now());
+          mostInFlight = Math.max(mostInFlight, ++inFlight);
+          return new Promise<boolean>((resolve) =>
+            setTimeout(() => {
+              inFlight--;
+              answered.push(Date.now());
+              resolve(inner.renew(scope, key, token, leaseMs));
+            }, 140),
+          );
+        },
+      };
+      const gate = deferred<number>();
+      const results: unknown[] = [];
+      of(refund)
+        .pipe(executeTools({ issue_refund: () => gate.promise }, { turnId, ledger, leaseMs: 300 }))
+        .subscribe((r) => results.push(r));
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(mostInFlight).toBe(1);
+      expect(sent.length).toBeGreaterThanOrEqual(5);
+      // Each renewal but the first goes out when the one before it answered (its beat had passed by then).
+      for (let i = 1; i < sent.length; i++) {
+        expect(sent[i]).toBeGreaterThanOrEqual(answered[i - 1] ?? Number.NaN);
+        expect(sent[i]).toBeLessThanOrEqual((answered[i - 1] ?? Number.NaN) + 1);
+      }
+      gate.resolve(1);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(results).toMatchObject([{ outcome: 'executed', result: 1 }]);
+      expect(results[0]).not.toHaveProperty('leaseLost');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('errors with MissingEffectKeyError on a tool call that did not go through cleanTurn', async () => {
