@@ -13,7 +13,7 @@ import {
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
-import { withinTime } from '../../internal/redisScripts.js';
+import { runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import {
   LedgerDataLostError,
@@ -554,13 +554,10 @@ export class RedisEffectLedger implements EffectLedger {
         if (stop.signal.aborted) return undefined;
         sent.script = true;
         try {
-          return await this.#client.eval(
-            script,
-            keys.length,
-            ...keys,
+          return await runRedisScript(this.#client, script, keys, [
             this.#marker === undefined ? '' : (this.#markerValue ?? ''),
             ...args(),
-          );
+          ]);
         } catch (error) {
           if (!this.#recover(error)) throw error;
         }
@@ -686,9 +683,11 @@ export class RedisEffectLedger implements EffectLedger {
     } catch {
       // A `now` that answers no time: the claim's own call has said so already; take the server's clock.
     }
-    this.#client.eval(WITHDRAW, 1, record, token, String(this.#retentionMs), clockArg(now)).catch(() => {
-      // The client gave up on it too: then it gave up on the claim before it, or the claim was answered.
-    });
+    runRedisScript(this.#client, WITHDRAW, [record], [token, String(this.#retentionMs), clockArg(now)]).catch(
+      () => {
+        // The client gave up on it too: then it gave up on the claim before it, or the claim was answered.
+      },
+    );
   }
 }
 

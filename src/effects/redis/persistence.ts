@@ -1,5 +1,6 @@
 // What the Redis effect ledger needs from the server to keep its promise, read from the server itself.
 import type { Cluster, Redis } from 'ioredis';
+import { runRedisScript } from '../../internal/redisScripts.js';
 
 /** The settings that decide whether a server can lose records; `undefined` where the server would not say. */
 interface Settings {
@@ -137,7 +138,7 @@ return {ARGV[2], '1'}
 
 /** The settings a claim compares (see {@link SETTINGS_LUA}), as the server shows them now. */
 export async function currentSettings(client: Redis): Promise<string> {
-  return String(await client.eval(SETTINGS, 0));
+  return String(await runRedisScript(client, SETTINGS, [], []));
 }
 
 /**
@@ -155,7 +156,10 @@ export async function markerValue(
   candidate: string,
 ): Promise<{ value: string; written: boolean } | undefined> {
   try {
-    const [value, written] = (await client.eval(MARKER, 1, key, settings, candidate)) as [string, string];
+    const [value, written] = (await runRedisScript(client, MARKER, [key], [settings, candidate])) as [
+      string,
+      string,
+    ];
     return { value, written: written === '1' };
   } catch (error) {
     if (isReplyError(error) && error.message.startsWith(SETTINGS_CHANGED)) return undefined;
