@@ -27,7 +27,6 @@ export default defineConfig({
     /^cleanturn($|\/)/,
     /^rxjs($|\/)/,
     /^@noble\/hashes($|\/)/,
-    'fast-json-stable-stringify',
     'eventsource-parser',
     'better-sqlite3',
     'ioredis',
