@@ -197,16 +197,34 @@ export function renderEntryTable(
   guides: ReadonlyMap<string, string>,
 ): { table: string; undocumented: PackageExport[] } {
   const undocumented: PackageExport[] = [];
-  const lines = ['| entry point | export | kind |', '| --- | --- | --- |'];
+  const lines = ['| entry point | kind | exports |', '| --- | --- | --- |'];
+  // One line per run of exports of one entry point and one kind: the names, comma-separated, in export order.
   let entry: string | undefined;
+  let kind: string | undefined;
+  let names: string[] = [];
+  let shown: string | undefined;
+  const push = (): void => {
+    if (names.length === 0) return;
+    const cell = entry === shown ? '' : `\`${entry}\``;
+    lines.push(`| ${cell} | ${kind} | ${names.join(', ')} |`);
+    shown = entry;
+    names = [];
+  };
+  // Links by reference, one definition per page or section under the table: most exports share a section (the
+  // errors of an entry point, the testing guide), and the README stays a front page.
+  const labels = new Map<string, number>();
   for (const row of rows) {
     const link = exportLink(row, specs, guides);
     if (link === undefined) undocumented.push(row);
-    const name = link === undefined ? `\`${row.name}\`` : `[\`${row.name}\`](${link})`;
-    lines.push(`| ${row.entry === entry ? '' : `\`${row.entry}\``} | ${name} | ${row.kind} |`);
+    if (row.entry !== entry || row.kind !== kind) push();
     entry = row.entry;
+    kind = row.kind;
+    if (link !== undefined && !labels.has(link)) labels.set(link, labels.size + 1);
+    names.push(link === undefined ? `\`${row.name}\`` : `[\`${row.name}\`][${labels.get(link)}]`);
   }
-  return { table: lines.join('\n'), undocumented };
+  push();
+  const definitions = [...labels].map(([link, label]) => `[${label}]: ${link}`);
+  return { table: [...lines, '', ...definitions].join('\n'), undocumented };
 }
 
 const tableBlock = /<!-- exports -->[\s\S]*?<!-- \/exports -->/;
@@ -222,11 +240,12 @@ export function tableExports(markdown: string): string[] {
   const listed: string[] = [];
   let entry = '';
   for (const line of block.split('\n')) {
-    const cells = /^\|([^|]*)\|([^|]*)\|/.exec(line);
-    const name = cells?.[2] === undefined ? undefined : /`([^`]+)`/.exec(cells[2])?.[1];
-    if (cells === undefined || cells === null || name === undefined) continue;
+    const cells = /^\|([^|]*)\|([^|]*)\|([^|]*)\|/.exec(line);
+    if (cells === null) continue;
+    const names = [...(cells[3] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
+    if (names.length === 0) continue;
     entry = /`([^`]+)`/.exec(cells[1] ?? '')?.[1] ?? entry;
-    listed.push(`${entry} ${name}`);
+    for (const name of names) listed.push(`${entry} ${name}`);
   }
   return listed;
 }
