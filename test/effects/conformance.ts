@@ -25,6 +25,16 @@ export async function until(condition: () => boolean | Promise<boolean>): Promis
   while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
+/** What `call` rejects (or throws) with; it fails the test when `call` succeeds. */
+export async function rejection(call: () => unknown): Promise<unknown> {
+  try {
+    await call();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
 const DAY = 24 * 60 * 60 * 1000;
 const LONG = { leaseMs: 60_000 };
 const SHORT = { leaseMs: 150 };
@@ -42,15 +52,6 @@ const freshScope = () => `turn-${process.pid}-${Date.now()}-${++scopes}`;
 function expectClaimed(result: ClaimResult): string {
   expect(result).toEqual({ status: 'claimed', token: expect.any(String), reclaimed: false });
   return (result as { token: string }).token;
-}
-
-async function rejection(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
 }
 
 export function describeLedgerConformance(name: string, makeStore: MakeStore): void {

@@ -10,34 +10,15 @@ import {
   PostgresOutcomeUnknownError,
 } from 'cleanturn/effects/postgres';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { describeLedgerConformance, until } from './conformance.js';
-import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
-
-let server: PostgresServer;
-let tables = 0;
-/** A table name no other test uses. */
-const freshTable = (name: string) => `${name}_${++tables}`;
-
-async function rejection(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { describeLedgerConformance, rejection, until } from './conformance.js';
+import { postgresTests, usePostgresServer } from './postgresServer.js';
 
 describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 }, () => {
-  beforeAll(async () => {
-    server = await startPostgresServer();
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-  }, 60_000);
+  const server = usePostgresServer();
 
   describeLedgerConformance('PostgresEffectLedger', ({ retentionMs }) => {
-    const table = freshTable('conformance');
+    const table = server.freshTable('conformance');
     const pools: pg.Pool[] = [];
     return {
       open: () => {
@@ -80,7 +61,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('ledgers that start together create the table once, without colliding', async () => {
-      const table = freshTable('together');
+      const table = server.freshTable('together');
       const pools = Array.from({ length: 6 }, () => server.pool({ max: 1 }));
       const ledgers = pools.map((p) => new PostgresEffectLedger({ pool: p, table }));
       const answers = await Promise.all(ledgers.map((l) => l.claim('turn-1', 'k', { leaseMs: 60_000 })));
@@ -90,7 +71,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('counts takeovers in the claims column: above 1 means a lease ran out', async () => {
-      const table = freshTable('claims');
+      const table = server.freshTable('claims');
       const ledger = new PostgresEffectLedger({ pool, table });
       await ledger.claim('turn-1', 'k', { leaseMs: 1 });
       let second: Awaited<ReturnType<typeof ledger.claim>> | undefined;
@@ -104,7 +85,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('measures leases on the server clock: a client clock an hour ahead changes nothing', async () => {
-      const ledger = new PostgresEffectLedger({ pool, table: freshTable('clock') });
+      const ledger = new PostgresEffectLedger({ pool, table: server.freshTable('clock') });
       const hour = 60 * 60 * 1000;
       const realNow = Date.now.bind(Date);
       const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + hour);
@@ -123,7 +104,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('stores results that jsonb would refuse or change: NUL in a string, key order, big numbers', async () => {
-      const ledger = new PostgresEffectLedger({ pool, table: freshTable('payload') });
+      const ledger = new PostgresEffectLedger({ pool, table: server.freshTable('payload') });
       const claim = await ledger.claim('turn-1', 'k', { leaseMs: 60_000 });
       if (claim.status !== 'claimed') throw new Error('expected a claim');
       const result = { z: 'a\u0000b', a: [1.5, 1e21, -0.000001], long: 'x'.repeat(100_000) };
@@ -134,7 +115,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('purge() deletes the records past their retention', async () => {
-      const table = freshTable('purge');
+      const table = server.freshTable('purge');
       const ledger = new PostgresEffectLedger({ pool, table, retentionMs: 50 });
       const claim = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
       if (claim.status !== 'claimed') throw new Error('expected a claim');
@@ -175,13 +156,17 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
       }
       expect(query).not.toHaveBeenCalled();
       // A pair of surrogates is a character like any other.
-      expect(await new PostgresEffectLedger({ pool, table: freshTable('emoji') }).get('turn-🦀', 'k')).toBe(
-        undefined,
-      );
+      expect(
+        await new PostgresEffectLedger({ pool, table: server.freshTable('emoji') }).get('turn-🦀', 'k'),
+      ).toBe(undefined);
     });
 
     it('without createTable, a missing table is a typed error that says what to do, not retryable', async () => {
-      const ledger = new PostgresEffectLedger({ pool, table: freshTable('absent'), createTable: false });
+      const ledger = new PostgresEffectLedger({
+        pool,
+        table: server.freshTable('absent'),
+        createTable: false,
+      });
       const error = await rejection(() => ledger.claim('turn-1', 'k', { leaseMs: 1000 }));
       expect(error).toBeInstanceOf(PostgresLedgerError);
       expect(error).toMatchObject({ code: '42P01', operation: 'claim', retryable: false });
@@ -207,7 +192,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('a claim stuck past queryTimeoutMs behind a row lock is ended, not applied later: retryable', async () => {
-      const table = freshTable('stuck');
+      const table = server.freshTable('stuck');
       const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 300 });
       const first = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
       if (first.status !== 'claimed') throw new Error('expected a claim');
@@ -238,7 +223,7 @@ describe.skipIf(postgresTests.skip)('PostgresEffectLedger', { timeout: 30_000 },
     });
 
     it('a connection killed in the middle of a claim is a retryable typed error, and nothing is lost', async () => {
-      const table = freshTable('killed');
+      const table = server.freshTable('killed');
       const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 60_000 });
       const first = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
       if (first.status !== 'claimed') throw new Error('expected a claim');

@@ -17,25 +17,12 @@ import {
 import { call, keyed, refundArgs } from 'cleanturn/testing';
 import pg from 'pg';
 import { from, lastValueFrom, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from './conformance.js';
-import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
-import { startReplyHoldingProxy } from './replyHoldingProxy.js';
+import { describe, expect, it } from 'vitest';
+import { startTcpProxy } from '../support/tcpProxy.js';
+import { rejection, until } from './conformance.js';
+import { postgresTests, usePostgresServer } from './postgresServer.js';
 
 const LONG = { leaseMs: 60_000 };
-let server: PostgresServer;
-let tables = 0;
-/** A table name no other test uses. */
-const freshTable = (name: string) => `${name}_${++tables}`;
-
-async function rejection(call: () => unknown): Promise<unknown> {
-  try {
-    await call();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 /** The pids of the server's sessions of one application, and of the postmaster. */
 async function serverProcesses(observer: pg.Pool, application: string) {
@@ -54,16 +41,11 @@ describe.skipIf(postgresTests.skip)(
   'PostgresEffectLedger: claims whose answer is lost',
   { timeout: 60_000 },
   () => {
-    beforeAll(async () => {
-      server = await startPostgresServer();
-    }, 60_000);
-    afterAll(async () => {
-      await server?.stop();
-    }, 60_000);
+    const server = usePostgresServer();
 
     it('a claim that committed but whose answer never came is read back under its token: claimed', async () => {
-      const table = freshTable('held');
-      const proxy = await startReplyHoldingProxy(server.port);
+      const table = server.freshTable('held');
+      const proxy = await startTcpProxy(server.port);
       const pool = new pg.Pool({
         connectionString: `postgresql://postgres@127.0.0.1:${proxy.port}/postgres`,
         max: 2,
@@ -95,7 +77,7 @@ describe.skipIf(postgresTests.skip)(
     });
 
     it('a claim that the server cancels (statement_timeout) was rolled back: an ordinary retryable error', async () => {
-      const table = freshTable('cancelled');
+      const table = server.freshTable('cancelled');
       const pool = server.pool({ max: 2, statement_timeout: 200 });
       const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 10_000 });
       const first = await ledger.claim('turn-1', 'k', { leaseMs: 1 });
@@ -117,7 +99,7 @@ describe.skipIf(postgresTests.skip)(
     });
 
     it('a paused server: a typed, retryable "outcome unknown"; once it is back, the effect runs once, not in doubt', async () => {
-      const table = freshTable('paused');
+      const table = server.freshTable('paused');
       const application = 'paused-ledger';
       const pool = server.pool({ max: 2, application_name: application });
       // Its connection is opened now, so that its session is not paused with the others.

@@ -10,6 +10,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { captureOutput, freePort } from '../support/serverProcess.js';
 
 /** A running PostgreSQL server. */
@@ -21,6 +22,48 @@ export interface PostgresServer {
   pool(options?: pg.PoolConfig): pg.Pool;
   /** Ends the pools, stops the server, waits for it to exit and removes its folder. */
   stop(): Promise<void>;
+}
+
+/** The server of a describe block's tests (`usePostgresServer()`), and table names for them. */
+export interface PostgresFixture {
+  /** The server's port (once the block's tests run, not while they are collected). */
+  readonly port: number;
+  /** `postgresql://postgres@127.0.0.1:<port>/postgres` (once the block's tests run). */
+  readonly url: string;
+  /** A new pool on the server, ended with it after the block. */
+  pool(options?: pg.PoolConfig): pg.Pool;
+  /** A table name no other test of the block uses: `name` and a number. */
+  freshTable(name: string): string;
+}
+
+/**
+ * A PostgreSQL server for the tests of the describe block this is called in: started before them (beforeAll) and
+ * stopped after them (afterAll), with a minute for each.
+ */
+export function usePostgresServer(): PostgresFixture {
+  let server: PostgresServer | undefined;
+  let tables = 0;
+  beforeAll(async () => {
+    server = await startPostgresServer();
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  }, 60_000);
+  const started = () => {
+    if (server === undefined)
+      throw new Error('the PostgreSQL server is not started yet: use it in a test or hook');
+    return server;
+  };
+  return {
+    get port() {
+      return started().port;
+    },
+    get url() {
+      return started().url;
+    },
+    pool: (options) => started().pool(options),
+    freshTable: (name) => `${name}_${++tables}`,
+  };
 }
 
 /** Where `initdb` and `postgres` are. */

@@ -1,9 +1,4 @@
-// Hostile turn ids and Last-Event-ID headers against turnServer: a real HTTP server on 127.0.0.1 that takes the
-// turn id from the URL as the transport guide's server does (decodeURIComponent of the path), read by fromTurnSSE
-// over fetch and by a raw socket that checks the bytes on the wire. A turn id never adds a line to the stream, every
-// turn id the server accepts resumes across a reconnect, and the others get a typed error at once.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import { connect } from 'node:net';
 import type { TurnEvent } from 'cleanturn';
 import { at, finish, text } from 'cleanturn/testing';
 import {
@@ -14,7 +9,6 @@ import {
   SseFieldError,
   type TurnLog,
   type TurnMessage,
-  type TurnServer,
   toSSE,
   turnServer,
 } from 'cleanturn/transport';
@@ -22,6 +16,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { lastValueFrom, Observable, Subject, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { expectNoLeftoverHandles } from '../support/resources.js';
+import { startHttpServer, startTurnHttpServer } from '../support/turnHttpServer.js';
 
 /** The turn every served id runs: three events, then its end. */
 const events: TurnEvent[] = [
@@ -48,78 +43,6 @@ function feed(): Observable<TurnEvent> {
   });
 }
 
-/** What the server saw of one request. */
-interface Seen {
-  turnId: string | undefined;
-  lastEventId: string | undefined;
-}
-
-/**
- * The transport guide's server: `GET /turns/<turn id>`, the turn id decoded from the path. The n-th connection
- * (0-based) is cut after `cutAfter(n)` messages, once their bytes have left.
- */
-async function serveTurns(
-  turns: TurnServer<TurnEvent>,
-  cutAfter: (connection: number) => number | undefined,
-) {
-  const seen: Seen[] = [];
-  let runs = 0;
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const connection = seen.length;
-    const header = req.headers['last-event-id'];
-    const lastEventId = typeof header === 'string' ? header : undefined;
-    let turnId: string;
-    try {
-      turnId = decodeURIComponent(
-        new URL(req.url ?? '/', 'http://localhost').pathname.slice('/turns/'.length),
-      );
-    } catch {
-      seen.push({ turnId: undefined, lastEventId });
-      res.writeHead(400).end();
-      return;
-    }
-    seen.push({ turnId, lastEventId });
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const limit = cutAfter(connection);
-    let sent = 0;
-    const subscription = turns
-      .serve({
-        turnId,
-        lastEventId,
-        run: () => {
-          runs++;
-          return feed();
-        },
-      })
-      .subscribe({
-        next: (message: TurnMessage) => {
-          if (++sent !== limit) {
-            res.write(toSSE(message));
-            return;
-          }
-          subscription?.unsubscribe();
-          res.write(toSSE(message), () => res.destroy());
-        },
-        complete: () => res.end(),
-        error: () => res.destroy(),
-      });
-    res.on('close', () => subscription.unsubscribe());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    seen,
-    runs: () => runs,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 let cleanup: (() => Promise<void>)[] = [];
 expectNoLeftoverHandles(async () => {
   for (const step of cleanup.reverse()) await step();
@@ -129,7 +52,7 @@ expectNoLeftoverHandles(async () => {
 /** A turn server on a memory log behind the guide's HTTP server, closed after the test. */
 async function start(cutAfter: (connection: number) => number | undefined = () => undefined) {
   const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-  const server = await serveTurns(turns, cutAfter);
+  const server = await startTurnHttpServer(turns, feed, cutAfter);
   cleanup.push(server.close, () => turns.close());
   return { turns, server };
 }
@@ -192,12 +115,12 @@ describe('a turn id never forges an event', () => {
     async (_, br) => {
       const { server } = await start();
       const body = await rawGet(server.port, forgery(br));
-      expect(server.seen[0]?.turnId).toContain(decodeURIComponent(br));
+      expect(server.requests[0]?.turnId).toContain(decodeURIComponent(br));
       expect(foreignLines(body)).toEqual([]);
       const seen = eventsOf(body);
       expect(seen.map((e) => e.event)).toEqual(['turn', 'turn', 'turn', 'end']);
       expect(seen.slice(0, 3).map((e) => JSON.parse(e.data))).toEqual(events);
-      const turnId = server.seen[0]?.turnId as string;
+      const turnId = server.requests[0]?.turnId as string;
       expect(seen.map((e) => e.id)).toEqual(
         [0, 1, 2, 3].map((seq) => `${encodeURIComponent(turnId)}:${seq}`),
       );
@@ -244,8 +167,8 @@ describe('every turn id the server accepts resumes across a reconnect', () => {
     );
     expect(received).toEqual(events);
     expect(server.runs()).toBe(1);
-    expect(server.seen.map((s) => s.turnId)).toEqual([turnId, turnId]);
-    const header = server.seen[1]?.lastEventId ?? '';
+    expect(server.requests.map((s) => s.turnId)).toEqual([turnId, turnId]);
+    const header = server.requests[1]?.lastEventId ?? '';
     expect(header).toBe(`${encodeURIComponent(turnId)}:1`);
     // Printable ASCII, and far below the 8 KB header limits of common servers and proxies.
     expect(header).toMatch(/^[\x21-\x7e]+$/);
@@ -266,7 +189,7 @@ describe('a turn id the server cannot serve gets a typed error at once, and runs
     expect(error).toBeInstanceOf(RemoteTurnError);
     expect(error).toMatchObject({ remoteName: 'TurnIdError', retryable: false });
     expect(server.runs()).toBe(0);
-    expect(server.seen).toHaveLength(1);
+    expect(server.requests).toHaveLength(1);
   });
 
   it.each([
@@ -411,7 +334,7 @@ describe('Last-Event-ID is read strictly', () => {
       return undefined;
     }, failure);
     expect(error).toBeUndefined();
-    expect(server.seen.map((s) => s.lastEventId)).toEqual([undefined, 't-1:999999']);
+    expect(server.requests.map((s) => s.lastEventId)).toEqual([undefined, 't-1:999999']);
     expect(server.runs()).toBe(1);
   });
 });
@@ -449,7 +372,7 @@ describe('toSSE never writes a line break or NUL into a field', () => {
 describe('fromSSE reconnects with any id it was sent', () => {
   it('sends an id that is not Latin-1 as UTF-8, as a browser does', async () => {
     const headers: (string | undefined)[] = [];
-    const server = createServer((req, res) => {
+    const server = await startHttpServer((req, res) => {
       const header = req.headers['last-event-id'];
       // Node reads header bytes as Latin-1: the UTF-8 bytes the client sent, decoded.
       headers.push(typeof header === 'string' ? Buffer.from(header, 'latin1').toString('utf8') : undefined);
@@ -457,15 +380,8 @@ describe('fromSSE reconnects with any id it was sent', () => {
       if (headers.length === 1) res.write('id: 日本-🙂-1\ndata: {"n":1}\n\n', () => res.destroy());
       else res.end('id: 日本-🙂-2\nevent: end\ndata: {"n":2}\n\n');
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanup.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    cleanup.push(server.close);
+    const url = server.url;
     const messages = await lastValueFrom(
       fromSSE(() => url, { reconnect: { count: 1, delay: 0, isLast: (m) => m.event === 'end' } }).pipe(
         toArray(),

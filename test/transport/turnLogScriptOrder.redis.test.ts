@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runRedisScript } from '../../src/internal/redisScripts.js';
 import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
-import { type HoldingProxy, startHoldingProxy } from './holdingProxy.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';
 
 /** Appends ARGV[1] to the list KEYS[1]. */
 const PUSH = `return redis.call('RPUSH', KEYS[1], ARGV[1])`;
@@ -72,7 +72,7 @@ describe.skipIf(redisTests.skip)('Redis scripts run in the order sent', { timeou
     const prefix = fresh();
     // The log's connection goes through a proxy that holds the server's answers (the claim runs, its answer is
     // late) and, from the release on, what the log sends.
-    const proxy: HoldingProxy = await startHoldingProxy(server.port);
+    const proxy: TcpProxy = await startTcpProxy(server.port);
     const connection = new Redis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: 1 });
     cleanup.push(
       () => proxy.close(),

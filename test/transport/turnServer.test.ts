@@ -1,8 +1,3 @@
-// The browser hop in one process: turnServer with a memory log behind a real HTTP server on 127.0.0.1, and
-// fromTurnSSE as the client. The server cuts client connections on purpose; the turn runs once and the client
-// reads each event once, in order.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { TurnEvent } from 'cleanturn';
 import { at, finish, reset, text } from 'cleanturn/testing';
 import {
@@ -11,72 +6,12 @@ import {
   fromTurnSSE,
   memoryTurnLog,
   RemoteTurnError,
-  type TurnMessage,
-  type TurnServer,
-  toSSE,
   turnServer,
 } from 'cleanturn/transport';
 import { config, firstValueFrom, lastValueFrom, Subject, tap, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { expectNoLeftoverHandles } from '../support/resources.js';
-
-/** A server of turns that destroys a connection after `cutAfter(n)` messages, for the n-th connection (0-based). */
-async function serveTurns(
-  turns: TurnServer<TurnEvent>,
-  run: () => Subject<TurnEvent>,
-  cutAfter: (connection: number) => number | undefined = () => undefined,
-) {
-  const requests: { lastEventId: string | undefined }[] = [];
-  let runs = 0;
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const connection = requests.length;
-    const lastEventId = req.headers['last-event-id'] as string | undefined;
-    requests.push({ lastEventId });
-    const turnId = (req.url ?? '').split('/').pop() ?? '';
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    let sent = 0;
-    const limit = cutAfter(connection);
-    if (limit === 0) {
-      res.destroy();
-      return;
-    }
-    const subscription = turns
-      .serve({
-        turnId,
-        lastEventId,
-        run: () => {
-          runs++;
-          return run();
-        },
-      })
-      .subscribe({
-        next: (message: TurnMessage) => {
-          if (++sent !== limit) {
-            res.write(toSSE(message));
-            return;
-          }
-          // The cut: after this message has reached the socket.
-          subscription?.unsubscribe();
-          res.write(toSSE(message), () => res.destroy());
-        },
-        complete: () => res.end(),
-        error: () => res.destroy(),
-      });
-    res.on('close', () => subscription.unsubscribe());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    requests,
-    runs: () => runs,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+import { startHttpServer, startTurnHttpServer } from '../support/turnHttpServer.js';
 
 const events: TurnEvent[] = [
   at(1, text('Refunding the dam')),
@@ -110,7 +45,7 @@ function feed(source: Subject<TurnEvent>, all: readonly TurnEvent[]): void {
 describe('turnServer + fromTurnSSE', () => {
   it('a client cut twice mid-turn reconnects with Last-Event-ID and reads each event once; the turn runs once', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-    const server = await serveTurns(
+    const server = await startTurnHttpServer(
       turns,
       () => {
         const source = new Subject<TurnEvent>();
@@ -132,7 +67,7 @@ describe('turnServer + fromTurnSSE', () => {
 
   it('a client that connects after the turn ended reads all of it; a second client does not run it again', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-    const server = await serveTurns(turns, () => {
+    const server = await startTurnHttpServer(turns, () => {
       const source = new Subject<TurnEvent>();
       feed(source, events);
       return source;
@@ -146,7 +81,7 @@ describe('turnServer + fromTurnSSE', () => {
 
   it('a turn that fails on the server fails the client with RemoteTurnError, as retryable as the server said', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-    const server = await serveTurns(turns, () => {
+    const server = await startTurnHttpServer(turns, () => {
       const source = new Subject<TurnEvent>();
       setTimeout(() => {
         source.next(events[0] as TurnEvent);
@@ -175,7 +110,7 @@ describe('turnServer + fromTurnSSE', () => {
     'a Last-Event-ID (%s) of a turn the log does not know gets a typed error, and runs nothing',
     async (lastEventId) => {
       const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
-      const server = await serveTurns(turns, () => new Subject<TurnEvent>());
+      const server = await startTurnHttpServer(turns, () => new Subject<TurnEvent>());
       cleanup.push(server.close, () => turns.close());
       const error = await firstValueFrom(
         fromTurnSSE(() => ({
@@ -195,7 +130,7 @@ describe('turnServer + fromTurnSSE', () => {
   it('close() stops the running turns, and their readers end with a retryable error', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
     const source = new Subject<TurnEvent>();
-    const server = await serveTurns(turns, () => source);
+    const server = await startTurnHttpServer(turns, () => source);
     cleanup.push(server.close);
     const reading = lastValueFrom(fromTurnSSE(() => `${server.url}/turns/turn-5`).pipe(toArray())).then(
       () => undefined,
@@ -213,7 +148,7 @@ describe('turnServer + fromTurnSSE', () => {
   it('gives up after the reconnects allowed in a row without a new event', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
     // The first connection gets one event then is cut; every reconnect is cut before its first event.
-    const server = await serveTurns(
+    const server = await startTurnHttpServer(
       turns,
       () => {
         const source = new Subject<TurnEvent>();
@@ -358,20 +293,13 @@ describe('turnServer: what a client is told, whatever goes wrong', () => {
 describe('fromSSE({ reconnect })', () => {
   it('does not reconnect a stream whose messages carry no id: the server could only start over', async () => {
     let connections = 0;
-    const server = createServer((_req, res) => {
+    const server = await startHttpServer((_req, res) => {
       connections++;
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"n":1}\n\n', () => res.destroy());
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanup.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    cleanup.push(server.close);
+    const url = server.url;
     const error = await lastValueFrom(fromSSE(() => url, { reconnect: { count: 3, delay: 0 } })).then(
       () => undefined,
       (e: unknown) => e,
@@ -381,19 +309,12 @@ describe('fromSSE({ reconnect })', () => {
   });
 
   it('a cut after the last message completes the stream: nothing is missing', async () => {
-    const server = createServer((_req, res) => {
+    const server = await startHttpServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('id: 1\nevent: end\ndata: {}\n\n', () => res.destroy());
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanup.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    cleanup.push(server.close);
+    const url = server.url;
     const messages = await lastValueFrom(
       fromSSE(() => url, { reconnect: { count: 3, delay: 0, isLast: (m) => m.event === 'end' } }).pipe(
         toArray(),
