@@ -1,4 +1,5 @@
 import { UsageError } from './errors.js';
+import { describeValue } from './internal/describeValue.js';
 
 /** Options of {@link retryBudget}; the names and defaults are those of Finagle's `RetryBudget`. */
 export interface RetryBudgetOptions {
@@ -255,12 +256,4 @@ function slicesBetween(from: number, to: number, width: number, ttlMs: number): 
 function check(name: string, value: unknown, min: number, max: number, what: string): void {
   if (typeof value !== 'number' || !(value >= min && value <= max))
     throw new UsageError('retryBudget', name, `must be ${what}, not ${describeValue(value)}`);
-}
-
-/** A value as a message shows it: a string quoted, anything else as `String` gives it. */
-function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
-  return String(value);
 }

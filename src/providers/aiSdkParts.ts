@@ -2,11 +2,12 @@ import { type FinishReason, isRetryableUpstream, type ProviderEvent, type ToolCa
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty } from '../internal/describeError.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { ProviderError, ProviderPayloadError } from './errors.js';
+import { ProviderError, type ProviderPayloadError } from './errors.js';
 import {
   argsObjectField,
   countField,
   type FieldSite,
+  invalidField,
   isRecord,
   nameField,
   nonEmptyText,
@@ -388,9 +389,7 @@ function callId(part: { toolCallId?: unknown }): string {
   throw invalid(part, 'toolCallId', 'a tool call id (a non-empty string)');
 }
 
+/** The `invalid-field` error of `field` of `payload`, which is not `expected`. */
 function invalid(payload: unknown, field: string, expected: string): ProviderPayloadError {
-  const value = isRecord(payload) ? payload[field] : undefined;
-  const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-  const message = `expected ${expected}, got ${got}`;
-  return new ProviderPayloadError(name, 'invalid-field', message, { field, payload });
+  return invalidField(site(payload, field), expected, isRecord(payload) ? payload[field] : undefined);
 }

@@ -10,6 +10,7 @@ import {
   indexField,
   isRecord,
   nameField,
+  nonEmptyText,
   objectField,
   stringField,
 } from './shared.js';
@@ -366,11 +367,11 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
 
   /** The ProviderError of an Anthropic error body: the `retryable` option decides, else the table. */
   private raised(body: Record<string, unknown>, payload: unknown, status?: number, cause?: unknown) {
-    const code = typeof body.type === 'string' && body.type !== '' ? body.type : undefined;
+    const code = nonEmptyText(body.type);
     const message =
-      typeof body.message === 'string' && body.message !== ''
-        ? body.message
-        : (code ?? (status === undefined ? 'the stream reported an error' : `HTTP ${status}`));
+      nonEmptyText(body.message) ??
+      code ??
+      (status === undefined ? 'the stream reported an error' : `HTTP ${status}`);
     const retryable =
       this.options.retryable?.({ type: code, status, message }) ??
       isRetryableUpstream({ codes: [code], status });

@@ -3,6 +3,7 @@ import { Observable, type Observer, type OperatorFunction } from 'rxjs';
 import { isInstance } from '../internal/describeError.js';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
 import { ProviderPayloadError } from './errors.js';
+import { kindOf } from './shared.js';
 
 /** Where a {@link Decoder} puts what it read. */
 export interface DecoderSink {
@@ -149,11 +150,10 @@ class Decoding<In> implements DecoderSink {
       return;
     }
     const marker = endMarker === undefined ? '' : ` or '${endMarker}'`;
-    const got = Array.isArray(input) ? 'an array' : typeof input;
     throw new ProviderPayloadError(
       name,
       'not-a-payload',
-      `expected a parsed payload (an object)${marker}, got ${got}; JSON.parse the SSE data first`,
+      `expected a parsed payload (an object)${marker}, got ${kindOf(input)}; JSON.parse the SSE data first`,
       { payload: input },
     );
   }

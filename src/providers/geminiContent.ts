@@ -13,6 +13,7 @@ import {
   isRecord,
   listField,
   nameField,
+  nonEmptyText,
   objectField,
   stringField,
 } from './shared.js';
@@ -326,27 +327,27 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
       if (error !== undefined && error !== null) throw providerError(errorInfo(error), chunk);
       payload = chunk;
       // Each container is checked in place; a reader (and the site of its error) only for one of the wrong shape.
-      let candidates: unknown = chunk.candidates;
-      if (!Array.isArray(candidates))
-        candidates = listField(candidates, { operator, payload, field: 'candidates' });
+      const given: unknown = chunk.candidates;
+      const list = Array.isArray(given)
+        ? given
+        : listField(given, { operator, payload, field: 'candidates' });
       let candidate: GeminiCandidate | undefined;
-      const list = candidates as readonly unknown[] | undefined;
       for (let i = 0; list !== undefined && i < list.length && candidate === undefined; i++) {
         at = i;
         const entry = list[i];
         const c = isObject(entry) ? entry : entryField(entry, site('', false));
-        const given = c.index;
+        const rawIndex = c.index;
         const index =
-          typeof given === 'number' || given === undefined || given === null
-            ? given
-            : indexField(given, site('index', false));
+          typeof rawIndex === 'number' || rawIndex === undefined || rawIndex === null
+            ? rawIndex
+            : indexField(rawIndex, site('index', false));
         if ((index ?? 0) === 0) candidate = c as GeminiCandidate;
       }
-      let content: unknown = candidate?.content;
-      if (!isObject(content)) content = objectField(content, site('content', false));
-      let parts: unknown = (content as GeminiCandidate['content'])?.parts;
-      if (!Array.isArray(parts)) parts = listField(parts, site('content.parts', false));
-      for (let i = 0; Array.isArray(parts) && i < parts.length; i++) {
+      const rawContent: unknown = candidate?.content;
+      const content = isObject(rawContent) ? rawContent : objectField(rawContent, site('content', false));
+      const rawParts: unknown = content?.parts;
+      const parts = Array.isArray(rawParts) ? rawParts : listField(rawParts, site('content.parts', false));
+      for (let i = 0; parts !== undefined && i < parts.length; i++) {
         partAt = i;
         const entry = parts[i];
         const part = (isObject(entry) ? entry : entryField(entry, site('', true))) as GeminiPart;
@@ -360,10 +361,11 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
       if (isObject(metadata)) usage(metadata);
       else objectField(metadata, { operator, payload, field: 'usageMetadata' });
       const raw = candidate?.finishReason;
-      const feedback: unknown = chunk.promptFeedback;
-      if (!isObject(feedback)) objectField(feedback, { operator, payload, field: 'promptFeedback' });
-      const blocked =
-        candidate === undefined ? (feedback as GeminiChunk['promptFeedback'])?.blockReason : undefined;
+      const rawFeedback: unknown = chunk.promptFeedback;
+      const feedback = isObject(rawFeedback)
+        ? rawFeedback
+        : objectField(rawFeedback, { operator, payload, field: 'promptFeedback' });
+      const blocked = candidate === undefined ? feedback?.blockReason : undefined;
       if (typeof raw === 'string') finish(finishReasonOf(raw, calls > 0 || streamed !== undefined), raw);
       else if (raw !== undefined) stringField(raw, site('finishReason', false));
       else if (typeof blocked === 'string')
@@ -400,9 +402,9 @@ function finishReasonOf(finishReason: string, hadCall: boolean): FinishReason {
 function errorInfo(body: unknown): GeminiErrorInfo {
   const fields = (isRecord(body) ? body : { message: String(body) }) as GeminiErrorBody;
   const code = typeof fields.code === 'number' ? fields.code : undefined;
-  const status = typeof fields.status === 'string' && fields.status !== '' ? fields.status : undefined;
+  const status = nonEmptyText(fields.status);
   const fallback = status ?? (code === undefined ? 'the stream reported an error' : `HTTP ${code}`);
-  const message = typeof fields.message === 'string' && fields.message !== '' ? fields.message : fallback;
+  const message = nonEmptyText(fields.message) ?? fallback;
   return { code, status, message };
 }
 

@@ -8,7 +8,7 @@ import {
   countField,
   type FieldSite,
   indexField,
-  isObject,
+  invalidField,
   isRecord,
   listField,
   nameField,
@@ -181,10 +181,8 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     const sequence = event.sequence_number;
     if (typeof sequence === 'number' && sequence <= this.sequence) return;
     if (typeof sequence === 'number') this.sequence = sequence;
-    if (typeof event.type !== 'string') {
-      const problem = `expected an event type (a string), got ${event.type === null ? 'null' : typeof event.type}`;
-      throw new ProviderPayloadError(operator, 'invalid-field', problem, { field: 'type', payload: event });
-    }
+    if (typeof event.type !== 'string')
+      throw invalidField(this.at(event, 'type'), 'an event type (a string)', event.type);
     switch (event.type) {
       case 'response.output_text.delta':
       case 'response.refusal.delta': {
@@ -258,15 +256,9 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   }
 
   /** An output item at `path` of `payload`, `index` in the output: a function call's start or its arguments. */
-  private item(item: unknown, payload: unknown, path: string, index: unknown): void {
-    if (!isObject(item)) {
-      if (item === undefined || item === null) return;
-      throw new ProviderPayloadError(operator, 'invalid-field', `expected an output item (an object)`, {
-        field: path,
-        payload,
-      });
-    }
-    if (item.type !== 'function_call') return;
+  private item(value: unknown, payload: unknown, path: string, index: unknown): void {
+    const item = objectField(value, this.at(payload, path));
+    if (item?.type !== 'function_call') return;
     const output = indexField(index, this.at(payload, 'output_index'));
     const id = stringField(item.id, this.at(payload, `${path}.id`));
     const args = argumentsField(item.arguments, this.at(payload, `${path}.arguments`)) ?? '';

@@ -24,12 +24,25 @@ export interface FieldSite {
   field: string;
 }
 
-function invalid(site: FieldSite, expected: string, value: unknown): ProviderPayloadError {
-  const got = Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value;
-  return new ProviderPayloadError(site.operator, 'invalid-field', `expected ${expected}, got ${got}`, {
-    field: site.field,
-    payload: site.payload,
-  });
+/** What a value that is not what was expected is, for a message: `an array`, `null`, else its `typeof`. */
+export function kindOf(value: unknown): string {
+  return Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value;
+}
+
+/**
+ * The `invalid-field` error of a value that is not what the field must be: `expected <expected>, got <its type>`.
+ * Every reader below throws it; a decoder with a check of its own (a required field) throws it too.
+ */
+export function invalidField(site: FieldSite, expected: string, value: unknown): ProviderPayloadError {
+  return new ProviderPayloadError(
+    site.operator,
+    'invalid-field',
+    `expected ${expected}, got ${kindOf(value)}`,
+    {
+      field: site.field,
+      payload: site.payload,
+    },
+  );
 }
 
 /** A position (`index`, `output_index`): a non-negative integer or its decimal string; absent is undefined. */
@@ -37,20 +50,20 @@ export function indexField(value: unknown, site: FieldSite): number | undefined 
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
   if (typeof value === 'string' && /^(0|[1-9]\d{0,8})$/.test(value)) return Number(value);
-  throw invalid(site, 'a non-negative integer', value);
+  throw invalidField(site, 'a non-negative integer', value);
 }
 
 /** A string field: absent (or null) is undefined, a string is itself, anything else is an error. */
 export function stringField(value: unknown, site: FieldSite): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return value;
-  throw invalid(site, 'a string', value);
+  throw invalidField(site, 'a string', value);
 }
 
 /** A tool name: a non-empty string, or an error naming the field. */
 export function nameField(value: unknown, site: FieldSite): string {
   if (typeof value === 'string' && value !== '') return value;
-  throw invalid(site, 'a tool name (a non-empty string)', value);
+  throw invalidField(site, 'a tool name (a non-empty string)', value);
 }
 
 /**
@@ -61,39 +74,39 @@ export function argumentsField(value: unknown, site: FieldSite): string | undefi
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return value;
   if (typeof value === 'object') return JSON.stringify(value);
-  throw invalid(site, 'argument JSON text (a string) or an object', value);
+  throw invalidField(site, 'argument JSON text (a string) or an object', value);
 }
 
 /** Arguments given whole: an object (absent means `{}`), or an error naming the field. */
 export function argsObjectField(value: unknown, site: FieldSite): unknown {
   if (value === undefined || value === null) return {};
   if (typeof value === 'object' && !Array.isArray(value)) return value;
-  throw invalid(site, 'an arguments object', value);
+  throw invalidField(site, 'an arguments object', value);
 }
 
 /** A nested object (`delta`, `usage`): absent (or null) is undefined, an object is itself, anything else is an error. */
 export function objectField(value: unknown, site: FieldSite): Record<string, unknown> | undefined {
   if (value === undefined || value === null) return undefined;
   if (isObject(value)) return value;
-  throw invalid(site, 'an object', value);
+  throw invalidField(site, 'an object', value);
 }
 
 /** An entry of a list (a choice, a part): an object, or an error naming the field; null is an error too. */
 export function entryField(value: unknown, site: FieldSite): Record<string, unknown> {
   if (isObject(value)) return value;
-  throw invalid(site, 'an object', value);
+  throw invalidField(site, 'an object', value);
 }
 
 /** A list (`choices`, `parts`): absent (or null) is undefined, an array is itself, anything else is an error. */
 export function listField(value: unknown, site: FieldSite): readonly unknown[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (Array.isArray(value)) return value;
-  throw invalid(site, 'an array', value);
+  throw invalidField(site, 'an array', value);
 }
 
 /** A token count: absent (or null) is undefined, a finite number is itself, anything else is an error. */
 export function countField(value: unknown, site: FieldSite): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number' && Number.isFinite(value)) return value;
-  throw invalid(site, 'a token count (a number)', value);
+  throw invalidField(site, 'a token count (a number)', value);
 }

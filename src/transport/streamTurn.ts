@@ -15,6 +15,7 @@ import {
 } from 'cleanturn';
 import { config, defer, identity, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
 import { isInstance } from '../internal/describeError.js';
+import { describeValue } from '../internal/describeValue.js';
 import { HttpStatusError } from './errors.js';
 import {
   type FromSSEOptions,
@@ -395,29 +396,7 @@ function hasMethods(value: unknown, ...methods: string[]): boolean {
 
 /** The `UsageError` of a streamTurn option: what it must be, and what it was. */
 function usage(option: string, rule: string, value: unknown): UsageError {
-  return new UsageError('streamTurn', option, `${rule}, not ${shapeOf(value)}`);
-}
-
-/** What a value is, for a message: its type, or itself when it is short. */
-function shapeOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  switch (typeof value) {
-    case 'undefined':
-      return 'undefined';
-    case 'string':
-      return value.length <= 40 ? JSON.stringify(value) : 'a string';
-    case 'number':
-    case 'boolean':
-    case 'bigint':
-      return String(value);
-    case 'function':
-      return 'a function';
-    case 'symbol':
-      return 'a symbol';
-    default:
-      return typeof (value as { then?: unknown }).then === 'function' ? 'a Promise' : 'an object';
-  }
+  return new UsageError('streamTurn', option, `${rule}, not ${describeValue(value)}`);
 }
 
 /** How long a cancel request may take; it runs after its turn, so it must end on its own. */

@@ -1,5 +1,6 @@
 import { CleanturnError } from 'cleanturn';
 import { Observable } from 'rxjs';
+import { checkReadAfter } from '../internal/turnLogRules.js';
 
 /** Why a turn that ran failed, as its log keeps it: what its readers' clients are told. */
 export interface TurnFailure {
@@ -106,12 +107,6 @@ export function checkTurnId(turnId: unknown): asserts turnId is string {
   if (turnId === '') throw new TurnIdError(turnId, 'empty');
   if (turnId.length > MAX_TURN_ID_LENGTH) throw new TurnIdError(turnId, 'too-long');
   if (LONE_SURROGATE.test(turnId)) throw new TurnIdError(turnId, 'not-well-formed');
-}
-
-/** Checks the `after` of a {@link TurnLog.read}: a safe integer >= -1 (a seq, or -1 for the first entry). */
-function checkReadAfter(after: number, log: string): void {
-  if (!Number.isSafeInteger(after) || after < -1)
-    throw new RangeError(`${log}: read after must be a safe integer >= -1, got ${after}`);
 }
 
 /**

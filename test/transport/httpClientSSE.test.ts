@@ -44,7 +44,7 @@ import { defer, lastValueFrom, type Observable, of, retry, timer, toArray } from
 import { describe, expect, it } from 'vitest';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { attempt1, cleanText, whole } from '../support/helpDeskChat.js';
-import { startServer, type TestServer } from '../support/httpServer.js';
+import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
 
@@ -337,39 +337,30 @@ describe("httpClientSSE behind an interceptor's retry() (a real HttpClient, with
     ]);
   });
 
-  it('a request sent again before any event was emitted is read afresh: no error, nothing of the first', async () => {
-    const { server, post } = await setUp(
-      [
-        // The first response is cut inside its first event: no message of it was complete.
-        { body: unfinished, destroyAfter: unfinished.length },
-        whole,
-      ],
-      [retryOnce],
-    );
+  /**
+   * Serves `first`, then the whole answer to the interceptor's retry: the turn reads only the second response, with
+   * no error and no reset, over two requests.
+   */
+  async function expectReadAfresh(first: ScriptedResponse) {
+    const { server, post } = await setUp([first, whole], [retryOnce]);
     const turn = await runTurn(post);
     expect(turn.error).toBeUndefined();
     expect(turn.resets).toEqual([]);
     expect(turn.read).toBe(cleanText);
     expect(server.requests).toHaveLength(2);
+  }
+
+  it('a request sent again before any event was emitted is read afresh: no error, nothing of the first', async () => {
+    // The first response is cut inside its first event: no message of it was complete.
+    await expectReadAfresh({ body: unfinished, destroyAfter: unfinished.length });
   });
 
   it('a 503 that the interceptor retries is not read as the error of the response that follows', async () => {
-    const { server, post } = await setUp(
-      [
-        {
-          status: 503,
-          headers: { 'content-type': 'application/json' },
-          body: '{"error":{"type":"overloaded"}}',
-        },
-        whole,
-      ],
-      [retryOnce],
-    );
-    const turn = await runTurn(post);
-    expect(turn.error).toBeUndefined();
-    expect(turn.resets).toEqual([]);
-    expect(turn.read).toBe(cleanText);
-    expect(server.requests).toHaveLength(2);
+    await expectReadAfresh({
+      status: 503,
+      headers: { 'content-type': 'application/json' },
+      body: '{"error":{"type":"overloaded"}}',
+    });
   });
 });
 

@@ -3,7 +3,7 @@
 // faked and moved by hand; the server is a fetch whose body never sends a byte.
 import { UsageError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
-import { fromSSE, StallError, streamTurn } from 'cleanturn/transport';
+import { fromSSE, StallError, type StreamTurnOptions, streamTurn } from 'cleanturn/transport';
 import type { Subscription } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
@@ -43,6 +43,18 @@ function watch(source: import('rxjs').Observable<unknown>) {
   return end;
 }
 
+/** A turn of one attempt (no retry) against the silent server; `options` are added to streamTurn's. */
+function silentTurn(server: ReturnType<typeof silentServer>, options: Partial<StreamTurnOptions> = {}) {
+  return streamTurn({
+    turnId: 'turn-42',
+    retry: 0,
+    adapter: openaiChat(),
+    request: () => 'https://silent.invalid/',
+    fetch: server.fetch,
+    ...options,
+  });
+}
+
 describe('the default stall timeout', () => {
   it('bare fromSSE gives up on a silent server after 60 s, with a StallError, and aborts the request', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
@@ -59,15 +71,7 @@ describe('the default stall timeout', () => {
   it('streamTurn uses the same default', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const server = silentServer();
-    const end = watch(
-      streamTurn({
-        turnId: 'turn-42',
-        retry: 0,
-        adapter: openaiChat(),
-        request: () => 'https://silent.invalid/',
-        fetch: server.fetch,
-      }),
-    );
+    const end = watch(silentTurn(server));
     await vi.advanceTimersByTimeAsync(60_000);
     expect(end.error).toBeInstanceOf(StallError);
     expect((end.error as StallError).timeoutMs).toBe(60_000);
@@ -78,16 +82,7 @@ describe('the default stall timeout', () => {
     const server = silentServer();
     const bare = watch(fromSSE(() => 'https://silent.invalid/', { fetch: server.fetch, stallTimeout: 0 }));
     const bareSubscription = subscription;
-    const turn = watch(
-      streamTurn({
-        turnId: 'turn-42',
-        retry: 0,
-        adapter: openaiChat(),
-        request: () => 'https://silent.invalid/',
-        fetch: server.fetch,
-        stallTimeout: 0,
-      }),
-    );
+    const turn = watch(silentTurn(server, { stallTimeout: 0 }));
     await vi.advanceTimersByTimeAsync(3_600_000);
     expect(bare).toEqual({});
     expect(turn).toEqual({});

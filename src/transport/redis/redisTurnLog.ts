@@ -9,6 +9,7 @@ import {
 import type { Cluster, Redis } from 'ioredis';
 import { Observable } from 'rxjs';
 import { runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { checkReadAfter } from '../../internal/turnLogRules.js';
 import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
 
 /** Options of {@link redisTurnLog}. */
@@ -276,8 +277,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
         let keys: TurnKeys;
         try {
           keys = keysOf(turnId);
-          if (!Number.isSafeInteger(after) || after < -1)
-            throw new RangeError(`redisTurnLog: read after must be a safe integer >= -1, got ${after}`);
+          checkReadAfter(after, 'redisTurnLog');
         } catch (error) {
           subscriber.error(error);
           return;
