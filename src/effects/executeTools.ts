@@ -115,7 +115,17 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 /** How a handler run ended: it settled, or `handlerTimeoutMs` ran out first. */
 type TimedRun = { settled: Settled } | { timedOut: HandlerTimeoutError };
 
-/** A claim's lease while its call runs and is recorded (see `keepLease` in {@link executeTools}). */
+/** The claim whose lease {@link keepLease} keeps: its record, its token, and when and for how long it was taken. */
+interface LeaseTerms {
+  turnId: string;
+  effectKey: string;
+  token: string;
+  leaseMs: number;
+  /** When the claim was sent (epoch milliseconds): the lease runs `leaseMs` from then until renewed. */
+  claimedAt: number;
+}
+
+/** A claim's lease while its call runs and is recorded (see {@link keepLease}). */
 interface Lease {
   /** When the lease ends as far as this holder knows (epoch ms): `leaseMs` after the last renewal that succeeded. */
   readonly endsAt: number;
@@ -349,7 +359,8 @@ export function executeTools(
       const controller = new AbortController();
       // Whether the handler has settled (or timed out): a lease lost after that aborts nothing.
       let handled = false;
-      const lease = keepLease(call, token, claimedAt, () => {
+      const terms = { turnId, effectKey: call.effectKey, token, leaseMs, claimedAt };
+      const lease = keepLease(ledger, terms, () => {
         if (!handled) controller.abort(new LeaseLostError(turnId, call.effectKey));
       });
       const endsAt = () => lease.endsAt;
@@ -416,101 +427,6 @@ export function executeTools(
   }
 
   /**
-   * Keeps a claim's lease while its call runs and is recorded: renews it (when the ledger can) `leaseMs / 3` after
-   * the previous renewal was sent, and never while one is under way, so renewals never overlap however long one
-   * takes. While the handler runs, a renewal that answers `false`, or renewals that fail until the lease has
-   * ended, count the lease as lost (`onLost` aborts the handler). Once it settled ({@link Lease.settling}), a
-   * renewal that answers `false` only stops the heartbeat: the outcome may be recorded already, by a write whose
-   * answer got lost, and the write sent again says which.
-   */
-  function keepLease(call: KeyedToolCall, token: string, claimedAt: number, onLost: () => void): Lease {
-    // Ends a renewal still waiting (for a lock) once the lease is no longer kept: none outlives it.
-    const renewals = new AbortController();
-    // When the last renewal that succeeded was sent (the claim, at first): the lease runs `leaseMs` from then.
-    let renewedAt = claimedAt;
-    // When the last renewal was sent: the next is due a beat after it.
-    let sentAt = claimedAt;
-    // Whether a renewal is under way (then the next waits for its answer).
-    let renewing = false;
-    let lost = false;
-    let settling = false;
-    // Whether the heartbeat has stopped (ended, lost, or refused while settling); at once without `renew`.
-    let stopped = ledger.renew === undefined;
-    // The one timer: the next renewal, or (while one is under way) the end of the lease.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const beatMs = Math.max(1, Math.floor(leaseMs / 3));
-    const stop = () => {
-      stopped = true;
-      clearTimeout(timer);
-      renewals.abort();
-    };
-    const lose = () => {
-      if (stopped) return;
-      stop();
-      if (settling) return;
-      lost = true;
-      onLost();
-    };
-    const arm = () => {
-      clearTimeout(timer);
-      if (stopped) return;
-      const end = renewedAt + leaseMs;
-      const due = renewing ? end : Math.min(sentAt + beatMs, end);
-      timer = setTimeout(tick, Math.max(0, due - Date.now()));
-    };
-    const tick = () => {
-      timer = undefined;
-      if (stopped) return;
-      if (Date.now() - renewedAt >= leaseMs) lose();
-      else if (renewing) arm();
-      else renew();
-    };
-    const renew = () => {
-      const send = ledger.renew;
-      if (send === undefined) return;
-      const sent = Date.now();
-      sentAt = sent;
-      renewing = true;
-      const answered = (ok: boolean) => {
-        renewing = false;
-        if (stopped) return;
-        if (!ok) {
-          lose();
-          return;
-        }
-        renewedAt = Math.max(renewedAt, sent);
-        arm();
-      };
-      // A renewal that failed (a network error, a timeout) is tried again at the next beat, until the lease ends.
-      const failed = () => {
-        renewing = false;
-        arm();
-      };
-      try {
-        const answer = send.call(ledger, turnId, call.effectKey, token, leaseMs, { signal: renewals.signal });
-        if (isThenable(answer)) answer.then(answered, failed);
-        else answered(answer);
-      } catch {
-        failed();
-      }
-      if (renewing) arm();
-    };
-    arm();
-    return {
-      get endsAt() {
-        return renewedAt + leaseMs;
-      },
-      get lost() {
-        return lost;
-      },
-      settling() {
-        settling = true;
-      },
-      end: stop,
-    };
-  }
-
-  /**
    * Runs a handler within `handlerTimeoutMs`: emits its outcome once it settles, or `timedOut` at the deadline
    * (its signal then aborted with {@link HandlerTimeoutError}). The timer is cleared when the handler settles or
    * the subscriber unsubscribes.
@@ -544,29 +460,6 @@ export function executeTools(
         inner.unsubscribe();
       };
     });
-  }
-
-  /**
-   * Sends a write that records a call's outcome (`complete`, `fail`, `release`) until it lands. The handler has
-   * run, and every write is safe to send twice under its claim token, so a write that fails with a retryable
-   * error (no answer, a lock held, memory full, a connection lost) is sent again after a growing pause (100 ms,
-   * doubling), at most {@link SETTLE_ATTEMPTS} times in all and never once the lease would have ended (`endsAt`:
-   * past it, another run may take the key over). Then the last error goes on. Unsubscribing cancels the pause.
-   */
-  function record(write: () => Awaitable<void>, endsAt: () => number): Observable<void> {
-    const attempt = (n: number): Observable<void> =>
-      awaited(write).pipe(
-        catchError((error: unknown) => {
-          const left = endsAt() - Date.now();
-          if (!isRetryable(error) || n >= SETTLE_ATTEMPTS || left <= 0) return throwError(() => error);
-          // The pause ends by the lease's end at the latest; renewals meanwhile may move that end on.
-          const pause = Math.min(SETTLE_FIRST_PAUSE_MS * 2 ** (n - 1), SETTLE_MAX_PAUSE_MS, left);
-          return timer(pause).pipe(
-            mergeMap(() => (Date.now() < endsAt() ? attempt(n + 1) : throwError(() => error))),
-          );
-        }),
-      );
-    return attempt(1);
   }
 
   /** Records (`fail`) or releases a failed call and emits its `failed` result. */
@@ -648,6 +541,125 @@ export function executeTools(
         }),
       );
     });
+  };
+}
+
+/**
+ * Sends a write that records a call's outcome (`complete`, `fail`, `release`) until it lands. The handler has
+ * run, and every write is safe to send twice under its claim token, so a write that fails with a retryable
+ * error (no answer, a lock held, memory full, a connection lost) is sent again after a growing pause (100 ms,
+ * doubling), at most {@link SETTLE_ATTEMPTS} times in all and never once the lease would have ended (`endsAt`:
+ * past it, another run may take the key over). Then the last error goes on. Unsubscribing cancels the pause.
+ */
+function record(write: () => Awaitable<void>, endsAt: () => number): Observable<void> {
+  const attempt = (n: number): Observable<void> =>
+    awaited(write).pipe(
+      catchError((error: unknown) => {
+        const left = endsAt() - Date.now();
+        if (!isRetryable(error) || n >= SETTLE_ATTEMPTS || left <= 0) return throwError(() => error);
+        // The pause ends by the lease's end at the latest; renewals meanwhile may move that end on.
+        const pause = Math.min(SETTLE_FIRST_PAUSE_MS * 2 ** (n - 1), SETTLE_MAX_PAUSE_MS, left);
+        return timer(pause).pipe(
+          mergeMap(() => (Date.now() < endsAt() ? attempt(n + 1) : throwError(() => error))),
+        );
+      }),
+    );
+  return attempt(1);
+}
+
+/**
+ * Keeps a claim's lease while its call runs and is recorded: renews it (when the ledger can) `leaseMs / 3` after
+ * the previous renewal was sent, and never while one is under way, so renewals never overlap however long one
+ * takes. While the handler runs, a renewal that answers `false`, or renewals that fail until the lease has
+ * ended, count the lease as lost (`onLost` aborts the handler). Once it settled ({@link Lease.settling}), a
+ * renewal that answers `false` only stops the heartbeat: the outcome may be recorded already, by a write whose
+ * answer got lost, and the write sent again says which.
+ */
+function keepLease(ledger: EffectLedger, claim: LeaseTerms, onLost: () => void): Lease {
+  const { turnId, effectKey, token, leaseMs, claimedAt } = claim;
+  // Ends a renewal still waiting (for a lock) once the lease is no longer kept: none outlives it.
+  const renewals = new AbortController();
+  // When the last renewal that succeeded was sent (the claim, at first): the lease runs `leaseMs` from then.
+  let renewedAt = claimedAt;
+  // When the last renewal was sent: the next is due a beat after it.
+  let sentAt = claimedAt;
+  // Whether a renewal is under way (then the next waits for its answer).
+  let renewing = false;
+  let lost = false;
+  let settling = false;
+  // Whether the heartbeat has stopped (ended, lost, or refused while settling); at once without `renew`.
+  let stopped = ledger.renew === undefined;
+  // The one timer: the next renewal, or (while one is under way) the end of the lease.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const beatMs = Math.max(1, Math.floor(leaseMs / 3));
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+    renewals.abort();
+  };
+  const lose = () => {
+    if (stopped) return;
+    stop();
+    if (settling) return;
+    lost = true;
+    onLost();
+  };
+  const arm = () => {
+    clearTimeout(timer);
+    if (stopped) return;
+    const end = renewedAt + leaseMs;
+    const due = renewing ? end : Math.min(sentAt + beatMs, end);
+    timer = setTimeout(tick, Math.max(0, due - Date.now()));
+  };
+  const tick = () => {
+    timer = undefined;
+    if (stopped) return;
+    if (Date.now() - renewedAt >= leaseMs) lose();
+    else if (renewing) arm();
+    else renew();
+  };
+  const renew = () => {
+    const send = ledger.renew;
+    if (send === undefined) return;
+    const sent = Date.now();
+    sentAt = sent;
+    renewing = true;
+    const answered = (ok: boolean) => {
+      renewing = false;
+      if (stopped) return;
+      if (!ok) {
+        lose();
+        return;
+      }
+      renewedAt = Math.max(renewedAt, sent);
+      arm();
+    };
+    // A renewal that failed (a network error, a timeout) is tried again at the next beat, until the lease ends.
+    const failed = () => {
+      renewing = false;
+      arm();
+    };
+    try {
+      const answer = send.call(ledger, turnId, effectKey, token, leaseMs, { signal: renewals.signal });
+      if (isThenable(answer)) answer.then(answered, failed);
+      else answered(answer);
+    } catch {
+      failed();
+    }
+    if (renewing) arm();
+  };
+  arm();
+  return {
+    get endsAt() {
+      return renewedAt + leaseMs;
+    },
+    get lost() {
+      return lost;
+    },
+    settling() {
+      settling = true;
+    },
+    end: stop,
   };
 }
 

@@ -35,10 +35,11 @@ export function encodeResult(result: unknown): string | undefined {
 
 /**
  * Refuses a result whose JSON text is longer, in bytes of UTF-8, than a ledger's storage takes in one value: the one
- * size rule of the ledgers (SQLite holds at most 10^9 bytes in a value; Redis takes at most its `proto-max-bulk-len`,
- * 512 MB by default). Checked before anything is sent, so that the claim stands and its holder records the failure
- * (`executeTools` does), instead of a driver error that leaves the claim open (or a server that drops the
- * connection). Counts without copying the text, and only when it could be too long (a UTF-16 unit is at most 3 bytes).
+ * size rule of the ledgers (the SQLite ledger holds at most 536,870,888 bytes in a value on 64-bit Node, the limit
+ * better-sqlite3 sets; Redis takes at most its `proto-max-bulk-len`, 512 MB by default). Checked before anything is
+ * sent, so that the claim stands and its holder records the failure (`executeTools` does), instead of a driver
+ * error that leaves the claim open (or a server that drops the connection). Counts without copying the text, and
+ * only when it could be too long (a UTF-16 unit is at most 3 bytes).
  *
  * @param payload The result's JSON text ({@link encodeResult}), `undefined` for none.
  * @param maxBytes The most bytes the storage takes in one value.

@@ -80,42 +80,23 @@ export function writeJson(value: unknown, path: string, canonical: boolean): Jso
           case 'boolean':
             json += item ? 'true' : 'false';
             break;
-          case 'number':
-            if (!Number.isFinite(item)) return problem(path, stack, `${item} is not a finite number`);
-            if (canonical && Math.abs(item) > Number.MAX_SAFE_INTEGER) {
-              return problem(
-                path,
-                stack,
-                `${item} is an integer beyond Number.MAX_SAFE_INTEGER (2^53 - 1), where two different numbers of JSON text read as one; send it as a string`,
-              );
-            }
+          case 'number': {
+            const wrong = numberProblem(item, canonical);
+            if (wrong !== undefined) return problem(path, stack, wrong);
             json += String(item);
             break;
+          }
           case 'object': {
             if (item === null) {
               json += 'null';
               break;
             }
-            for (const open of stack) if (open.value === item) return problem(path, stack, 'a cycle');
-            if (stack.length >= MAX_JSON_DEPTH) {
-              return problem(path, stack, `nested deeper than ${MAX_JSON_DEPTH} levels`);
-            }
             reading = true;
-            if (Array.isArray(item)) {
-              reading = false;
-              stack.push({ value: item, keys: undefined, next: 0, wrote: false });
-              json += '[';
-              break;
-            }
-            const prototype: unknown = Object.getPrototypeOf(item);
-            if (prototype !== Object.prototype && prototype !== null) {
-              return problem(path, stack, describeObject(item));
-            }
-            const keys = Object.keys(item);
+            const open = openContainer(item, stack, canonical);
             reading = false;
-            if (canonical) keys.sort();
-            stack.push({ value: item, keys, next: 0, wrote: false });
-            json += '{';
+            if (typeof open === 'string') return problem(path, stack, open);
+            stack.push(open);
+            json += open.keys === undefined ? '[' : '{';
             break;
           }
           case 'undefined':
@@ -165,14 +146,41 @@ export function writeJson(value: unknown, path: string, canonical: boolean): Jso
     }
   } catch (error) {
     if (!reading) return { ok: false, path, problem: 'too long to write as JSON text', cause: error };
-    // What a getter threw may itself throw when read (this module has no imports, so no describeError).
-    let message: string;
-    try {
-      message = error instanceof Error ? error.message : String(error);
-    } catch {
-      message = 'an error that cannot be read';
-    }
-    return problem(path, stack, `reading it threw: ${message}`, error);
+    return problem(path, stack, `reading it threw: ${thrownMessage(error)}`, error);
+  }
+}
+
+/** What is wrong with a number as JSON data, or `undefined` when nothing is (see {@link writeJson}'s `canonical`). */
+function numberProblem(number: number, canonical: boolean): string | undefined {
+  if (!Number.isFinite(number)) return `${number} is not a finite number`;
+  if (canonical && Math.abs(number) > Number.MAX_SAFE_INTEGER) {
+    return `${number} is an integer beyond Number.MAX_SAFE_INTEGER (2^53 - 1), where two different numbers of JSON text read as one; send it as a string`;
+  }
+  return undefined;
+}
+
+/**
+ * Opens an array or a plain object for writing (its members sorted when `canonical`), or says what is wrong with
+ * it: a cycle (it is open already in `stack`), one level too deep, or an object that is not plain. Reads the value
+ * (a proxy's traps may throw): the caller counts what it throws as an error while reading.
+ */
+function openContainer(value: object, stack: readonly Open[], canonical: boolean): Open | string {
+  for (const open of stack) if (open.value === value) return 'a cycle';
+  if (stack.length >= MAX_JSON_DEPTH) return `nested deeper than ${MAX_JSON_DEPTH} levels`;
+  if (Array.isArray(value)) return { value, keys: undefined, next: 0, wrote: false };
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return describeObject(value);
+  const keys = Object.keys(value);
+  if (canonical) keys.sort();
+  return { value, keys, next: 0, wrote: false };
+}
+
+/** The message of what a getter threw, which may itself throw when read (no describeError: this module imports nothing). */
+function thrownMessage(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'an error that cannot be read';
   }
 }
 

@@ -1,6 +1,7 @@
 // What the Redis ledger and the Redis turn log share: how their Lua scripts are sent, and a time limit on every
 // command whatever the client's own retry settings.
 import type { Cluster, Redis } from 'ioredis';
+import { errorName, isInstance } from './describeError.js';
 
 /**
  * Runs the Lua `script` with `keys` and `args`, sent whole with `EVAL` every time (Redis keeps it compiled in its
@@ -47,4 +48,12 @@ export async function withinTime<T>(
     clearTimeout(timer);
     if (abort !== undefined) signal?.removeEventListener('abort', abort);
   }
+}
+
+/**
+ * Whether an error is Redis's own answer (an error reply: a refused or failed command), rather than no answer at all
+ * (a timeout, a broken connection): the outcome is known. Read without throwing (see describeError).
+ */
+export function isReplyError(error: unknown): error is Error {
+  return isInstance(error, Error) && errorName(error) === 'ReplyError';
 }

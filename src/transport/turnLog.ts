@@ -1,6 +1,7 @@
 import { CleanturnError } from 'cleanturn';
 import { Observable } from 'rxjs';
 import { checkReadAfter } from '../internal/turnLogRules.js';
+import { isWellFormed } from '../internal/wellFormed.js';
 
 /** Why a turn that ran failed, as its log keeps it: what its readers' clients are told. */
 export interface TurnFailure {
@@ -51,9 +52,6 @@ export interface TurnLog<E = unknown> {
  * header limits of common servers and proxies.
  */
 const MAX_TURN_ID_LENGTH = 256;
-
-/** A lone surrogate: a string with one is not well-formed UTF-16, and has no UTF-8 form. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** What is wrong with a turn id (see {@link TurnIdError}). */
 export type TurnIdProblem = 'not-a-string' | 'empty' | 'too-long' | 'not-well-formed';
@@ -106,7 +104,7 @@ export function checkTurnId(turnId: unknown): asserts turnId is string {
   if (typeof turnId !== 'string') throw new TurnIdError(turnId, 'not-a-string');
   if (turnId === '') throw new TurnIdError(turnId, 'empty');
   if (turnId.length > MAX_TURN_ID_LENGTH) throw new TurnIdError(turnId, 'too-long');
-  if (LONE_SURROGATE.test(turnId)) throw new TurnIdError(turnId, 'not-well-formed');
+  if (!isWellFormed(turnId)) throw new TurnIdError(turnId, 'not-well-formed');
 }
 
 /**

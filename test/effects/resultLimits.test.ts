@@ -206,7 +206,7 @@ describe('ledgers store no result they cannot store', () => {
     });
   }
 
-  it("SqliteEffectLedger: a result past SQLite's limit (10^9 bytes of UTF-8) is an EffectResultError, the claim stays", async () => {
+  it("SqliteEffectLedger: a result past SQLite's limit (10^9 bytes of UTF-8, past better-sqlite3's too) is an EffectResultError, the claim stays", async () => {
     const { ledger } = sqlite();
     const claim = await ledger.claim(turnId, 'k-big', { leaseMs: 60_000 });
     if (claim.status !== 'claimed') throw new Error('expected a claim');

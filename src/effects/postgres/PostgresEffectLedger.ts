@@ -11,6 +11,7 @@ import {
   type SerializedError,
   toEffectRecord,
 } from 'cleanturn/effects';
+import { isWellFormed } from '../../internal/wellFormed.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import {
   isOutcomeUnknown,
@@ -108,8 +109,6 @@ const clock = (n: number) =>
 const STARTED = '(extract(epoch FROM backend_start) * 1000000)::bigint::text';
 /** A plain identifier, optionally schema-qualified. */
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$/;
-/** What PostgreSQL `text` cannot hold or would change: NUL, and lone surrogates (sent as U+FFFD). */
-const NOT_STORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The statements, for one table. Each one's last parameter is its clock (see {@link clock}). */
 function statements(table: string) {
@@ -691,7 +690,8 @@ function checkText(scope: string, key: string): void {
   ] as const) {
     if (typeof value !== 'string')
       throw new PostgresLedgerUsageError(name, `expected a string, got ${typeof value}`);
-    if (NOT_STORABLE.test(value)) {
+    // PostgreSQL `text` cannot hold NUL, and would get a lone surrogate as U+FFFD.
+    if (value.includes('\0') || !isWellFormed(value)) {
       throw new PostgresLedgerUsageError(
         name,
         `${JSON.stringify(value)} has a NUL character or a lone surrogate, which PostgreSQL text cannot hold`,

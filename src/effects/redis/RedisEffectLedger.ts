@@ -13,7 +13,7 @@ import {
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
-import { runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { isReplyError, runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import {
   LedgerDataLostError,
@@ -24,7 +24,6 @@ import {
 } from './errors.js';
 import {
   currentSettings,
-  isReplyError,
   markerValue,
   persistenceProblems,
   SETTINGS_CHANGED,
@@ -77,6 +76,19 @@ const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 const MIN_BULK_LEN = 1024 * 1024;
 /** Redis's default `proto-max-bulk-len` (512 MB), assumed where the server will not say (CONFIG disabled). */
 const DEFAULT_BULK_LEN = 512 * 1024 * 1024;
+
+/**
+ * A record script to run: the operation it serves, its source, the record's Redis key, its arguments (read at each
+ * send), the caller's signal, and `sent.script`, set once the script went out.
+ */
+type ScriptCall = [
+  operation: RedisLedgerOperation,
+  script: string,
+  record: string,
+  args: () => string[],
+  signal?: AbortSignal,
+  sent?: { script: boolean },
+];
 
 /** The error a script answers with when the marker is not the one the ledger knows: `FORGOTTEN <value|->`. */
 const FORGOTTEN = 'CLEANTURN_FORGOTTEN';
@@ -509,19 +521,13 @@ export class RedisEffectLedger implements EffectLedger {
    * arguments: every write is idempotent under its token, so the second answer says what holds, whatever became
    * of the first. `sent.script` tells the caller whether the script went out.
    */
-  async #write(
-    operation: RedisLedgerOperation,
-    script: string,
-    record: string,
-    args: () => string[],
-    signal?: AbortSignal,
-    sent = { script: false },
-  ): Promise<unknown> {
+  async #write(...call: ScriptCall): Promise<unknown> {
     try {
-      return await this.#attempt(operation, script, record, args, signal, sent);
+      return await this.#attempt(...call);
     } catch (error) {
+      const signal = call[4];
       if (signal?.aborted || !isUnanswered(error)) throw error;
-      return await this.#attempt(operation, script, record, args, signal, sent);
+      return await this.#attempt(...call);
     }
   }
 
@@ -532,12 +538,7 @@ export class RedisEffectLedger implements EffectLedger {
    * again once the ledger has taken the server as it is).
    */
   async #attempt(
-    operation: RedisLedgerOperation,
-    script: string,
-    record: string,
-    args: () => string[],
-    signal?: AbortSignal,
-    sent = { script: false },
+    ...[operation, script, record, args, signal, sent = { script: false }]: ScriptCall
   ): Promise<unknown> {
     // Aborted, synchronously, when the attempt gives up: what is still waiting then sends nothing.
     const stop = new AbortController();

@@ -1,6 +1,6 @@
 // What the Redis effect ledger needs from the server to keep its promise, read from the server itself.
 import type { Cluster, Redis } from 'ioredis';
-import { runRedisScript } from '../../internal/redisScripts.js';
+import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
 
 /** The settings that decide whether a server can lose records; `undefined` where the server would not say. */
 interface Settings {
@@ -8,11 +8,6 @@ interface Settings {
   appendfsync: string | undefined;
   maxmemory: string | undefined;
   maxmemoryPolicy: string | undefined;
-}
-
-/** Whether the server answered with an error (a disabled or forbidden command), rather than not at all. */
-export function isReplyError(error: unknown): error is Error {
-  return error instanceof Error && error.name === 'ReplyError';
 }
 
 /** `CONFIG GET name` → its value. */

@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import Database from 'better-sqlite3';
 import type { EffectKeyLookup } from 'cleanturn';
 import {
@@ -57,8 +58,11 @@ const FIRST_BACKOFF_MS = 2;
 const MAX_BACKOFF_MS = 50;
 /** How often a claim deletes expired rows. */
 const PURGE_EVERY_MS = 60_000;
-/** The most bytes SQLite stores in one value or row (`SQLITE_MAX_LENGTH`, as better-sqlite3 builds it). */
-const SQLITE_MAX_LENGTH = 1_000_000_000;
+/**
+ * The most bytes the ledger stores in one value or row: the length limit better-sqlite3 sets on each connection,
+ * the longest string or `Buffer` Node holds (536,870,888 bytes on 64-bit Node), below SQLite's own 10^9.
+ */
+const MAX_VALUE_BYTES = Math.min(constants.MAX_LENGTH, constants.MAX_STRING_LENGTH);
 
 /** A row of the records table. */
 interface Row {
@@ -105,7 +109,7 @@ function readOnly(operation: SqliteLedgerOperation, error: unknown): unknown {
   return code === undefined ? error : new LedgerReadOnlyError(operation, code, error);
 }
 
-/** Whether SQLite (or better-sqlite3, binding it) refused a value as too big (past 10^9 bytes). */
+/** Whether SQLite (or better-sqlite3, binding it) refused a value or a row as too big ({@link MAX_VALUE_BYTES}). */
 function isTooBig(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_TOOBIG' || (error instanceof RangeError && /too big/i.test(error.message));
@@ -140,7 +144,8 @@ function isTooBig(error: unknown): boolean {
  * {@link LedgerReadOnlyError} (not retryable) at open, when the table cannot be created or the file not opened, or
  * at the first write (a claim of a key it does not hold): nothing is written and no handler runs without its claim.
  * What it holds is still read: settled keys are still replayed. A result whose JSON text SQLite cannot hold in one
- * value (10^9 bytes) is refused by `complete` with `EffectResultError`, so that the executor records the failure.
+ * value (536,870,888 bytes of UTF-8 on 64-bit Node) is refused by `complete` with `EffectResultError`, so that the
+ * executor records the failure.
  *
  * Table (created if missing):
  * ```sql
@@ -234,19 +239,22 @@ export class SqliteEffectLedger implements EffectLedger {
 
   /**
    * Records the result. A result that is not JSON data, or whose JSON text SQLite cannot hold in one value (past
-   * 10^9 bytes of UTF-8), is refused with `EffectResultError` and nothing is written: the claim stands, and its
-   * holder records the failure (`executeTools` does).
+   * 536,870,888 bytes of UTF-8 on 64-bit Node), is refused with `EffectResultError` and nothing is written: the
+   * claim stands, and its holder records the failure (`executeTools` does).
    */
   complete(scope: string, key: string, token: string, result: unknown): Awaitable<void> {
     const payload = encodeResult(result);
     // Checked before binding: better-sqlite3 would first copy the text to UTF-8, only to be refused.
-    checkResultSize(payload, SQLITE_MAX_LENGTH, 'the SQLite ledger');
-    const tooBig = (cause?: unknown) =>
-      new EffectResultError(
-        'result',
-        `its JSON text (${payload?.length} characters) is too big for the SQLite ledger, which stores at most ${SQLITE_MAX_LENGTH} bytes in one value`,
-        cause,
-      );
+    checkResultSize(payload, MAX_VALUE_BYTES, 'the SQLite ledger');
+    // Past that check SQLite may still refuse the row, the result with the rest of its record, as too big.
+    const refused = (error: unknown) =>
+      isTooBig(error)
+        ? new EffectResultError(
+            'result',
+            `its JSON text (${payload?.length} characters) with the rest of its record is too big for the SQLite ledger, which stores at most ${MAX_VALUE_BYTES} bytes in one row`,
+            error,
+          )
+        : error;
     let answer: Awaitable<void>;
     try {
       answer = this.#settle('complete', scope, key, {
@@ -256,11 +264,11 @@ export class SqliteEffectLedger implements EffectLedger {
         retentionMs: this.#retentionMs,
       });
     } catch (error) {
-      throw isTooBig(error) ? tooBig(error) : error;
+      throw refused(error);
     }
     return answer instanceof Promise
       ? answer.catch((error: unknown) => {
-          throw isTooBig(error) ? tooBig(error) : error;
+          throw refused(error);
         })
       : answer;
   }

@@ -8,7 +8,7 @@ import {
 } from 'cleanturn/transport';
 import type { Cluster, Redis } from 'ioredis';
 import { Observable } from 'rxjs';
-import { runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { isReplyError, runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { checkReadAfter } from '../../internal/turnLogRules.js';
 import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
 
@@ -214,7 +214,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
       try {
         return await within(operation, timeoutMs, command, undefined, tries);
       } catch (error) {
-        if (isRedisAnswer(error) || tries >= WRITE_TRIES) throw error;
+        if (isReplyError(error) || tries >= WRITE_TRIES) throw error;
       }
     }
   };
@@ -229,7 +229,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
       } catch (error) {
         // Given up with the outcome unknown: a send may still reach Redis, and claim a turn nobody runs. A release
         // sent behind it, on the same connection, runs after it and undoes it.
-        if (!isRedisAnswer(error)) run(scripts.owner, keys, ['release', token, ttlMs]).catch(() => {});
+        if (!isReplyError(error)) run(scripts.owner, keys, ['release', token, ttlMs]).catch(() => {});
         throw error;
       }
       if (answer !== 1) return false;
@@ -379,11 +379,6 @@ function seqOf(turnId: string, id: string): number {
   if (!Number.isSafeInteger(seq))
     throw new TypeError(`redisTurnLog: stream entry ${id} of turn ${turnId} is not a turn log entry`);
   return seq;
-}
-
-/** Whether an error is Redis's own answer (an error reply): the command ran, or was refused, and the outcome is known. */
-function isRedisAnswer(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
 }
 
 /** The log entry of a stream entry's fields. */
