@@ -1,5 +1,15 @@
 import { cleanTurn, effectKey } from 'cleanturn';
-import { at, call, defineMarbles, finish, helpDesk as h, keyed, repeated, text } from 'cleanturn/testing';
+import {
+  at,
+  call,
+  defineMarbles,
+  finish,
+  helpDesk as h,
+  keyed,
+  reasoning,
+  repeated,
+  text,
+} from 'cleanturn/testing';
 import { keyedK, tagged as t, turnId } from './alphabet.js';
 
 const lookup = call('c2', 'lookup_order', { order_id: 'ORD-7781' });
@@ -76,6 +86,34 @@ export default defineMarbles({
       operator: () => cleanTurn({ turnId }),
       expected: /* */ '-T-F-------|',
       expectedValues: { T: at(1, text('Done.')), F: at(1, finish()) },
+    },
+    {
+      title:
+        "reasoning belongs to its attempt: it passes through like text, and the reset voids attempt 1's thinking with its text",
+      source: /*   */ '-p-a-r-q-s-b-f-|',
+      // biome-ignore format: an aligned value table
+      values: {
+        p: reasoning('The customer wants a refund.'),
+        a: text('Refunding the dam'),
+        r: h.r,
+        q: reasoning('Check the order first.'),
+        s: text('Checking order ORD-7781.'),
+        b: text(' Refund started.'),
+        f: finish('stop'),
+      },
+      label: "cleanTurn({ turnId: 'turn-42' })",
+      operator: () => cleanTurn({ turnId }),
+      expected: /* */ '-P-A-X-Q-S-B-F-|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        P: at(1, reasoning('The customer wants a refund.')),
+        A: at(1, text('Refunding the dam')),
+        X: t.X,
+        Q: at(2, reasoning('Check the order first.')),
+        S: at(2, text('Checking order ORD-7781.')),
+        B: at(2, text(' Refund started.')),
+        F: at(2, finish('stop')),
+      },
     },
   ],
 });

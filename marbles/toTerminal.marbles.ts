@@ -1,5 +1,5 @@
 import { toTerminal } from 'cleanturn/renderers';
-import { defineMarbles } from 'cleanturn/testing';
+import { at, defineMarbles, reasoning, reset, text } from 'cleanturn/testing';
 import { keyedK, tagged as t } from './alphabet.js';
 
 const refundLine = `⚙ issue_refund {"order_id":"ORD-7781","amount":"full"} [${keyedK.effectKey}]`;
@@ -43,6 +43,30 @@ export default defineMarbles({
         b: 'Checking order ORD-7781. ',
         e: 'The book arrived damaged, so I have started a full refund.',
         k: `\n${refundLine}\n`,
+      },
+    },
+    {
+      title:
+        'reasoning is set apart: its lines start with │ (faint on a TTY); the answer starts on a line of its own',
+      source: /*   */ '-r-s-a-X-b-|',
+      // biome-ignore format: an aligned value table
+      values: {
+        r: at(1, reasoning('The customer wants')),
+        s: at(1, reasoning(' a refund.\nCheck the order.')),
+        a: at(1, text('Refunding the dam')),
+        X: reset(2, 'connection reset'),
+        b: at(2, text('Checking order ORD-7781. ')),
+      },
+      label: 'toTerminal({ tty: true, columns: 30 })',
+      operator: () => toTerminal({ tty: true, columns: 30 }),
+      expected: /* */ '-r-s-a-x-b-|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        r: '\x1b[2m│ The customer wants\x1b[22m',
+        s: '\x1b[2m a refund.\r\n│ Check the order.\x1b[22m',
+        a: '\r\nRefunding the dam',
+        x: '\r\x1b[2A\x1b[J\x1b[2m↺ attempt 2 (connection reset)\x1b[22m\r\n',
+        b: 'Checking order ORD-7781. ',
       },
     },
   ],

@@ -1,5 +1,5 @@
 import { initialView, type TurnView, turnView } from 'cleanturn/renderers';
-import { at, defineMarbles, reset, text, usage } from 'cleanturn/testing';
+import { at, defineMarbles, reasoning, reset, text, usage } from 'cleanturn/testing';
 import { keyedK, tagged as t } from './alphabet.js';
 
 /** A view snapshot: the initial view with `changes`. */
@@ -58,6 +58,29 @@ export default defineMarbles({
       operator: () => turnView(),
       expected: /* */ '-d-x-------b-|',
       expectedValues: v,
+    },
+    {
+      title: "reasoning shows apart from the answer; the reset drops it with the abandoned attempt's text",
+      source: /*   */ '-r-a-X-s-b-|',
+      // biome-ignore format: an aligned value table
+      values: {
+        r: at(1, reasoning('The customer wants a refund.')),
+        a: at(1, text('Refunding the dam')),
+        X,
+        s: at(2, reasoning('Check the order first.')),
+        b: at(2, text(opening)),
+      },
+      label: 'turnView()',
+      operator: () => turnView(),
+      expected: /* */ '-r-a-x-s-b-|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        r: view({ reasoning: 'The customer wants a refund.' }),
+        a: view({ reasoning: 'The customer wants a refund.', text: 'Refunding the dam' }),
+        x: v.x,
+        s: view({ attempt: 2, resets: [X], reasoning: 'Check the order first.' }),
+        b: view({ attempt: 2, resets: [X], reasoning: 'Check the order first.', text: opening }),
+      },
     },
   ],
 });

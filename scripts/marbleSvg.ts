@@ -18,6 +18,7 @@ export function marbleSvgPath(name: string, index: number): string {
 /** The kinds of event the pictures tell apart by colour. */
 export type MarbleCategory =
   | 'text'
+  | 'reasoning'
   | 'tool-call-delta'
   | 'tool-call'
   | 'tool-result'
@@ -39,6 +40,7 @@ interface MarbleStyle {
 // Okabe–Ito colours: distinguishable with the common kinds of colour blindness.
 const styles: Readonly<Record<MarbleCategory, MarbleStyle>> = {
   text: { fill: '#0072B2', stroke: '#005a8c', ink: '#ffffff' },
+  reasoning: { fill: '#ffffff', stroke: '#0072B2', ink: '#005a8c', dashed: true },
   'tool-call-delta': { fill: '#F0E442', stroke: '#b8ad1a', ink: '#1f2328' },
   'tool-call': { fill: '#E69F00', stroke: '#a87400', ink: '#1f2328' },
   'tool-result': { fill: '#56B4E9', stroke: '#2f86b8', ink: '#1f2328' },
@@ -52,6 +54,7 @@ const styles: Readonly<Record<MarbleCategory, MarbleStyle>> = {
 
 const eventTypes: Readonly<Record<string, MarbleCategory>> = {
   text: 'text',
+  reasoning: 'reasoning',
   'tool-call-delta': 'tool-call-delta',
   'tool-call': 'tool-call',
   'tool-result': 'tool-result',

@@ -12,17 +12,25 @@ export function describeValue(value: unknown): string {
   switch (e.type) {
     case 'text':
       return `text ${JSON.stringify(e.text)}${attempt}`;
+    case 'reasoning':
+      return `reasoning ${JSON.stringify(e.text)}${attempt}`;
     case 'tool-call':
       // A provider's own part may share the name (the AI SDK's tool-call part): show it as it is.
       if (typeof e.id !== 'string' || typeof e.name !== 'string') return JSON.stringify(value);
       return `tool-call ${e.id} ${e.name}(${JSON.stringify(e.args)})${attempt}${typeof e.effectKey === 'string' ? `, key ${e.effectKey}` : ''}`;
     case 'tool-call-delta':
       return `tool-call-delta #${e.index}${e.id ? ` ${e.id}` : ''}${e.name ? ` ${e.name}` : ''} ${JSON.stringify(e.argsDelta)}${attempt}`;
-    case 'usage':
-      return `usage in ${e.inputTokens ?? '?'} / out ${e.outputTokens ?? '?'}${attempt}`;
-    case 'finish':
+    case 'usage': {
+      const cached = typeof e.cachedInputTokens === 'number' ? ` (${e.cachedInputTokens} cached)` : '';
+      const reasoning = typeof e.reasoningTokens === 'number' ? ` (${e.reasoningTokens} reasoning)` : '';
+      return `usage in ${e.inputTokens ?? '?'}${cached} / out ${e.outputTokens ?? '?'}${reasoning}${attempt}`;
+    }
+    case 'finish': {
       if (typeof e.reason !== 'string') return JSON.stringify(value);
-      return `finish ${e.reason}${attempt}`;
+      const paused = e.paused === true ? ' (paused)' : '';
+      const id = typeof e.responseId === 'string' ? `, response ${e.responseId}` : '';
+      return `finish ${e.reason}${paused}${attempt}${id}${describeOutput(e.output)}`;
+    }
     case 'retry':
       return `retry ${JSON.stringify(e.reason)}${attempt}`;
     case 'reset':
@@ -47,6 +55,26 @@ export function describeValue(value: unknown): string {
       }
       return JSON.stringify(value);
   }
+}
+
+/**
+ * A finish's provider output, short: its format and the kinds of its entries in order (`, output
+ * anthropic-messages [thinking, text, tool_use]`); the full value is in the spec.
+ */
+function describeOutput(output: unknown): string {
+  if (typeof output !== 'object' || output === null) return '';
+  const o = output as Record<string, unknown>;
+  const list = Object.values(o).find(Array.isArray) as unknown[] | undefined;
+  const kinds = (list ?? []).map((entry) => {
+    if (typeof entry !== 'object' || entry === null) return typeof entry;
+    const r = entry as Record<string, unknown>;
+    if (typeof r.type === 'string') return r.type;
+    const keys = Object.keys(r).filter((k) => k !== 'thoughtSignature' && k !== 'thought');
+    const thought = r.thought === true ? 'thought ' : '';
+    const signed = typeof r.thoughtSignature === 'string' ? ' (signed)' : '';
+    return `${thought}${keys[0] ?? 'part'}${signed}`;
+  });
+  return `, output ${String(o.format)}${list === undefined ? '' : ` [${kinds.join(', ')}]`}`;
 }
 
 /**

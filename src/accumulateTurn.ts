@@ -4,8 +4,14 @@ import type { Attempted, FinishEvent, FinishReason, RepeatedToolCall, ToolCallEv
 
 /** Token usage as the provider reported it. */
 export interface Usage {
+  /** Input tokens, those read from the provider's cache included. */
   inputTokens?: number;
+  /** Output tokens, those spent on reasoning included. */
   outputTokens?: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache. */
+  cachedInputTokens?: number;
+  /** Of `outputTokens`, those spent on reasoning. */
+  reasoningTokens?: number;
 }
 
 /**
@@ -45,13 +51,23 @@ export interface TurnState<C = Attempted<ToolCallEvent> | RepeatedToolCall> {
   readonly attempt: number;
   /** The live attempt's text only; an abandoned attempt's text is never part of it. */
   readonly text: string;
+  /** The live attempt's reasoning text only (`reasoning` events); never part of `text`. */
+  readonly reasoning: string;
   /**
    * The live attempt's tool calls that were released, in order, repeats (`tool-call-repeat`) included: the call
    * ids the next request must answer.
    */
   readonly toolCalls: readonly C[];
-  /** The live attempt's finish, once it arrived. */
+  /**
+   * The live attempt's finish, once it arrived, with what the provider needs back in the next request
+   * (`finish.output`, read by the next-request builders of `cleanturn/providers`).
+   */
   readonly finish: Attempted<FinishEvent> | undefined;
+  /**
+   * The provider's id of the live attempt's response, once its finish carried one: what a next request chains
+   * from (`previous_response_id`). An abandoned attempt's id is never here.
+   */
+  readonly responseId: string | undefined;
   /** The live attempt's usage, when the provider sent any. */
   readonly usage: Usage | undefined;
   /** One record per attempt, in order; the last one is the live attempt. */
@@ -141,6 +157,8 @@ class TurnAccumulator<C> {
   private readonly attempts = new AttemptTracker();
   /** The live attempt's text. */
   private text = '';
+  /** The live attempt's reasoning text. */
+  private reasoning = '';
   /** The live attempt's released calls; replaced when one arrives. */
   private toolCalls: readonly C[] = [];
   /** The live attempt's finish. */
@@ -167,15 +185,20 @@ class TurnAccumulator<C> {
       case 'text':
         this.text += (event as unknown as { text: string }).text;
         break;
+      case 'reasoning':
+        this.reasoning += (event as unknown as { text: string }).text;
+        break;
       case 'tool-call':
       case 'tool-call-repeat':
         this.toolCalls = [...this.toolCalls, event as C];
         break;
       case 'usage': {
-        const { inputTokens, outputTokens } = event as unknown as Usage;
+        const { inputTokens, outputTokens, cachedInputTokens, reasoningTokens } = event as unknown as Usage;
         const usage: Usage = { ...this.usage };
         if (inputTokens !== undefined) usage.inputTokens = inputTokens;
         if (outputTokens !== undefined) usage.outputTokens = outputTokens;
+        if (cachedInputTokens !== undefined) usage.cachedInputTokens = cachedInputTokens;
+        if (reasoningTokens !== undefined) usage.reasoningTokens = reasoningTokens;
         this.usage = usage;
         break;
       }
@@ -200,6 +223,7 @@ class TurnAccumulator<C> {
     }
     this.closed = closed;
     this.text = '';
+    this.reasoning = '';
     this.toolCalls = [];
     this.finish = undefined;
     this.usage = undefined;
@@ -254,8 +278,10 @@ class TurnAccumulator<C> {
     this.snapshot = {
       attempt: this.attempts.attempt,
       text: this.text,
+      reasoning: this.reasoning,
       toolCalls: this.toolCalls,
       finish: this.finish,
+      responseId: this.finish?.responseId,
       usage: this.usage,
       attempts,
     };

@@ -31,6 +31,8 @@ export {
   ToolCallAssemblyError,
   UsageError,
 } from './errors.js';
+export type { NextStep } from './nextStep.js';
+export { nextStep } from './nextStep.js';
 // Policies of the help-desk comparison
 export { lateExecutionPolicy, naivePolicy, resetOnlyPolicy } from './policies.js';
 export { requireFinish } from './requireFinish.js';
@@ -52,6 +54,8 @@ export type {
   KeyedToolCall,
   PolicyEvent,
   ProviderEvent,
+  ProviderOutput,
+  ReasoningEvent,
   ReleasedCall,
   RepeatedToolCall,
   ResetEvent,

@@ -18,6 +18,18 @@ export interface TextEvent {
   text: string;
 }
 
+/**
+ * A fragment of the model's thinking (reasoning summaries, thinking text). It belongs to its attempt like text: a
+ * reset discards it, and it is never part of the answer text. A renderer shows it apart from the answer, or not
+ * at all. What the provider needs back of it (signatures, encrypted reasoning) travels on the attempt's
+ * {@link FinishEvent.output}, not on the fragments.
+ */
+export interface ReasoningEvent {
+  type: 'reasoning';
+  /** The fragment, appended to the attempt's reasoning so far. */
+  text: string;
+}
+
 /** A fragment of a tool call as it streams; {@link assembleToolCalls} joins fragments into a {@link ToolCallEvent}. */
 export interface ToolCallDeltaEvent {
   type: 'tool-call-delta';
@@ -48,8 +60,26 @@ export interface ToolCallEvent {
  */
 export interface UsageEvent {
   type: 'usage';
+  /** Input tokens, those read from the provider's cache included. */
   inputTokens?: number;
+  /** Output tokens, those spent on reasoning included. */
   outputTokens?: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache (billed at the cache rate). */
+  cachedInputTokens?: number;
+  /** Of `outputTokens`, those spent on reasoning the answer does not show. */
+  reasoningTokens?: number;
+}
+
+/**
+ * What an attempt produced, in its provider's own shape: everything the next request must send back (text,
+ * calls with their ids and arguments as the provider sent them, reasoning with its signatures or encrypted
+ * content, provider-run tools and their results), in stream order. The adapters of `cleanturn/providers` put
+ * it on the attempt's finish, and their next-request builders read it; `format` names the wire format
+ * (`openai-chat`, `openai-responses`, `anthropic-messages`, `gemini`, `ai-sdk`), and each adapter exports the
+ * full type of its own.
+ */
+export interface ProviderOutput {
+  readonly format: string;
 }
 
 /** The model finished this attempt. */
@@ -63,6 +93,19 @@ export interface FinishEvent {
    * `content-filter`. A refusal is not answer text, so adapters never emit it as `text`.
    */
   refusal?: string;
+  /**
+   * The provider's id of the response this attempt was (Responses `response.id`, Anthropic `message.id`, Chat
+   * `id`, Gemini `responseId`), so that a next request chains from the final attempt (`previous_response_id`),
+   * never from an abandoned one.
+   */
+  responseId?: string;
+  /**
+   * The model paused the turn and goes on when its output is sent back unchanged (Anthropic `pause_turn` of a
+   * long server-tool run, `compaction`): the reason is `other`, and the turn is not over. See {@link nextStep}.
+   */
+  paused?: boolean;
+  /** What the attempt produced in its provider's own shape, for the next request; see {@link ProviderOutput}. */
+  output?: ProviderOutput;
 }
 
 /** A new attempt starts after this event; everything the previous attempt streamed is void. */
@@ -91,6 +134,7 @@ export interface ResumeEvent {
 /** Everything a provider stream can say, in provider-neutral form. */
 export type ProviderEvent =
   | TextEvent
+  | ReasoningEvent
   | ToolCallDeltaEvent
   | ToolCallEvent
   | UsageEvent
@@ -136,7 +180,7 @@ export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetE
 
 /** The clean turn stream that {@link cleanTurn} emits: like {@link PolicyEvent}, with keyed tool calls. */
 export type TurnEvent =
-  | Attempted<TextEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent | ResumeEvent>
+  | Attempted<TextEvent | ReasoningEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent | ResumeEvent>
   | KeyedToolCall
   | RepeatedToolCall
   | ResetEvent;

@@ -12,7 +12,7 @@ import type {
 } from 'cleanturn';
 import { accumulateTurn, cleanTurn, effectKey } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolResultEvent } from 'cleanturn/effects';
-import { call, finish, retrying, text, usage } from 'cleanturn/testing';
+import { call, finish, reasoning, retrying, text, usage } from 'cleanturn/testing';
 import fc from 'fast-check';
 import { filter, map, Observable, type OperatorFunction, Subject, share, takeWhile, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -69,6 +69,7 @@ const declines = (name: string, args: unknown): boolean =>
 /** One step of an attempt's body, before ids are given. */
 type Step =
   | { kind: 'text'; text: string }
+  | { kind: 'reasoning'; text: string }
   | { kind: 'call'; name: ToolName; args: number }
   | { kind: 'usage'; inputTokens: number | undefined; outputTokens: number | undefined }
   | { kind: 'resume'; after: number };
@@ -90,6 +91,8 @@ interface GenAttempt {
   events: WholeEvent[];
   calls: GenCall[];
   text: string;
+  /** The attempt's reasoning text. */
+  reasoning: string;
 }
 
 interface GenTurn {
@@ -121,6 +124,7 @@ const callStepArb = fc.record({
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('text' as const), text: fragmentArb }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('reasoning' as const), text: fragmentArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('resume' as const), after: fc.nat({ max: 99 }) }) },
   { weight: 4, arbitrary: callStepArb },
   {
@@ -146,6 +150,8 @@ function label(e: WholeEvent): string {
   switch (e.type) {
     case 'text':
       return JSON.stringify(e.text);
+    case 'reasoning':
+      return `thinking(${JSON.stringify(e.text)})`;
     case 'tool-call': {
       const args = ARGS.find((a) => JSON.stringify(a.make()) === JSON.stringify(e.args))?.label ?? '?';
       return `${e.name}#${e.id}(${args})`;
@@ -166,10 +172,14 @@ function attemptEvents(prefix: string, attempt: number, steps: readonly Step[], 
   const events: WholeEvent[] = [];
   const calls: GenCall[] = [];
   let attemptText = '';
+  let attemptReasoning = '';
   for (const step of steps) {
     if (step.kind === 'text') {
       events.push(text(step.text));
       attemptText += step.text;
+    } else if (step.kind === 'reasoning') {
+      events.push(reasoning(step.text));
+      attemptReasoning += step.text;
     } else if (step.kind === 'call') {
       const event = call(
         `${prefix}-c${firstCall + calls.length}`,
@@ -185,7 +195,7 @@ function attemptEvents(prefix: string, attempt: number, steps: readonly Step[], 
       events.push(usage(step.inputTokens, step.outputTokens));
     }
   }
-  return { events, calls, text: attemptText };
+  return { events, calls, text: attemptText, reasoning: attemptReasoning };
 }
 
 function buildTurn(
@@ -394,6 +404,7 @@ function userSeesLastAttempt(pipeline: Pipeline = recommended): fc.IProperty<[Ge
     const run = runTurn(turn, pipeline);
     same(run.errors, []);
     same(run.state?.text, turn.last.text, 'text');
+    same(run.state?.reasoning, turn.last.reasoning, 'reasoning');
     same(run.state?.attempt, turn.last.attempt, 'attempt');
     same(run.state?.finish?.reason, turn.finish.reason, 'finish reason');
   });

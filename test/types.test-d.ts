@@ -5,8 +5,11 @@ import type {
   FailedAttempt,
   FinishEvent,
   KeyedToolCall,
+  NextStep,
   PolicyEvent,
   ProviderEvent,
+  ProviderOutput,
+  ReasoningEvent,
   RepeatedToolCall,
   ResetEvent,
   RetryBudget,
@@ -31,6 +34,7 @@ import {
   effectKey,
   lateExecutionPolicy,
   naivePolicy,
+  nextStep,
   type RetriesExhaustedError,
   type RetryBudgetExhaustedError,
   requireFinish,
@@ -442,5 +446,33 @@ describe('retryBudget', () => {
     expectTypeOf<RetryBudgetExhaustedError['attempts']>().toEqualTypeOf<readonly FailedAttempt[]>();
     expectTypeOf<RetryBudgetExhaustedError['failures']>().toBeNumber();
     expectTypeOf<RetryBudgetExhaustedError['retryable']>().toBeBoolean();
+  });
+});
+
+describe('reasoning and the final attempt', () => {
+  test('reasoning is a provider event of its own, never text, and cleanTurn passes it on with its attempt', () => {
+    expectTypeOf<ReasoningEvent>().toExtend<ProviderEvent>();
+    expectTypeOf<ReasoningEvent>().not.toExtend<TextEvent>();
+    expectTypeOf<Attempted<ReasoningEvent>>().toExtend<TurnEvent>();
+    expectTypeOf<Attempted<ReasoningEvent>>().toExtend<PolicyEvent>();
+    const turn = of<ReasoningEvent | TextEvent>({ type: 'reasoning', text: 'Check the order.' }).pipe(
+      cleanTurn({ turnId: 't' }),
+    );
+    expectTypeOf(turn).toEqualTypeOf<Observable<TurnEvent>>();
+  });
+
+  test("the turn state has the live attempt's reasoning and response id; the finish carries the output", () => {
+    expectTypeOf<TurnState['reasoning']>().toEqualTypeOf<string>();
+    expectTypeOf<TurnState['responseId']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<FinishEvent['output']>().toEqualTypeOf<ProviderOutput | undefined>();
+    expectTypeOf<FinishEvent['paused']>().toEqualTypeOf<boolean | undefined>();
+    expectTypeOf<UsageEvent['reasoningTokens']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<UsageEvent['cachedInputTokens']>().toEqualTypeOf<number | undefined>();
+  });
+
+  test('nextStep reads a finish, or its absence', () => {
+    expectTypeOf(nextStep).parameter(0).toEqualTypeOf<Pick<FinishEvent, 'reason' | 'paused'> | undefined>();
+    expectTypeOf(nextStep).returns.toEqualTypeOf<NextStep>();
+    expectTypeOf<NextStep>().toEqualTypeOf<'done' | 'answer' | 'continue' | 'failed'>();
   });
 });

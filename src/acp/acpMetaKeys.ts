@@ -42,4 +42,6 @@ export interface AcpResetMeta {
    * already cleared the abandoned text from the one message of the turn.
    */
   supersedes?: string;
+  /** ACP v1: the thought message the abandoned attempt streamed its reasoning to, which an editor drops too. */
+  supersedesThought?: string;
 }

@@ -51,7 +51,8 @@ export type AcpV2Notification = UpdateSessionNotification;
 /**
  * Turns the clean turn into ACP `session/update` notifications for an editor, with every reset made explicit.
  *
- * Text becomes `agent_message_chunk`s, a released call a `tool_call` (status `pending`, the arguments as
+ * Text becomes `agent_message_chunk`s, reasoning `agent_thought_chunk`s (to a thought message of the attempt's
+ * own: a new id per attempt with v1, `<message id>:thought` when `messageId` is given), a released call a `tool_call` (status `pending`, the arguments as
  * `rawInput`, the effect key in `_meta['cleanturn/effectKey']`), and an executor's result (a `tool-result`
  * event merged into the source) a `tool_call_update` (`completed`, `in_progress` or `failed`, with
  * `rawOutput`). Usage, finishes and call fragments become nothing: the prompt's response carries the stop
@@ -61,7 +62,9 @@ export type AcpV2Notification = UpdateSessionNotification;
  * `_meta['cleanturn/reset']` is `{ attempt, reason, supersedes }` ({@link AcpResetMeta}): an editor that
  * knows the key drops the superseded message (or collapses it into a "retried" marker); one that does not
  * shows the abandoned text above the new message. With `protocol: 'v2'` the draft's message replacement
- * clears the abandoned text in place, and every v2 editor drops it.
+ * clears the abandoned text in place, and every v2 editor drops it; an
+ * `agent_thought` replacement clears the abandoned reasoning the same way. In v1 the reset meta names the
+ * abandoned attempt's thought in `supersedesThought`.
  *
  * ```text
  * source:   -A-D-X-B-E-K-F-|
@@ -142,6 +145,10 @@ abstract class Translator<N> {
   protected message: string | undefined = undefined;
   /** Whether the editor has been sent `message`. */
   protected shown = false;
+  /** The message the live attempt's reasoning goes to (an ACP thought), once it has an id. */
+  protected thought: string | undefined = undefined;
+  /** Whether the editor has been sent `thought`. */
+  protected thoughtShown = false;
   /** The tool call ids announced so far: a repeat of one updates it instead of announcing it again. */
   protected readonly announced = new Set<string>();
 
@@ -156,12 +163,16 @@ abstract class Translator<N> {
     // An event of a newer attempt without a reset before it still starts over.
     const updates =
       step === 'newer'
-        ? [this.startAttempt(event.attempt, event.type === 'reset' ? event.reason : 'retry')]
+        ? this.startAttempt(event.attempt, event.type === 'reset' ? event.reason : 'retry')
         : [];
     if (event.type === 'text' && event.text !== '') {
       const message = this.messageId();
       this.shown = true;
       updates.push(this.chunk(message, event.text));
+    } else if (event.type === 'reasoning' && event.text !== '') {
+      const thought = this.thoughtId();
+      this.thoughtShown = true;
+      updates.push(this.thoughtChunk(thought, event.text));
     } else if (event.type === 'tool-call' || event.type === 'tool-call-repeat') {
       updates.push(this.toolCall(event));
     }
@@ -176,6 +187,18 @@ abstract class Translator<N> {
         messageId === undefined ? globalThis.crypto.randomUUID() : messageId(this.attempts.attempt);
     }
     return this.message;
+  }
+
+  /** The thought message the next reasoning chunk goes to: `<message id>:thought` with a `messageId` option. */
+  protected thoughtId(): string {
+    if (this.thought === undefined) {
+      const { messageId } = this.options;
+      this.thought =
+        messageId === undefined
+          ? globalThis.crypto.randomUUID()
+          : `${messageId(this.attempts.attempt)}:thought`;
+    }
+    return this.thought;
   }
 
   protected toolCallId(call: ReleasedCall): string {
@@ -221,35 +244,51 @@ abstract class Translator<N> {
   }
 
   /** The meta of the update that announces a reset. */
-  protected resetMeta(attempt: number, reason: string, supersedes: string | undefined): Meta {
+  protected resetMeta(
+    attempt: number,
+    reason: string,
+    supersedes: string | undefined,
+    supersedesThought?: string,
+  ): Meta {
     const meta: AcpResetMeta = { attempt, reason };
     if (supersedes !== undefined) meta.supersedes = supersedes;
+    if (supersedesThought !== undefined) meta.supersedesThought = supersedesThought;
     return { [acpMetaKeys.reset]: meta };
   }
 
-  protected abstract startAttempt(attempt: number, reason: string): N;
+  protected abstract startAttempt(attempt: number, reason: string): N[];
   protected abstract chunk(messageId: string, text: string): N;
+  protected abstract thoughtChunk(messageId: string, text: string): N;
   protected abstract toolCall(call: ReleasedCall): N;
   protected abstract toolResult(result: ToolResultLike): N;
 }
 
 /** ACP v1: a reset starts a new message; the reset meta names the one it supersedes. */
 class V1Translator extends Translator<AcpNotification> {
-  protected startAttempt(attempt: number, reason: string): AcpNotification {
+  protected startAttempt(attempt: number, reason: string): AcpNotification[] {
     const supersedes = this.shown ? this.message : undefined;
+    const supersedesThought = this.thoughtShown ? this.thought : undefined;
     this.message = undefined;
+    this.thought = undefined;
+    this.thoughtShown = false;
     const message = this.messageId();
     this.shown = true;
-    return this.notify({
-      sessionUpdate: 'agent_message_chunk',
-      messageId: message,
-      content: { type: 'text', text: '' },
-      _meta: this.resetMeta(attempt, reason, supersedes),
-    });
+    return [
+      this.notify({
+        sessionUpdate: 'agent_message_chunk',
+        messageId: message,
+        content: { type: 'text', text: '' },
+        _meta: this.resetMeta(attempt, reason, supersedes, supersedesThought),
+      }),
+    ];
   }
 
   protected chunk(messageId: string, text: string): AcpNotification {
     return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
+  }
+
+  protected thoughtChunk(messageId: string, text: string): AcpNotification {
+    return this.notify({ sessionUpdate: 'agent_thought_chunk', messageId, content: { type: 'text', text } });
   }
 
   protected toolCall(call: ReleasedCall): AcpNotification {
@@ -272,20 +311,32 @@ class V1Translator extends Translator<AcpNotification> {
 
 /** The ACP v2 draft: one message per turn, whose content a reset replaces with nothing. */
 class V2Translator extends Translator<AcpV2Notification> {
-  protected startAttempt(attempt: number, reason: string): AcpV2Notification {
+  protected startAttempt(attempt: number, reason: string): AcpV2Notification[] {
     const message = this.messageId();
     this.shown = true;
     // The replacement itself clears the abandoned text: there is no other message to supersede.
-    return this.notify({
-      sessionUpdate: 'agent_message',
-      messageId: message,
-      content: [],
-      _meta: this.resetMeta(attempt, reason, undefined),
-    });
+    const updates = [
+      this.notify({
+        sessionUpdate: 'agent_message',
+        messageId: message,
+        content: [],
+        _meta: this.resetMeta(attempt, reason, undefined),
+      }),
+    ];
+    // The abandoned reasoning is cleared the same way, in the thought it streamed to.
+    if (this.thoughtShown && this.thought !== undefined) {
+      updates.push(this.notify({ sessionUpdate: 'agent_thought', messageId: this.thought, content: [] }));
+      this.thoughtShown = false;
+    }
+    return updates;
   }
 
   protected chunk(messageId: string, text: string): AcpV2Notification {
     return this.notify({ sessionUpdate: 'agent_message_chunk', messageId, content: { type: 'text', text } });
+  }
+
+  protected thoughtChunk(messageId: string, text: string): AcpV2Notification {
+    return this.notify({ sessionUpdate: 'agent_thought_chunk', messageId, content: { type: 'text', text } });
   }
 
   protected toolCall(call: ReleasedCall): AcpV2Notification {

@@ -21,6 +21,8 @@ export type { PayloadProblem, ProviderName } from './errors.js';
 export { ProviderError, ProviderPayloadError } from './errors.js';
 export type { GeminiChunk, GeminiContentOptions, GeminiErrorInfo } from './geminiContent.js';
 export { geminiContent } from './geminiContent.js';
+export type { NextRequestProblem } from './nextRequest.js';
+export { NextRequestError } from './nextRequest.js';
 export type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOptions } from './openaiChat.js';
 export { openaiChat } from './openaiChat.js';
 export type { OpenAIErrorInfo } from './openaiErrors.js';

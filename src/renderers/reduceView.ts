@@ -71,6 +71,11 @@ export interface TurnView {
   readonly attempt: number;
   /** The live attempt's text only: an abandoned attempt's text is never part of it. */
   readonly text: string;
+  /**
+   * The live attempt's reasoning (the model's thinking, `reasoning` events): shown apart from the answer, or
+   * folded away; an abandoned attempt's reasoning is never part of it.
+   */
+  readonly reasoning: string;
   /** The live attempt's released tool calls, in order. */
   readonly toolCalls: readonly ToolCallView[];
   /** Whether the live attempt has finished. */
@@ -95,6 +100,7 @@ const noCalls: readonly ToolCallView[] = Object.freeze([]);
 export const initialView: TurnView = Object.freeze({
   attempt: 1,
   text: '',
+  reasoning: '',
   toolCalls: noCalls,
   finished: false,
   finishReason: undefined,
@@ -109,12 +115,13 @@ export const initialView: TurnView = Object.freeze({
  * Pure: it returns a new snapshot when `event` changes what is shown, and `view` itself when it does not
  * (usage, call fragments, stragglers of abandoned attempts, anything after a finish, results of calls that
  * are not shown or of abandoned attempts: the rules of `AttemptTracker`). A `reset`
- * drops the abandoned attempt's text and calls and sets a "retrying" {@link TurnView.notice}, which the new
+ * drops the abandoned attempt's text, reasoning and calls and sets a "retrying" {@link TurnView.notice}, which the new
  * attempt's first text or call clears. Text is appended to an immutable string and the call list is shared
  * until a call changes, so a text token costs one small object.
  *
  * State changes, event by event:
  * - `text` of the live attempt: `text` grows; the notice clears;
+ * - `reasoning` of the live attempt: `reasoning` grows; the notice clears;
  * - `tool-call` of the live attempt: a `released` call is appended (a `tool-call-repeat`: a `repeat`); the
  *   notice clears;
  * - `finish`: `finished`, `finishReason` and `refusal`; the notice clears;
@@ -157,6 +164,10 @@ export function reduceView(view: TurnView, event: ViewEvent): TurnView {
   switch (event.type) {
     case 'text':
       return event.text === '' ? live : { ...live, text: live.text + event.text, notice: undefined };
+    case 'reasoning':
+      return event.text === ''
+        ? live
+        : { ...live, reasoning: live.reasoning + event.text, notice: undefined };
     case 'tool-call':
     case 'tool-call-repeat': {
       const keyed = event as Partial<Pick<KeyedToolCall, 'effectKey'>>;
@@ -189,6 +200,7 @@ function startAttempt(view: TurnView, reset: ResetEvent): TurnView {
   return {
     attempt: reset.attempt,
     text: '',
+    reasoning: '',
     toolCalls: noCalls,
     finished: false,
     finishReason: undefined,

@@ -29,6 +29,8 @@ export interface ToTerminalOptions {
 /** Select Graphic Rendition: faint on, and back to normal intensity. */
 const DIM = '\x1b[2m';
 const UNDIM = '\x1b[22m';
+/** What begins each line of the model's reasoning, setting it apart from the answer. */
+const THINKING = '│ ';
 /** Longest argument JSON shown on a call's line. */
 const ARGS_SHOWN = 80;
 
@@ -41,7 +43,9 @@ const ARGS_SHOWN = 80;
  * below it (`CR`, `CSI n A`, `CSI J`), then prints a faint `↺ attempt 2 (connection reset)` line; the new
  * attempt writes under it. Without `tty` nothing can be taken back: a reset prints the same marker line,
  * and a reader (person or program) discards what came before it. Released tool calls and their results get
- * a line each (a repeat, whose effect already ran under its key, as `↻ … already done`). Events of abandoned
+ * a line each (a repeat, whose effect already ran under its key, as `↻ … already done`). The model's
+ * reasoning is set apart from the answer: it starts on a line of its own, each of its lines begins with `│ `
+ * (faint on a TTY), and the answer text after it starts on a new line; a reset takes it back with the rest. Events of abandoned
  * attempts, anything after a finish and results of abandoned calls print nothing. Control characters in model text (escape sequences, carriage returns) are dropped, so the
  * model cannot move the cursor; tabs become spaces.
  *
@@ -115,6 +119,8 @@ class TerminalScreen {
   private row = 0;
   /** The cursor's column; `columns` means the row is full and the next character wraps to the next row. */
   private col = 0;
+  /** Whether the last thing printed was reasoning: its lines carry the `│ ` mark, and text after it starts a line. */
+  private thinking = false;
 
   constructor(
     private readonly tty: boolean,
@@ -134,7 +140,10 @@ class TerminalScreen {
         : '';
     switch (event.type) {
       case 'text':
-        return start + this.print(event.text);
+        if (event.text === '') return start;
+        return start + this.answer() + this.print(event.text);
+      case 'reasoning':
+        return start + this.reason(event.text);
       case 'tool-call':
       case 'tool-call-repeat':
         return start + this.line(callLine(event));
@@ -148,6 +157,31 @@ class TerminalScreen {
     }
   }
 
+  /** The end of a reasoning run before answer text: the answer starts on a line of its own. */
+  private answer(): string {
+    if (!this.thinking) return '';
+    this.thinking = false;
+    return this.endLine();
+  }
+
+  /** Reasoning, set apart: each of its lines starts with `│ `, faint on a TTY; it starts on a line of its own. */
+  private reason(text: string): string {
+    if (text === '') return '';
+    let out = '';
+    if (!this.thinking) {
+      out += this.endLine();
+      this.thinking = true;
+    }
+    let printed = '';
+    text.split('\n').forEach((piece, i) => {
+      if (i > 0) printed += this.newline();
+      if (piece === '') return;
+      if (this.col === 0) printed += this.print(THINKING);
+      printed += this.print(piece);
+    });
+    return out + (this.tty ? DIM + printed + UNDIM : printed);
+  }
+
   /** Takes back the abandoned attempt's output (on a TTY) and prints the marker line. */
   private startAttempt(attempt: number, reason: string): string {
     let erase: string;
@@ -158,11 +192,13 @@ class TerminalScreen {
     } else {
       erase = this.endLine();
     }
+    this.thinking = false;
     return erase + this.line(`↺ attempt ${attempt} (${reason})`);
   }
 
   /** `text` on a line of its own, faint on a TTY. */
   private line(text: string): string {
+    this.thinking = false;
     const start = this.endLine();
     const printed = this.print(text);
     return start + (this.tty ? DIM + printed + UNDIM : printed) + this.newline();

@@ -3,6 +3,7 @@ import type {
   FinishEvent,
   FinishReason,
   KeyedToolCall,
+  ReasoningEvent,
   RepeatedToolCall,
   ResetEvent,
   RetryEvent,
@@ -16,6 +17,11 @@ import { effectKey } from 'cleanturn';
 /** A `text` event. */
 export function text(value: string): TextEvent {
   return { type: 'text', text: value };
+}
+
+/** A `reasoning` event: a fragment of the model's thinking. */
+export function reasoning(value: string): ReasoningEvent {
+  return { type: 'reasoning', text: value };
 }
 
 /** A whole `tool-call` event. */

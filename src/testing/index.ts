@@ -15,6 +15,7 @@ export {
   helpDeskTurn,
   helpDeskTurnId,
   keyed,
+  reasoning,
   refundArgs,
   repeated,
   reset,

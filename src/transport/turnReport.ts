@@ -47,7 +47,7 @@ export interface TurnReport {
   attempts: AttemptReport[];
   /** Resumes of all attempts: each was one more request, but no new generation (not billed again). */
   resumes: number;
-  /** Summed usage of the attempts that reported any. */
+  /** Summed usage of the attempts that reported any, cached input and reasoning tokens too where reported. */
   usage: Usage;
   /** True when every attempt reported its usage. */
   usageComplete: boolean;
@@ -102,10 +102,11 @@ export function toTurnReport(
   });
   const usage: Usage = {};
   for (const a of attempts) {
-    if (a.usage?.inputTokens !== undefined)
-      usage.inputTokens = (usage.inputTokens ?? 0) + a.usage.inputTokens;
-    if (a.usage?.outputTokens !== undefined)
-      usage.outputTokens = (usage.outputTokens ?? 0) + a.usage.outputTokens;
+    if (a.usage === undefined) continue;
+    for (const field of usageFields) {
+      const count = a.usage[field];
+      if (count !== undefined) usage[field] = (usage[field] ?? 0) + count;
+    }
   }
   const report: TurnReport = {
     turnId,
@@ -119,6 +120,9 @@ export function toTurnReport(
   if (end.error !== undefined) report.error = end.error;
   return report;
 }
+
+/** The counts of a usage, each summed over the attempts that reported it. */
+const usageFields = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'reasoningTokens'] as const;
 
 /**
  * Why the last attempt failed: its own error's reason. When the retries ran out, that is the last record of the

@@ -131,7 +131,12 @@ describe('cleanturn/acp', () => {
     expectTypeOf(acpMetaKeys.reset).toEqualTypeOf<'cleanturn/reset'>();
     expectTypeOf(acpMetaKeys.effectKey).toEqualTypeOf<'cleanturn/effectKey'>();
     expectTypeOf(acpMetaKeys.repeat).toEqualTypeOf<'cleanturn/repeat'>();
-    expectTypeOf<AcpResetMeta>().toEqualTypeOf<{ attempt: number; reason: string; supersedes?: string }>();
+    expectTypeOf<AcpResetMeta>().toEqualTypeOf<{
+      attempt: number;
+      reason: string;
+      supersedes?: string;
+      supersedesThought?: string;
+    }>();
   });
 });
 

@@ -76,6 +76,7 @@ describe('a web chat bubble fed by turnView()', () => {
     expect(last).toEqual({
       attempt: 2,
       text: attempt2,
+      reasoning: '',
       toolCalls: [{ id: 'c7', name: 'issue_refund', args: refundArgs, effectKey: key, status: 'released' }],
       finished: true,
       finishReason: 'stop',

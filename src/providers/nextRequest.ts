@@ -1,0 +1,199 @@
+// What the five next-request builders share: finding the final attempt's output, and matching the executor's
+// results to the call ids that output holds (exactly one answer per id).
+import {
+  CleanturnError,
+  type FinishEvent,
+  type ProviderOutput,
+  type ToolResultLike,
+  toolResultStatus,
+} from 'cleanturn';
+import { describeError } from '../internal/describeError.js';
+import { describeValue } from '../internal/describeValue.js';
+
+/**
+ * Why a next request cannot be built:
+ * - `not-finished`: the turn has no finish (it failed, or it is still streaming);
+ * - `wrong-format`: the final attempt's output is another wire format's (a Gemini turn given to the Anthropic
+ *   builder);
+ * - `unanswered`: a call id of the final attempt has no result;
+ * - `unknown-call`: a result answers a call id the final attempt does not have (an abandoned attempt's call);
+ * - `answered-twice`: two results answer the same call id;
+ * - `still-running`: a call's result says another process still runs it (`in-progress`): there is no answer to
+ *   send yet;
+ * - `not-a-result`: an entry of `results` is not a `tool-result`.
+ */
+export type NextRequestProblem =
+  | 'not-finished'
+  | 'wrong-format'
+  | 'unanswered'
+  | 'unknown-call'
+  | 'answered-twice'
+  | 'still-running'
+  | 'not-a-result';
+
+/**
+ * A next request cannot be built from the turn and results given: the provider would reject it (a call id left
+ * unanswered, or answered for a call it never made). Not retryable: the same inputs fail the same way.
+ */
+export class NextRequestError extends CleanturnError {
+  /** Which check failed. */
+  readonly code: NextRequestProblem;
+  /** The builder that refused (`toAnthropicMessages`…). */
+  readonly builder: string;
+  /** The call id concerned, when one is. */
+  readonly callId: string | undefined;
+
+  constructor(builder: string, code: NextRequestProblem, message: string, callId?: string) {
+    super(`${builder}: ${message}`, { retryable: false });
+    this.code = code;
+    this.builder = builder;
+    this.callId = callId;
+  }
+}
+
+/** What a builder reads of a turn: the final attempt's finish (`TurnState` fits this). */
+export interface FinishedTurn {
+  readonly finish: (FinishEvent & { readonly attempt?: number }) | undefined;
+}
+
+/** What a builder reads of a call of the final attempt, whatever the format. */
+export interface OutputCall {
+  /** The provider's call id. */
+  readonly id: string;
+  /** The tool's name, as the provider sent it. */
+  readonly name: string;
+}
+
+/** The answer of one call id: the tool's result, or why it failed, to be written in the provider's form. */
+export type CallAnswer =
+  | { readonly ok: true; readonly value: unknown; readonly result: ToolResultLike }
+  | { readonly ok: false; readonly message: string; readonly result: ToolResultLike };
+
+/**
+ * The final attempt's output of `format`, or a {@link NextRequestError}: no finish is `not-finished`, an
+ * output of another format is `wrong-format`. `undefined` when the finish carries no output (a source of the
+ * user's own that emits neutral events): the builder then builds from the turn's text and calls.
+ */
+export function outputOf<O extends ProviderOutput>(
+  builder: string,
+  turn: FinishedTurn,
+  format: O['format'],
+): O | undefined {
+  const { finish } = turn;
+  if (finish === undefined) {
+    throw new NextRequestError(
+      builder,
+      'not-finished',
+      'the turn has no finish: there is no final attempt to send back',
+    );
+  }
+  const output = finish.output;
+  if (output === undefined) return undefined;
+  if (output.format !== format) {
+    throw new NextRequestError(
+      builder,
+      'wrong-format',
+      `the final attempt's output is ${output.format}, not ${format}: use the builder of the adapter that read it`,
+    );
+  }
+  return output as O;
+}
+
+/**
+ * One answer per call id of the final attempt, in the calls' order: the tool's result when its effect happened
+ * (ran now, or replayed from the ledger for a repeat), or its error when it did not. Throws a
+ * {@link NextRequestError} for a call without a result, a result for an id not among `calls`, two results for
+ * one id, or a result that says the call still runs elsewhere.
+ *
+ * A result whose call is stamped with an attempt other than `attempt` (the final one) belongs to an abandoned
+ * attempt (an early read that ran before the reset): it is passed over, since the final attempt's own call of
+ * the same key is answered by its repeat. So all of a turn's `tool-result`s can be given as they came.
+ */
+export function answersFor(
+  builder: string,
+  calls: readonly OutputCall[],
+  results: readonly ToolResultLike[],
+  attempt: number | undefined,
+): CallAnswer[] {
+  const byId = new Map<string, ToolResultLike>();
+  for (let i = 0; i < results.length; i++) {
+    const result: unknown = results[i];
+    if (!isToolResult(result)) {
+      throw new NextRequestError(
+        builder,
+        'not-a-result',
+        `results[${i}] is not a tool-result event: ${describeValue(result)}`,
+      );
+    }
+    const stamped = (result.call as { attempt?: unknown }).attempt;
+    if (attempt !== undefined && typeof stamped === 'number' && stamped !== attempt) continue;
+    const id = result.call.id;
+    if (byId.has(id))
+      throw new NextRequestError(builder, 'answered-twice', `two results answer call ${id}`, id);
+    byId.set(id, result);
+  }
+  const answers: CallAnswer[] = [];
+  for (const call of calls) {
+    const result = byId.get(call.id);
+    if (result === undefined) {
+      throw new NextRequestError(
+        builder,
+        'unanswered',
+        `call ${call.id} (${call.name}) of the final attempt has no result: the provider rejects a request that leaves it unanswered`,
+        call.id,
+      );
+    }
+    byId.delete(call.id);
+    const { status } = toolResultStatus(result);
+    if (status === 'running') {
+      throw new NextRequestError(
+        builder,
+        'still-running',
+        `call ${call.id} (${call.name}) still runs in another process: wait for its result`,
+        call.id,
+      );
+    }
+    answers.push(
+      status === 'completed'
+        ? { ok: true, value: result.result, result }
+        : { ok: false, message: failureText(result), result },
+    );
+  }
+  for (const id of byId.keys()) {
+    throw new NextRequestError(
+      builder,
+      'unknown-call',
+      `a result answers call ${id}, which the final attempt does not have (an abandoned attempt's call?)`,
+      id,
+    );
+  }
+  return answers;
+}
+
+/** A failed call's answer text for the model: why it did not run. */
+export function failureText(result: ToolResultLike): string {
+  if (result.outcome === 'unknown-tool') return `no tool is named ${result.call.name}`;
+  return result.error === undefined ? `the tool failed (${result.outcome})` : describeError(result.error);
+}
+
+/**
+ * A tool's result as text, for the formats that answer with a string (Chat Completions `content`, Responses
+ * `output`, Anthropic `tool_result` content): a string as it is, anything else as its JSON; `undefined` (a
+ * tool that returned nothing) is the empty object's JSON, `{}`.
+ */
+export function resultText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined) return '{}';
+  return JSON.stringify(value) ?? String(value);
+}
+
+function isToolResult(value: unknown): value is ToolResultLike {
+  if (typeof value !== 'object' || value === null) return false;
+  const { type, call } = value as { type?: unknown; call?: unknown };
+  return (
+    type === 'tool-result' &&
+    typeof call === 'object' &&
+    call !== null &&
+    typeof (call as { id?: unknown }).id === 'string'
+  );
+}
