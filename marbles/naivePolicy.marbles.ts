@@ -1,5 +1,5 @@
 import { naivePolicy } from 'cleanturn';
-import { at, defineMarbles, helpDesk as h } from 'cleanturn/testing';
+import { at, defineMarbles, finish, helpDesk as h, reasoning, text } from 'cleanturn/testing';
 
 export default defineMarbles({
   name: 'naivePolicy',
@@ -25,6 +25,30 @@ export default defineMarbles({
         F: at(1, h.f),
       },
       subscriptions: '^----------------!',
+    },
+    {
+      title: "reasoning is glued too: attempt 1's thinking and attempt 2's read as one, all of attempt 1",
+      source: /*   */ '-p-a-r-q-b-f-|',
+      // biome-ignore format: an aligned value table
+      values: {
+        p: reasoning('The customer wants a refund.'),
+        a: text('Refunding the dam'),
+        r: h.r,
+        q: reasoning('Check the order first.'),
+        b: text('Refund started.'),
+        f: finish('stop'),
+      },
+      label: 'naivePolicy()',
+      operator: () => naivePolicy(),
+      expected: /* */ '-P-A---Q-B-F-|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        P: at(1, reasoning('The customer wants a refund.')),
+        A: at(1, text('Refunding the dam')),
+        Q: at(1, reasoning('Check the order first.')),
+        B: at(1, text('Refund started.')),
+        F: at(1, finish('stop')),
+      },
     },
   ],
 });
