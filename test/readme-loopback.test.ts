@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest';
 import { documentPaths } from '../scripts/readme.js';
 import { type CodeBlock, extractBlocks, runBlock } from '../scripts/readmeCode.js';
 import type { TestServer } from './support/httpServer.js';
-import { lastSentence, refund, retriedChatServer } from './support/retriedChatServer.js';
+import {
+  isNextRequest,
+  lastSentence,
+  nextRequestProblems,
+  refund,
+  retriedChatServer,
+} from './support/retriedChatServer.js';
 
 const refundKey = effectKey('turn-42', { name: 'issue_refund', args: refund });
 const apiKey = 'sk-loopback';
@@ -32,10 +38,18 @@ async function runAgainstServer(block: CodeBlock): Promise<{ stdout: string; ser
 /** What is wrong with one run of a turn that needed one retry; empty when nothing is. */
 function problemsOf({ stdout, server }: { stdout: string; server: TestServer }): string[] {
   const problems: string[] = [];
-  if (server.requests.length !== 2)
-    problems.push(
-      `${server.requests.length} requests for a turn of two attempts: one request per attempt is 2`,
-    );
+  // A block may go on to the next step of the loop: one request that sends the tool results back.
+  const next = server.requests.filter((r) => isNextRequest(r.body));
+  const attempts = server.requests.length - next.length;
+  if (attempts !== 2)
+    problems.push(`${attempts} requests for a turn of two attempts: one request per attempt is 2`);
+  if (next.length > 1) problems.push(`${next.length} next requests: the step after the turn is one request`);
+  for (const request of next) {
+    problems.push(...nextRequestProblems(request.body).map((p) => `the next request: ${p}`));
+    // Nothing of the abandoned attempt goes back: neither its call nor its text.
+    if (request.body.includes('call_c1')) problems.push("the next request holds attempt 1's call c1");
+    if (request.body.includes('Refunding the dam')) problems.push("the next request holds attempt 1's text");
+  }
   for (const request of server.requests) {
     const where = `${request.method} ${request.url}`;
     if (where !== 'POST /v1/chat/completions') problems.push(`unexpected request ${where}`);
@@ -103,6 +117,22 @@ describe('the request check can fail', () => {
   it('fails a turn subscribed twice without share(): a third request', async () => {
     const problems = problemsOf(await runAgainstServer(block([...turn, ';', ...print])));
     expect(problems.join('\n')).toMatch(/^3 requests for a turn of two attempts/m);
+  }, 40_000);
+
+  it("fails a next request that sends the abandoned attempt's call back", async () => {
+    const next = [
+      "const url = process.env.OPENAI_BASE_URL + '/chat/completions';",
+      "const headers = { authorization: 'Bearer ' + process.env.OPENAI_API_KEY };",
+      'await lastValueFrom(turn$.pipe(share()));',
+      'const assistant = { role: "assistant", content: "Refunding the dam", tool_calls: [',
+      '  { id: "call_c1", type: "function", function: { name: "issue_refund", arguments: "{}" } }] };',
+      "const messages = [assistant, { role: 'tool', tool_call_id: 'call_c1', content: '{}' }];",
+      "await fetch(url, { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4.1', stream: true, messages }) });",
+    ];
+    const code = ["import { lastValueFrom } from 'rxjs';", ...turn, ';', ...next];
+    const problems = problemsOf(await runAgainstServer(block(code)));
+    expect(problems).toContain("the next request holds attempt 1's call c1");
+    expect(problems).toContain("the next request holds attempt 1's text");
   }, 40_000);
 
   it('passes the same turn shared by its two subscribers', async () => {
