@@ -266,8 +266,10 @@ function snapshot(turnText: string, turnFinish: Attempted<FinishEvent> | undefin
   return {
     attempt: 1,
     text: turnText,
+    reasoning: '',
     toolCalls: [],
     finish: turnFinish,
+    responseId: undefined,
     usage: undefined,
     attempts: [
       turnFinish === undefined
