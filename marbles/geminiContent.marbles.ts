@@ -1,12 +1,28 @@
 import { type GeminiChunk, geminiContent, ProviderError } from 'cleanturn/providers';
-import { call, defineMarbles, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+
+/** A finish with the attempt's output: its parts as the next request sends them back. */
+const done = (
+  reason: 'stop' | 'tool-calls' | 'content-filter',
+  raw: string,
+  parts: object[],
+  responseId?: string,
+) => ({
+  ...finish(reason, raw),
+  ...(responseId === undefined ? {} : { responseId }),
+  output: { format: 'gemini', parts },
+});
+const thought = 'The book is damaged: refund.';
+const signature = 'CiQB0e2Kb3Nl';
 
 // biome-ignore format: an aligned value table
 const v = {
   a: { candidates: [{ content: { parts: [{ text: 'Checking order ORD-7781. ' }] } }] },
-  h: { candidates: [{ content: { parts: [{ text: 'The book is damaged: refund.', thought: true }] } }], usageMetadata: { promptTokenCount: 88, thoughtsTokenCount: 41 } },
+  h: { candidates: [{ content: { parts: [{ text: thought, thought: true }] } }] },
   b: { candidates: [{ content: { parts: [{ functionCall: { name: 'issue_refund', args: refundArgs } }] } }] },
+  k: { candidates: [{ content: { parts: [{ functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature }] } }] },
   c: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }] },
+  u: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 88, cachedContentTokenCount: 32, candidatesTokenCount: 25, thoughtsTokenCount: 41 }, responseId: 'Ugx3acX2KqWZ28oP' },
   s: { candidates: [{ content: { parts: [{ text: 'Checking order ' }] }, finishReason: 'STOP' }] },
   t: { candidates: [{ content: { parts: [{ text: 'ORD-7781.' }] }, finishReason: 'STOP' }] },
   r: { candidates: [{ content: { parts: [] }, finishReason: 'RECITATION' }] },
@@ -16,7 +32,7 @@ const v = {
 export default defineMarbles({
   name: 'geminiContent',
   summary:
-    'Turns Gemini chunks into neutral events: text (not thoughts), whole calls with generated ids, usage, the finish.',
+    'Turns Gemini chunks into neutral events: text, reasoning, whole calls with generated ids, usage, the finish with the output to send back.',
   cases: [
     {
       title:
@@ -30,18 +46,30 @@ export default defineMarbles({
       expectedValues: {
         A: text('Checking order ORD-7781. '),
         K: call('gemini-call-0', 'issue_refund', refundArgs),
-        F: finish('tool-calls', 'STOP'),
+        F: done('tool-calls', 'STOP', [{ text: 'Checking order ORD-7781. ' }, { functionCall: { name: 'issue_refund', args: refundArgs } }]),
       },
       subscriptions: '^------!',
     },
     {
-      title: 'a thought part is not answer text; its tokens count as output',
-      source: /*   */ '-h-a-c-|',
+      title:
+        'a thought part is reasoning, never text; the finish carries the output to send back, the signature on the functionCall that carried it; thoughts count as output',
+      source: /*   */ '-h-a-k-u-|',
       values: v,
       label: 'geminiContent()',
       operator: () => geminiContent(),
-      expected: /* */ '-U-A---(F|)',
-      expectedValues: { U: usage(88, 41), A: text('Checking order ORD-7781. '), F: finish('stop', 'STOP') },
+      expected: /* */ '-R-A-K-U-(F|)',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        R: reasoning(thought),
+        A: text('Checking order ORD-7781. '),
+        K: call('gemini-call-0', 'issue_refund', refundArgs),
+        U: { ...usage(88, 66), cachedInputTokens: 32, reasoningTokens: 41 },
+        F: done('tool-calls', 'STOP', [
+          { text: thought, thought: true },
+          { text: 'Checking order ORD-7781. ' },
+          { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature },
+        ], 'Ugx3acX2KqWZ28oP'),
+      },
     },
     {
       title:
@@ -55,7 +83,7 @@ export default defineMarbles({
       expectedValues: {
         A: text('Checking order '),
         B: text('ORD-7781.'),
-        F: finish('content-filter', 'RECITATION'),
+        F: done('content-filter', 'RECITATION', [{ text: 'Checking order ORD-7781.' }]),
       },
     },
     {

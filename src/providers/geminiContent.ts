@@ -1,4 +1,10 @@
-import { type FinishReason, isRetryableUpstream, type ProviderEvent, type UsageEvent } from 'cleanturn';
+import {
+  type FinishReason,
+  isRetryableUpstream,
+  type ProviderEvent,
+  type ProviderOutput,
+  type UsageEvent,
+} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
@@ -9,6 +15,7 @@ import {
   entryField,
   type FieldSite,
   indexField,
+  invalidField,
   isObject,
   isRecord,
   listField,
@@ -43,10 +50,15 @@ export interface GeminiFunctionCall {
   willContinue?: boolean;
 }
 
-/** One part of a candidate's content; `thought: true` marks reasoning, which is not answer text. */
+/**
+ * One part of a candidate's content; `thought: true` marks reasoning, which is not answer text. A
+ * `thoughtSignature` may sit on any part (a thought, a text, a `functionCall`, an empty text closing the answer).
+ * Other parts (`executableCode`, `codeExecutionResult`…) are kept as they are.
+ */
 export interface GeminiPart {
   text?: string;
   thought?: boolean;
+  thoughtSignature?: string;
   functionCall?: GeminiFunctionCall;
 }
 
@@ -64,6 +76,8 @@ export interface GeminiUsageMetadata {
   candidatesTokenCount?: number;
   thoughtsTokenCount?: number;
   toolUsePromptTokenCount?: number;
+  /** Of `promptTokenCount`, those read from the cache. */
+  cachedContentTokenCount?: number;
 }
 
 /** The error body of a raw JSON error tail `{"error": {…}}`: HTTP status `code`, gRPC `status` name. */
@@ -82,7 +96,50 @@ export interface GeminiChunk {
   candidates?: GeminiCandidate[];
   usageMetadata?: GeminiUsageMetadata;
   promptFeedback?: { blockReason?: string };
+  /** The response's id, the same on every chunk of it. */
+  responseId?: string;
   error?: GeminiErrorBody;
+}
+
+/**
+ * A part of the model's content as the API takes it back: a text or thought (`thought: true`), a whole
+ * `functionCall` (`id` only when the provider sent one), or a part the model produced and ran itself
+ * (`executableCode`, `codeExecutionResult`, a server-side `toolCall` or `toolResponse`, `inlineData`), kept as
+ * it came. Each carries the `thoughtSignature` that streamed with it, if one did.
+ */
+export type GeminiOutputPart =
+  | { readonly text: string; readonly thought?: boolean; readonly thoughtSignature?: string }
+  | {
+      readonly functionCall: {
+        readonly name: string;
+        readonly args: Readonly<Record<string, unknown>>;
+        readonly id?: string;
+      };
+      readonly thoughtSignature?: string;
+    }
+  | {
+      readonly executableCode?: object;
+      readonly codeExecutionResult?: object;
+      readonly toolCall?: object;
+      readonly toolResponse?: object;
+      readonly inlineData?: object;
+      readonly thoughtSignature?: string;
+    };
+
+/**
+ * What a Gemini attempt produced, on its `finish` (`FinishEvent.output`): the model content's parts in stream
+ * order, each signature on the part that carried it, consecutive text fragments of one kind joined into one
+ * part until a signature ends it. `toGeminiContents` turns it into the next request's `contents`.
+ */
+export interface GeminiOutput extends ProviderOutput {
+  readonly format: 'gemini';
+  /** The model content's parts, as the API takes them back in the next request. */
+  readonly parts: readonly GeminiOutputPart[];
+}
+
+/** The neutral id of the `n`-th `functionCall` of an attempt (from 0): the provider's `id`, or `gemini-call-<n>`. */
+export function geminiCallId(id: string | undefined, n: number): string {
+  return id || `gemini-call-${n}`;
 }
 
 /** A Gemini error as the `retryable` option sees it: HTTP status (`error.code`, `ApiError.status`), gRPC name. */
@@ -101,36 +158,52 @@ export interface GeminiContentOptions {
 /**
  * Turns a Gemini `streamGenerateContent` stream into neutral {@link ProviderEvent}s.
  *
- * Text parts become `text`; `thought` parts are dropped. Each `functionCall` part becomes a whole `tool-call`
- * (missing `args` mean `{}`); a call without an id gets `gemini-call-<n>`, `n` counting the attempt's calls
- * from 0, so the same stream always gives the same ids. Vertex AI's streamed arguments (`willContinue`,
- * `partialArgs` by JSON path) become one `tool-call` when the empty closing `functionCall` or the next named
- * call arrives. `usageMetadata` becomes `usage` whenever the counts change (input: prompt + tool-use prompt;
- * output: candidates + thoughts). Every `finishReason` is a provisional `finish` (`raw`: the provider's value)
- * and the last one goes out when the source completes: older models and proxies put `STOP` on every chunk.
- * The format has no end marker (unlike `[DONE]` or `message_stop`), so the turn is finished only when the
- * connection closes cleanly: a connection reset after the last chunk fails the attempt, and a retry asks for
- * a new generation (the user sees a reset). Nothing in the stream can tell the last chunk from one more.
+ * Text parts become `text`; `thought: true` parts are the model's thinking and become `reasoning`, never text.
+ * Each `functionCall` part becomes a whole `tool-call` (missing `args` mean `{}`); a call without an id gets
+ * `gemini-call-<n>`, `n` counting the attempt's calls from 0, so the same stream always gives the same ids.
+ * Vertex AI's streamed arguments (`willContinue`, `partialArgs` by JSON path) become one `tool-call` when the
+ * empty closing `functionCall` or the next named call arrives. `usageMetadata` becomes `usage` whenever the
+ * counts change (input: prompt + tool-use prompt, `cachedInputTokens`: `cachedContentTokenCount`; output:
+ * candidates + thoughts, `reasoningTokens`: `thoughtsTokenCount`). The last `finishReason` goes out as the
+ * `finish` (`raw`: the provider's value) when the source completes: older models and proxies put `STOP` on
+ * every chunk. The format has no end marker (unlike `[DONE]` or `message_stop`), so the turn is finished only
+ * when the connection closes cleanly: a connection reset after the last chunk fails the attempt, and a retry
+ * asks for a new generation (the user sees a reset). Nothing in the stream can tell the last chunk from one
+ * more.
+ *
+ * The finish carries the attempt's {@link GeminiOutput} (`output`, what `toGeminiContents` sends back) and
+ * `responseId` (the chunks' `responseId`). The output is the model content's parts in stream order, as the API
+ * takes them back: thought and text parts, each `functionCall` (its `id` only when the provider sent one; the
+ * arguments as streamed or built from their paths), and the parts of code the model ran itself
+ * (`executableCode`, `codeExecutionResult`, server-side `toolCall` / `toolResponse`, `inlineData`) as they came;
+ * such parts never make `tool-calls`. A `thoughtSignature` stays on the part that carried it (a thought, a text,
+ * a `functionCall`, the empty text that ends a Gemini 3 answer); a streamed call keeps the first signature of
+ * its pieces. Consecutive text fragments of one kind (thought or text) are joined into one part, and a fragment
+ * that carries a signature ends its part: the signature is the part's, and the next fragment starts a new part
+ * (an empty fragment without a signature carries nothing). Only candidate 0 is read: another candidate's
+ * parts, signatures and calls never join it.
  *
  * | `finishReason` | `reason` |
  * |---|---|
  * | `STOP` | `tool-calls` when the attempt had a `functionCall`, else `stop` |
  * | `MAX_TOKENS` | `length` |
  * | `SAFETY`, `RECITATION`, `BLOCKLIST`, `PROHIBITED_CONTENT`, `SPII`, `IMAGE_SAFETY`, `IMAGE_PROHIBITED_CONTENT`, `IMAGE_RECITATION` | `content-filter` |
- * | `MALFORMED_FUNCTION_CALL` | `error` |
+ * | `MALFORMED_FUNCTION_CALL` | `error` (the model's call could not be read: its output has no call to answer) |
  * | anything else (`CONTINUATION`: continue with the returned token) | `other` |
  *
  * - A blocked prompt (`promptFeedback.blockReason`) finishes with `content-filter` (`other` for `OTHER` and
- *   unspecified reasons). Chunks with empty `candidates` are skipped; only the first candidate is read.
+ *   unspecified reasons). Chunks with empty `candidates` are skipped.
  * - An error tail `{"error": {code, message, status}}`, or the SDK's `ApiError` for one, is a {@link ProviderError}
  *   (retryable per `isRetryableUpstream`), even after a finish reason; other source errors pass unchanged.
  * - What it cannot read is a {@link ProviderPayloadError}: a non-string tool name, non-object `args`, a chunk of
  *   the wrong shape (`candidates` or `parts` that are not arrays, a candidate, `content`, part, `usageMetadata`
- *   or `promptFeedback` that is not an object, a token count that is not a number), an argument
+ *   or `promptFeedback` that is not an object, a token count that is not a number, a `thought` that is not a
+ *   boolean, a `thoughtSignature` or `responseId` that is not a string), an argument
  *   path it cannot parse or that conflicts with an earlier one (`invalid-field`), a path step `__proto__`,
  *   `constructor` or `prototype` (`unsafe-path`), pieces of a call never opened (`unknown-reference`).
- * - No `finishReason`, no `finish`: put `requireFinish()` after it. A streamed call still open at the end is
- *   emitted after a finish reason (the stream finished), dropped without one (`requireFinish` fails anyway).
+ * - No `finishReason`, no `finish` (and no output): put `requireFinish()` after it. A streamed call still open at
+ *   the end is emitted after a finish reason (the stream finished), dropped without one (`requireFinish` fails
+ *   anyway).
  *
  * ```text
  * source:   -a-b-c-|
@@ -143,7 +216,7 @@ export interface GeminiContentOptions {
  *   c = {"candidates":[{"content":{"parts":[]},"finishReason":"STOP"}]}
  *   A = text "Checking order ORD-7781. "
  *   K = tool-call gemini-call-0 issue_refund({"order_id":"ORD-7781","amount":"full"})
- *   F = finish tool-calls
+ *   F = finish tool-calls, output gemini [text, functionCall]
  * ```
  *
  * Every case of `marbles/geminiContent.marbles.ts`, with pictures: `docs/operators/geminiContent.md`.
@@ -184,12 +257,22 @@ type Container = Record<string | number, unknown>;
 /** The decoder of {@link geminiContent}, one per attempt: for `decodeAll` in tests or your own `decodeWith`. */
 export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOptions): Decoder<GeminiChunk> {
   // The attempt's calls so far (the next generated id; whether STOP means tool-calls), the call whose arguments
-  // still stream, whether a finish reason came, the usage last emitted, and where the part being read is.
+  // still stream, the last finish reason (and whether it was a blocked prompt's), the response id, the usage
+  // last emitted, the output's parts so far and the text part still open, and where the part being read is.
   let calls = 0;
-  let streamed: { id: string | undefined; name: string; args: Container } | undefined;
-  let reported = false;
-  let lastInput: number | undefined;
-  let lastOutput: number | undefined;
+  let streamed:
+    | { id: string | undefined; name: string; args: Container; signature: string | undefined }
+    | undefined;
+  let reported: { raw: string; blocked: boolean } | undefined;
+  let responseId: string | undefined;
+  const last: Record<UsageKey, number | undefined> = {
+    inputTokens: undefined,
+    outputTokens: undefined,
+    cachedInputTokens: undefined,
+    reasoningTokens: undefined,
+  };
+  const parts: GeminiOutputPart[] = [];
+  let open: { thought: boolean; pieces: string[] } | undefined;
   let payload: GeminiChunk | undefined;
   let at = 0;
   let partAt = 0;
@@ -216,14 +299,58 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     });
   };
 
-  const emitCall = (id: string | undefined, name: string, args: unknown) => {
-    const index = calls++;
-    sink.event({ type: 'tool-call', id: id || `gemini-call-${index}`, name, args });
+  /** The open text part joins the output, with the signature that ends it. */
+  const closeText = (signature?: string) => {
+    const text = open;
+    open = undefined;
+    if (text === undefined) return;
+    const part: { text: string; thought?: boolean; thoughtSignature?: string } = {
+      text: text.pieces.join(''),
+    };
+    if (text.thought) part.thought = true;
+    if (signature !== undefined) part.thoughtSignature = signature;
+    parts.push(part);
+  };
+  /**
+   * A text or thought fragment: an event when it has text, and the output's open part of its kind grows by it.
+   * A fragment of the other kind starts a new part; a signed fragment ends its part with its signature.
+   */
+  const addText = (text: string, thought: boolean, signature: string | undefined) => {
+    if (text !== '') sink.event({ type: thought ? 'reasoning' : 'text', text });
+    if (text === '' && signature === undefined) return; // an empty fragment carries nothing
+    if (open !== undefined && open.thought !== thought) closeText();
+    open ??= { thought, pieces: [] };
+    if (text !== '') open.pieces.push(text);
+    if (signature !== undefined) closeText(signature);
+  };
+
+  /**
+   * A part the model produced other than text and calls (code it ran, its result…): kept as it came. A part with
+   * nothing but a signature is an empty text fragment that carries it.
+   */
+  const keepPart = (part: GeminiPart, signature: string | undefined) => {
+    const fields = Object.entries(part).filter(([, value]) => value !== undefined && value !== null);
+    if (fields.every(([key]) => key === 'thought' || key === 'thoughtSignature')) {
+      addText('', part.thought === true, signature);
+      return;
+    }
+    closeText();
+    parts.push(jsonCopy(Object.fromEntries(fields)) as GeminiOutputPart);
+  };
+
+  const emitCall = (id: string | undefined, name: string, args: unknown, signature: string | undefined) => {
+    const callId = geminiCallId(id, calls++);
+    sink.event({ type: 'tool-call', id: callId, name, args });
+    closeText();
+    const call = { name, args: jsonCopy(args) as Record<string, unknown>, ...(id ? { id } : {}) };
+    parts.push(
+      signature === undefined ? { functionCall: call } : { functionCall: call, thoughtSignature: signature },
+    );
   };
   const closeStreamed = () => {
     const call = streamed;
     streamed = undefined;
-    if (call !== undefined) emitCall(call.id, call.name, call.args);
+    if (call !== undefined) emitCall(call.id, call.name, call.args, call.signature);
   };
 
   /**
@@ -267,7 +394,7 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     }
   };
 
-  const functionCall = (fc: GeminiFunctionCall) => {
+  const functionCall = (fc: GeminiFunctionCall, signature: string | undefined) => {
     const { partialArgs, willContinue } = fc;
     if (!isRecord(fc) || Array.isArray(fc) || (partialArgs !== undefined && !Array.isArray(partialArgs))) {
       throw invalid('functionCall', 'expected a functionCall object (partialArgs an array)');
@@ -275,6 +402,7 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     if (fc.name === undefined || fc.name === null) {
       const pieces = partialArgs !== undefined && partialArgs.length > 0;
       if (streamed !== undefined) {
+        streamed.signature ??= signature;
         if (pieces) addPartials(streamed.args, partialArgs);
         else if (willContinue !== true) closeStreamed(); // the empty closing part
         return;
@@ -287,9 +415,10 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     const name = nameField(fc.name, site('functionCall.name'));
     const id = stringField(fc.id, site('functionCall.id'));
     closeStreamed(); // a new call starts: the open one is complete
-    if (willContinue !== true) emitCall(id, name, argsObjectField(fc.args, site('functionCall.args')));
+    if (willContinue !== true)
+      emitCall(id, name, argsObjectField(fc.args, site('functionCall.args')), signature);
     else {
-      streamed = { id, name, args: {} };
+      streamed = { id, name, args: {}, signature };
       if (partialArgs !== undefined) addPartials(streamed.args, partialArgs);
     }
   };
@@ -304,21 +433,22 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
     const prompt = count('promptTokenCount');
     const candidates = count('candidatesTokenCount');
     const thoughts = count('thoughtsTokenCount');
-    const input = prompt !== undefined ? prompt + (count('toolUsePromptTokenCount') ?? 0) : undefined;
-    const output =
-      typeof candidates === 'number' || typeof thoughts === 'number'
-        ? (candidates ?? 0) + (thoughts ?? 0)
-        : undefined;
-    if ((input === undefined || input === lastInput) && (output === undefined || output === lastOutput))
-      return;
+    const counts: Record<UsageKey, number | undefined> = {
+      inputTokens: prompt !== undefined ? prompt + (count('toolUsePromptTokenCount') ?? 0) : undefined,
+      outputTokens:
+        typeof candidates === 'number' || typeof thoughts === 'number'
+          ? (candidates ?? 0) + (thoughts ?? 0)
+          : undefined,
+      cachedInputTokens: count('cachedContentTokenCount'),
+      reasoningTokens: thoughts,
+    };
+    if (usageKeys.every((key) => counts[key] === undefined || counts[key] === last[key])) return;
     const event: UsageEvent = { type: 'usage' };
-    if (input !== undefined) event.inputTokens = lastInput = input;
-    if (output !== undefined) event.outputTokens = lastOutput = output;
+    for (const key of usageKeys) {
+      const value = counts[key];
+      if (value !== undefined) event[key] = last[key] = value;
+    }
     sink.event(event);
-  };
-  const finish = (reason: FinishReason, raw: string) => {
-    reported = true;
-    sink.finish({ type: 'finish', reason, raw });
   };
 
   return {
@@ -351,28 +481,49 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
         partAt = i;
         const entry = parts[i];
         const part = (isObject(entry) ? entry : entryField(entry, site('', true))) as GeminiPart;
-        const { functionCall: fc, text } = part;
-        if (fc !== undefined && fc !== null) functionCall(fc);
-        else if (typeof text === 'string') {
-          if (text !== '' && part.thought !== true) sink.event({ type: 'text', text });
-        } else if (text !== undefined) stringField(text, site('text'));
+        const { functionCall: fc, text, thought } = part;
+        const signature = stringField(part.thoughtSignature, site('thoughtSignature')) || undefined;
+        if (thought !== undefined && thought !== null && typeof thought !== 'boolean') {
+          throw invalidField(site('thought'), 'a boolean', thought);
+        }
+        if (fc !== undefined && fc !== null) functionCall(fc, signature);
+        else if (typeof text === 'string') addText(text, thought === true, signature);
+        else {
+          if (text !== undefined) stringField(text, site('text'));
+          keepPart(part, signature);
+        }
       }
       const metadata: unknown = chunk.usageMetadata;
       if (isObject(metadata)) usage(metadata);
       else objectField(metadata, { operator, payload, field: 'usageMetadata' });
+      const id = stringField(chunk.responseId, { operator, payload, field: 'responseId' });
+      if (id) responseId = id;
       const raw = candidate?.finishReason;
       const rawFeedback: unknown = chunk.promptFeedback;
       const feedback = isObject(rawFeedback)
         ? rawFeedback
         : objectField(rawFeedback, { operator, payload, field: 'promptFeedback' });
       const blocked = candidate === undefined ? feedback?.blockReason : undefined;
-      if (typeof raw === 'string') finish(finishReasonOf(raw, calls > 0 || streamed !== undefined), raw);
+      if (typeof raw === 'string') reported = { raw, blocked: false };
       else if (raw !== undefined) stringField(raw, site('finishReason', false));
-      else if (typeof blocked === 'string')
-        finish(blockedReasons.test(blocked) ? 'content-filter' : 'other', blocked);
+      else if (typeof blocked === 'string') reported = { raw: blocked, blocked: true };
     },
+    /**
+     * The stream finished: a call still streaming is as complete as it gets, the open text part closes, and the
+     * finish goes out with the whole attempt's output (no finish reason: no finish).
+     */
     end() {
-      if (reported) closeStreamed(); // the stream finished: the call is as complete as it gets
+      if (reported === undefined) return;
+      closeStreamed();
+      closeText();
+      const { raw, blocked } = reported;
+      const reason: FinishReason = blocked
+        ? blockedReasons.test(raw)
+          ? 'content-filter'
+          : 'other'
+        : finishReasonOf(raw, calls > 0);
+      const output: GeminiOutput = { format: 'gemini', parts: [...parts] };
+      sink.finish({ type: 'finish', reason, raw, ...(responseId ? { responseId } : {}), output });
     },
     /** The SDK's `ApiError` (a numeric `status`) for an error tail or a failed response; others stay as they are. */
     error(error) {
@@ -383,6 +534,16 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
 }
 
 const ownData = { writable: true, enumerable: true, configurable: true } as const;
+/** The counts of a `usage` event, in the order they are compared. */
+type UsageKey = 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'reasoningTokens';
+const usageKeys: readonly UsageKey[] = [
+  'inputTokens',
+  'outputTokens',
+  'cachedInputTokens',
+  'reasoningTokens',
+];
+/** A copy of JSON data the output owns: the chunk's objects stay the source's. */
+const jsonCopy = (value: unknown): unknown => JSON.parse(JSON.stringify(value) ?? 'null');
 /** A path step that cannot reach a prototype. */
 const isSafe = (step: string | number) =>
   step !== '__proto__' && step !== 'constructor' && step !== 'prototype';

@@ -13,10 +13,11 @@ import {
   retryAsEvents,
 } from 'cleanturn';
 import { type GeminiChunk, geminiContent, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
-import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { GeminiOutput } from '../../src/providers/geminiContent.js';
 import { collect } from '../support/collect.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
@@ -29,6 +30,35 @@ const dir = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));
 const fixture = (name: string) => readPayloads(`${dir}${name}`) as GeminiChunk[];
 
 const refund = (id: string) => call(id, 'issue_refund', refundArgs);
+
+/** The response id most fixtures carry. */
+const rid = 'b36LacjwM668nsEP2tbsgQQ';
+/** A finish with the response id and the attempt's output parts, as the next request sends them back. */
+const done = (
+  reason: 'stop' | 'tool-calls' | 'length' | 'content-filter' | 'error',
+  raw: string,
+  responseId: string | undefined,
+  parts: GeminiOutput['parts'],
+) => ({
+  ...finish(reason, raw),
+  ...(responseId === undefined ? {} : { responseId }),
+  output: { format: 'gemini', parts },
+});
+/** A whole functionCall part of an output. */
+const fc = (name: string, args: Record<string, unknown>, signature?: string) =>
+  signature === undefined
+    ? { functionCall: { name, args } }
+    : { functionCall: { name, args }, thoughtSignature: signature };
+/** Usage with the details Gemini reports: tokens read from the cache, tokens spent on thoughts. */
+const used = (input: number, output: number, details: { cached?: number; reasoning?: number }) => ({
+  ...usage(input, output),
+  ...(details.cached === undefined ? {} : { cachedInputTokens: details.cached }),
+  ...(details.reasoning === undefined ? {} : { reasoningTokens: details.reasoning }),
+});
+const summary = [
+  '**Checking the refund policy**\n\nThe customer reports a damaged book. ',
+  'Damage in transit qualifies for a full refund.',
+] as const;
 
 // The text pieces and cumulative output token counts of the legacy fixtures (finishReason STOP on every chunk).
 const legacyAnswer = [
@@ -67,6 +97,17 @@ const midCallText = [
   'You will get a confirmation email once it goes through.',
 ] as const;
 
+/** The arguments of vertex-streamed-args-unclosed.sse, built from their paths. */
+const returnArgs = {
+  order_id: 'ORD-7781',
+  items: [
+    { sku: 'BK-0042', qty: 1 },
+    { sku: 'BK-0043', qty: 2 },
+  ],
+  gift: false,
+  note: null,
+};
+
 /** The arguments of args-own-proto-key.sse, parsed as JSON.parse does: `__proto__` is an own key. */
 const ownProtoArgs = () =>
   JSON.parse(
@@ -100,13 +141,16 @@ const cases: FixtureCase[] = [
   {
     file: 'text-and-call.sse',
     trap: 'text, then a whole functionCall without id that finishes with STOP; usage grows',
-    events: [text('Checking order'), usage(88, 3), text(' ORD-7781. '), usage(88, 9), refund('gemini-call-0'), usage(88, 27), finish('tool-calls', 'STOP')],
+    events: [
+      text('Checking order'), usage(88, 3), text(' ORD-7781. '), usage(88, 9), refund('gemini-call-0'), usage(88, 27),
+      done('tool-calls', 'STOP', rid, [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', refundArgs)]),
+    ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
   {
     file: 'no-arg-call.sse',
     trap: 'a functionCall without args means {}',
-    events: [call('gemini-call-0', 'list_orders', {}), usage(60, 5), finish('tool-calls', 'STOP')],
+    events: [call('gemini-call-0', 'list_orders', {}), usage(60, 5), done('tool-calls', 'STOP', rid, [fc('list_orders', {})])],
     turn: { text: '', calls: ['gemini-call-0'] },
   },
   {
@@ -115,20 +159,35 @@ const cases: FixtureCase[] = [
     events: [
       text('Looking up your orders.'), usage(70, 6),
       call('gemini-call-0', 'lookup_order', { order_id: 'ORD-7781' }), call('gemini-call-1', 'lookup_order', { order_id: 'ORD-7782' }), usage(70, 30),
-      call('gemini-call-2', 'lookup_order', { order_id: 'ORD-7783' }), usage(70, 44), finish('tool-calls', 'STOP'),
+      call('gemini-call-2', 'lookup_order', { order_id: 'ORD-7783' }), usage(70, 44),
+      done('tool-calls', 'STOP', rid, [
+        { text: 'Looking up your orders.' },
+        fc('lookup_order', { order_id: 'ORD-7781' }), fc('lookup_order', { order_id: 'ORD-7782' }), fc('lookup_order', { order_id: 'ORD-7783' }),
+      ]),
     ],
     turn: { text: 'Looking up your orders.', calls: ['gemini-call-0', 'gemini-call-1', 'gemini-call-2'] },
   },
   {
     file: 'call-with-id.sse',
     trap: 'a functionCall that carries an id keeps it',
-    events: [refund('fc_7d1e0b2a'), usage(88, 20), finish('tool-calls', 'STOP')],
+    events: [
+      refund('fc_7d1e0b2a'), usage(88, 20),
+      done('tool-calls', 'STOP', rid, [{ functionCall: { id: 'fc_7d1e0b2a', name: 'issue_refund', args: refundArgs } }]),
+    ],
     turn: { text: '', calls: ['fc_7d1e0b2a'] },
   },
   {
     file: 'thought-parts.sse',
-    trap: 'thought parts are not answer text; thoughts count as output',
-    events: [usage(88, 41), text('Checking order ORD-7781. '), usage(88, 48), refund('gemini-call-0'), usage(88, 66), finish('tool-calls', 'STOP')],
+    trap: 'thought parts are reasoning, not answer text; thoughts count as output; the call carries its signature',
+    events: [
+      reasoning('**Checking the order**\n\nThe customer wants a refund for a damaged book.'), used(88, 41, { reasoning: 41 }),
+      text('Checking order ORD-7781. '), used(88, 48, { reasoning: 41 }), refund('gemini-call-0'), used(88, 66, { reasoning: 41 }),
+      done('tool-calls', 'STOP', rid, [
+        { text: '**Checking the order**\n\nThe customer wants a refund for a damaged book.', thought: true },
+        { text: 'Checking order ORD-7781. ' },
+        fc('issue_refund', refundArgs, 'CiQB0e2Kb3Nl'),
+      ]),
+    ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
   {
@@ -153,31 +212,31 @@ const cases: FixtureCase[] = [
   {
     file: 'malformed-function-call.sse',
     trap: 'MALFORMED_FUNCTION_CALL finishes with error',
-    events: [usage(88, 0), finish('error', 'MALFORMED_FUNCTION_CALL')],
+    events: [usage(88, 0), done('error', 'MALFORMED_FUNCTION_CALL', rid, [])],
     turn: { text: '', calls: [] },
   },
   {
     file: 'safety.sse',
     trap: 'a SAFETY finish is content-filter',
-    events: [text('I can help with'), usage(40, 4), finish('content-filter', 'SAFETY')],
+    events: [text('I can help with'), usage(40, 4), done('content-filter', 'SAFETY', rid, [{ text: 'I can help with' }])],
     turn: { text: 'I can help with', calls: [] },
   },
   {
     file: 'blocked-prompt.sse',
     trap: 'a blocked prompt: no candidates, promptFeedback.blockReason',
-    events: [usage(33), finish('content-filter', 'PROHIBITED_CONTENT')],
+    events: [usage(33), done('content-filter', 'PROHIBITED_CONTENT', rid, [])],
     turn: { text: '', calls: [] },
   },
   {
     file: 'empty-candidates.sse',
     trap: 'chunks with an empty candidates array are skipped; a chunk after the finish is still read (its usage)',
-    events: [usage(88, 0), text('Refund started.'), usage(88, 4), usage(88, 5), finish('stop', 'STOP')],
+    events: [usage(88, 0), text('Refund started.'), usage(88, 4), usage(88, 5), done('stop', 'STOP', rid, [{ text: 'Refund started.' }])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'max-tokens.sse',
     trap: 'MAX_TOKENS is length',
-    events: [text('The refund policy says that'), usage(88, 8), finish('length', 'MAX_TOKENS')],
+    events: [text('The refund policy says that'), usage(88, 8), done('length', 'MAX_TOKENS', rid, [{ text: 'The refund policy says that' }])],
     turn: { text: 'The refund policy says that', calls: [] },
   },
   {
@@ -185,26 +244,36 @@ const cases: FixtureCase[] = [
     trap: 'unicode split across chunks: a combining mark and a ZWJ emoji sequence; unicode in arguments',
     events: [
       text('Refund for Zoe'), usage(50, 3), text('\u0308 \u{1F469}'), usage(50, 5), text('\u200d\u{1F4BB} 注文番号 ORD-7781.'), usage(50, 12),
-      call('gemini-call-0', 'add_note', { order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' }), usage(50, 30), finish('tool-calls', 'STOP'),
+      call('gemini-call-0', 'add_note', { order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' }), usage(50, 30),
+      done('tool-calls', 'STOP', rid, [
+        { text: 'Refund for Zoe\u0308 \u{1F469}\u200d\u{1F4BB} 注文番号 ORD-7781.' },
+        fc('add_note', { order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' }),
+      ]),
     ],
     turn: { text: 'Refund for Zoe\u0308 \u{1F469}\u200d\u{1F4BB} 注文番号 ORD-7781.', calls: ['gemini-call-0'] },
   },
   {
     file: 'crlf.sse',
     trap: 'CRLF framing',
-    events: [text('Refund '), usage(20, 2), text('started.'), usage(20, 4), finish('stop', 'STOP')],
+    events: [text('Refund '), usage(20, 2), text('started.'), usage(20, 4), done('stop', 'STOP', rid, [{ text: 'Refund started.' }])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'missing-optional-fields.sse',
     trap: 'missing optional fields: no usageMetadata, index, role, modelVersion or responseId',
-    events: [text('Refund started.'), refund('gemini-call-0'), finish('tool-calls', 'STOP')],
+    events: [
+      text('Refund started.'), refund('gemini-call-0'),
+      done('tool-calls', 'STOP', undefined, [{ text: 'Refund started.' }, fc('issue_refund', refundArgs)]),
+    ],
     turn: { text: 'Refund started.', calls: ['gemini-call-0'] },
   },
   {
     file: 'vertex-streamed-args.sse',
     trap: 'Vertex streamed arguments: path-addressed strings continued across chunks, closed by an empty functionCall',
-    events: [text('Checking order ORD-7781. '), refund('gemini-call-0'), usage(88, 27), finish('tool-calls', 'STOP')],
+    events: [
+      text('Checking order ORD-7781. '), refund('gemini-call-0'), usage(88, 27),
+      done('tool-calls', 'STOP', 'dqHOab6xGLzWodAPkPuViA4', [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', refundArgs)]),
+    ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
   {
@@ -212,26 +281,24 @@ const cases: FixtureCase[] = [
     trap: 'Vertex streamed arguments with arrays, numbers, booleans, null; the closing part never arrives',
     events: [
       usage(88, 27),
-      call('gemini-call-0', 'create_return', {
-        order_id: 'ORD-7781',
-        items: [{ sku: 'BK-0042', qty: 1 }, { sku: 'BK-0043', qty: 2 }],
-        gift: false,
-        note: null,
-      }),
-      finish('tool-calls', 'STOP'),
+      call('gemini-call-0', 'create_return', returnArgs),
+      done('tool-calls', 'STOP', 'dqHOab6xGLzWodAPkPuViA4', [fc('create_return', returnArgs)]),
     ],
     turn: { text: '', calls: ['gemini-call-0'] },
   },
   {
     file: 'legacy-stop-every-chunk.sse',
     trap: 'a legacy stream with finishReason STOP on every chunk: all the text, usage per change, one finish at the end',
-    events: [...legacyAnswer.flatMap((t, i) => [text(t), usage(212, legacyCounts[i])]), finish('stop', 'STOP')],
+    events: [...legacyAnswer.flatMap((t, i) => [text(t), usage(212, legacyCounts[i])]), done('stop', 'STOP', undefined, [{ text: legacyAnswer.join('') }])],
     turn: { text: legacyAnswer.join(''), calls: [] },
   },
   {
     file: 'legacy-stop-then-recitation.sse',
     trap: 'STOP on every chunk, then a last chunk with RECITATION: the last reason wins',
-    events: [...recitedText.flatMap((t, i) => [text(t), usage(96, recitedCounts[i])]), finish('content-filter', 'RECITATION')],
+    events: [
+      ...recitedText.flatMap((t, i) => [text(t), usage(96, recitedCounts[i])]),
+      done('content-filter', 'RECITATION', undefined, [{ text: recitedText.join('') }]),
+    ],
     turn: { text: recitedText.join(''), calls: [] },
   },
   {
@@ -249,14 +316,19 @@ const cases: FixtureCase[] = [
     events: [
       text(midCallText[0]), usage(188, 9), text(midCallText[1]), usage(188, 21), text(midCallText[2]), usage(188, 27),
       refund('gemini-call-0'), usage(188, 45), text(midCallText[3]), usage(188, 57), text(midCallText[4]), usage(188, 68),
-      finish('tool-calls', 'STOP'),
+      done('tool-calls', 'STOP', undefined, [
+        { text: midCallText.slice(0, 3).join('') }, fc('issue_refund', refundArgs), { text: midCallText.slice(3).join('') },
+      ]),
     ],
     turn: { text: midCallText.join(''), calls: ['gemini-call-0'] },
   },
   {
     file: 'args-own-proto-key.sse',
     trap: 'whole args with an own "__proto__" key (and constructor.prototype): kept as own data, never walked',
-    events: [text('Updating the profile of customer CUS-2231. '), usage(120, 9), call('gemini-call-0', 'update_profile', ownProtoArgs()), usage(120, 38), finish('tool-calls', 'STOP')],
+    events: [
+      text('Updating the profile of customer CUS-2231. '), usage(120, 9), call('gemini-call-0', 'update_profile', ownProtoArgs()), usage(120, 38),
+      done('tool-calls', 'STOP', 'Qm8RacXz4LbWodAPtK2vmQc', [{ text: 'Updating the profile of customer CUS-2231. ' }, fc('update_profile', ownProtoArgs())]),
+    ],
     turn: { text: 'Updating the profile of customer CUS-2231. ', calls: ['gemini-call-0'] },
   },
   {
@@ -291,6 +363,81 @@ const cases: FixtureCase[] = [
       expect(error).toBeInstanceOf(ProviderPayloadError);
       expect(error).toMatchObject({ code: 'invalid-field', retryable: false, field: `${partialArgs}[0].jsonPath` });
     },
+  },
+  {
+    file: 'thought-summary-then-signed-call.sse',
+    trap: 'Gemini 3 with thoughts: a thought summary in two chunks, text, a signed functionCall, an empty STOP part; cached tokens',
+    events: [
+      reasoning(summary[0]), used(412, 86, { cached: 256, reasoning: 86 }), reasoning(summary[1]), used(412, 131, { cached: 256, reasoning: 131 }),
+      text('Checking order ORD-7781. '), used(412, 138, { cached: 256, reasoning: 131 }), refund('gemini-call-0'), used(412, 156, { cached: 256, reasoning: 131 }),
+      done('tool-calls', 'STOP', 'Ugx3acX2KqWZ28oP4uqPwQk', [
+        { text: summary.join(''), thought: true },
+        { text: 'Checking order ORD-7781. ' },
+        fc('issue_refund', refundArgs, 'EpQCCpECAb4+9vt3kR1dZ0cQ7mJxW2s9YkVhLq8Zr0fN3uT5aP1bD4eG6hI8jK0lM2nO4pQ6rS8tU0vW2xY4z'),
+      ]),
+    ],
+    turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
+  },
+  {
+    file: 'signature-on-empty-last-part.sse',
+    trap: 'a text-only Gemini 3 answer: the signature on an empty last part ends the text part it follows',
+    events: [
+      text('Your refund for order ORD-7781 '), used(31, 125, { reasoning: 118 }), text('has been issued in full.'), used(31, 131, { reasoning: 118 }),
+      done('stop', 'STOP', 'vQRpaqzAPN2M9MoPxPq2uQ4', [
+        { text: 'Your refund for order ORD-7781 has been issued in full.', thoughtSignature: 'EpcCCpQCARFNMg9GpVP+YGO3zJobwN8a+4XBKHGs8ZZ75yF6E7qlkth0vQN/W+uy' },
+      ]),
+    ],
+    turn: { text: 'Your refund for order ORD-7781 has been issued in full.', calls: [] },
+  },
+  {
+    file: 'parallel-calls-first-signed.sse',
+    trap: 'parallel calls in one chunk: only the first functionCall part carries the signature, and keeps it',
+    events: [
+      call('gemini-call-0', 'lookup_order', { order_id: 'ORD-7781' }), call('gemini-call-1', 'lookup_order', { order_id: 'ORD-7782' }),
+      used(70, 252, { reasoning: 222 }),
+      done('tool-calls', 'STOP', 'QHiLaa6LBrb8vdIPoNztsAg', [
+        fc('lookup_order', { order_id: 'ORD-7781' }, 'EpEgCo4gAb4+9vvWwdN+NkNiCCwrqvFI8uf9IiD2A47Bm4Sga0kUTm4e/QuEnsZn'),
+        fc('lookup_order', { order_id: 'ORD-7782' }),
+      ]),
+    ],
+    turn: { text: '', calls: ['gemini-call-0', 'gemini-call-1'] },
+  },
+  {
+    file: 'signed-fragments-end-their-parts.sse',
+    trap: 'signatures on a thought and on a text fragment: each ends its part, the next fragment starts a new one',
+    events: [
+      reasoning('The order was delivered damaged. '), used(52, 40, { reasoning: 40 }), reasoning('A full refund fits the policy.'), used(52, 64, { reasoning: 64 }),
+      text('I have refunded order ORD-7781. '), used(52, 72, { reasoning: 64 }), text('The money is on its way.'), used(52, 78, { reasoning: 64 }),
+      done('stop', 'STOP', 'dX6LadKVC7SZ28oPr9yJoQs', [
+        { text: 'The order was delivered damaged. ', thought: true, thoughtSignature: 'CiQB0e2Kb3NlYXJjaGluZyB0aGUgb3JkZXIgaGlzdG9yeQ==' },
+        { text: 'A full refund fits the policy.', thought: true },
+        { text: 'I have refunded order ORD-7781. ', thoughtSignature: 'CiQB0e2Kb2Fuc3dlcmluZyB0aGUgY3VzdG9tZXI=' },
+        { text: 'The money is on its way.' },
+      ]),
+    ],
+    turn: { text: 'I have refunded order ORD-7781. The money is on its way.', calls: [] },
+  },
+  {
+    file: 'code-execution.sse',
+    trap: 'code the model ran itself (executableCode, codeExecutionResult): kept in the output, no call, STOP is stop',
+    events: [
+      usage(312, 12), text('The restocking fee would be $5.24, '), usage(312, 24), text('but it is waived for damaged items.'), usage(312, 35),
+      done('stop', 'STOP', 'x7hVadT9OdKT_uMP792-mAc', [
+        { executableCode: { language: 'PYTHON', code: 'print(round(34.90 * 0.15, 2))' }, thoughtSignature: 'EjQKMgFyyNp8VRG2uDen0QENDjUJEy6ZQlvEGUhI8VcgTgNaspEC3M5Cao6lhYRG' },
+        { codeExecutionResult: { outcome: 'OUTCOME_OK', output: '5.24\n' } },
+        { text: 'The restocking fee would be $5.24, but it is waived for damaged items.', thoughtSignature: 'EjQKMgFyyNp8EcK2k/joUmmIxJlqtIvdJP/1F+ziwsCn9P4uyk2ZNeBiYz2Um4GX' },
+      ]),
+    ],
+    turn: { text: 'The restocking fee would be $5.24, but it is waived for damaged items.', calls: [] },
+  },
+  {
+    file: 'second-candidate.sse',
+    trap: "two candidates: candidate 1's text, thought, signature and call never join candidate 0's",
+    events: [
+      text('Checking order ORD-7781. '), usage(88, 12), usage(88, 30), refund('gemini-call-0'), usage(88, 52),
+      done('tool-calls', 'STOP', 'kZ2LaaOaC4y2xN8PpLjvoQo', [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', refundArgs)]),
+    ],
+    turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
   {
     file: 'truncated.sse',
@@ -328,8 +475,9 @@ describe('geminiContent: fixtures', () => {
 describe('geminiContent: streams that report a finish reason on every chunk', () => {
   it('reads past the first finish reason: each usage change once, the finish once, last', () => {
     const result = collect(from(fixture('legacy-stop-every-chunk.sse')).pipe(geminiContent()));
-    expect(result.values.filter((e) => e.type === 'finish')).toEqual([finish('stop', 'STOP')]);
-    expect(result.values.at(-1)).toEqual(finish('stop', 'STOP'));
+    const once = done('stop', 'STOP', undefined, [{ text: legacyAnswer.join('') }]);
+    expect(result.values.filter((e) => e.type === 'finish')).toEqual([once]);
+    expect(result.values.at(-1)).toEqual(once);
     expect(result.values.filter((e) => e.type === 'usage')).toHaveLength(legacyCounts.length);
   });
 
@@ -490,7 +638,7 @@ describe('geminiContent: fields of the wrong type', () => {
     expect(errorOf(part({ name: 'list_orders' })).values).toEqual([
       text('Refunding. '),
       call('gemini-call-0', 'list_orders', {}),
-      finish('tool-calls', 'STOP'),
+      done('tool-calls', 'STOP', undefined, [{ text: 'Refunding. ' }, fc('list_orders', {})]),
     ]);
   });
 
@@ -663,7 +811,7 @@ describe('geminiContent: errors', () => {
     expect(result.values).toEqual([
       call('gemini-call-0', 'f', { 'a b': '1' }),
       call('gemini-call-1', 'g', { 'a b': '2' }),
-      finish('tool-calls', 'STOP'),
+      done('tool-calls', 'STOP', undefined, [fc('f', { 'a b': '1' }), fc('g', { 'a b': '2' })]),
     ]);
   });
 
@@ -698,7 +846,7 @@ describe('geminiContent: errors', () => {
     );
     expect(finished.values).toEqual([
       call('gemini-call-0', 'update_profile', { order_id: 'ORD-7781' }),
-      finish('tool-calls', 'STOP'),
+      done('tool-calls', 'STOP', undefined, [fc('update_profile', { order_id: 'ORD-7781' })]),
     ]);
     const truncated = collect(from(open).pipe(geminiContent()));
     expect(truncated).toEqual({ values: [], error: undefined, completed: true });
@@ -739,7 +887,10 @@ describe('geminiContent: errors', () => {
         stop([]),
       ]).pipe(geminiContent()),
     );
-    expect(result.values).toEqual([refund('gemini-call-0'), finish('tool-calls', 'STOP')]);
+    expect(result.values).toEqual([
+      refund('gemini-call-0'),
+      done('tool-calls', 'STOP', undefined, [fc('issue_refund', refundArgs)]),
+    ]);
   });
 
   it('only the first candidate is read', () => {
@@ -749,7 +900,7 @@ describe('geminiContent: errors', () => {
         { candidates: [{ index: 0, content: { parts: [{ text: 'first' }] }, finishReason: 'STOP' }] },
       ]).pipe(geminiContent()),
     );
-    expect(result.values).toEqual([text('first'), finish('stop', 'STOP')]);
+    expect(result.values).toEqual([text('first'), done('stop', 'STOP', undefined, [{ text: 'first' }])]);
   });
 });
 
@@ -810,7 +961,7 @@ describe('geminiContent: frame by frame', () => {
         a: text('Refund '),
         b: text('started'),
         c: text('.'),
-        f: finish('stop', 'STOP'),
+        f: done('stop', 'STOP', undefined, [{ text: 'Refund started.' }]),
       });
       expectSubscriptions(source.subscriptions).toBe('^------!');
     }));
