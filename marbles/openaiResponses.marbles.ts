@@ -1,5 +1,5 @@
 import { type OpenAIResponsesEvent, openaiResponses, ProviderError } from 'cleanturn/providers';
-import { defineMarbles, delta, finish, text, usage } from 'cleanturn/testing';
+import { defineMarbles, delta, finish, reasoning, text, usage } from 'cleanturn/testing';
 
 // Events trimmed to the fields the adapter reads; a real stream also carries sequence numbers, ids and more.
 const item = { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'issue_refund', arguments: '' };
@@ -15,6 +15,39 @@ const textDelta = (text: string): OpenAIResponsesEvent => ({
   output_index: 0,
   delta: text,
 });
+const summary = (index: number, fragment: string): OpenAIResponsesEvent => ({
+  type: 'response.reasoning_summary_text.delta',
+  item_id: 'rs_1',
+  output_index: 0,
+  summary_index: index,
+  delta: fragment,
+});
+// The reasoning item as output_item.done sends it: its summary, and the encrypted reasoning that a request with
+// store: false and include: ['reasoning.encrypted_content'] gets back.
+const reasoningItem = {
+  id: 'rs_1',
+  type: 'reasoning',
+  encrypted_content: 'gAAAAABpPDIV…',
+  summary: [
+    { type: 'summary_text', text: '**Checking the order**' },
+    { type: 'summary_text', text: '**Refund policy**' },
+  ],
+};
+const callItem = { ...item, status: 'completed', arguments: '{"order_id":"ORD-7781","amount":"full"}' };
+// A web search the provider ran, and the message it led to (sent whole, as a proxy that streams no text does).
+const webSearch = {
+  id: 'ws_1',
+  type: 'web_search_call',
+  status: 'completed',
+  action: { type: 'search', query: 'bookshop refund policy' },
+};
+const message = {
+  id: 'msg_2',
+  type: 'message',
+  status: 'completed',
+  role: 'assistant',
+  content: [{ type: 'output_text', text: 'Damaged books are refunded.', annotations: [] }],
+};
 const flatError = { type: 'error', code: 'server_error', message: 'The server had an error.', param: null };
 const failed = {
   type: 'response.failed',
@@ -58,6 +91,51 @@ export default defineMarbles({
         F: finish('tool-calls', 'completed'),
       },
       subscriptions: '^------------!',
+    },
+    {
+      title:
+        'reasoning summary parts, then a call sent whole: the finish carries the response id and the output items',
+      source: /*   */ '-c-r-s-i-a-f---|',
+      // biome-ignore format: an aligned value table
+      values: {
+        c: { type: 'response.created', response: { id: 'resp_1', status: 'in_progress' } },
+        r: summary(0, '**Checking the order**'),
+        s: summary(1, '**Refund policy**'),
+        i: { type: 'response.output_item.done', output_index: 0, item: reasoningItem } as OpenAIResponsesEvent,
+        a: { type: 'response.output_item.done', output_index: 1, item: callItem },
+        f: { type: 'response.completed', response: { id: 'resp_1', status: 'completed', usage: { input_tokens: 412, input_tokens_details: { cached_tokens: 256 }, output_tokens: 230, output_tokens_details: { reasoning_tokens: 192 } } } },
+      },
+      label: 'openaiResponses()',
+      operator: () => openaiResponses(),
+      expected: /* */ '---R-S---A-(UF)|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        R: reasoning('**Checking the order**'),
+        S: reasoning('\n\n**Refund policy**'),
+        A: delta(0, '{"order_id":"ORD-7781","amount":"full"}', { id: 'call_1', name: 'issue_refund' }),
+        U: { ...usage(412, 230), cachedInputTokens: 256, reasoningTokens: 192 },
+        F: { ...finish('tool-calls', 'completed'), responseId: 'resp_1', output: { format: 'openai-responses', items: [reasoningItem, callItem] } },
+      },
+      subscriptions: '^--------------!',
+    },
+    {
+      title:
+        'a web search the provider ran is no call, a keepalive is read past: finish stop, the search in the output',
+      source: /*   */ '-w-k-t-f---|',
+      // biome-ignore format: an aligned value table
+      values: {
+        w: { type: 'response.output_item.done', output_index: 0, item: webSearch } as OpenAIResponsesEvent,
+        k: { type: 'keepalive', sequence_number: 7 },
+        t: { type: 'response.output_item.done', output_index: 1, item: message } as OpenAIResponsesEvent,
+        f: { type: 'response.completed', response: { id: 'resp_2', status: 'completed' } },
+      },
+      label: 'openaiResponses()',
+      operator: () => openaiResponses(),
+      expected: /* */ '-------F---|',
+      // biome-ignore format: an aligned value table
+      expectedValues: {
+        F: { ...finish('stop', 'completed'), responseId: 'resp_2', output: { format: 'openai-responses', items: [webSearch, message] } },
+      },
     },
     {
       title:

@@ -40,7 +40,7 @@ const out = {
   A: text('Checking order ORD-7781. '),
   B: text('The book arrived damaged.'),
   U: usage(142, 31),
-  F: finish('stop', 'completed'),
+  F: { ...finish('stop', 'completed'), responseId: id },
 };
 const resume = (after: number, reason = 'connection reset') => ({ type: 'resume', after, reason });
 const label = 'resumeResponse({ create, retrieve, adapter: openaiResponses(), delay: 2 })';

@@ -1,4 +1,11 @@
-import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent, UsageEvent } from 'cleanturn';
+import type {
+  FinishEvent,
+  FinishReason,
+  ProviderEvent,
+  ProviderOutput,
+  ToolCallDeltaEvent,
+  UsageEvent,
+} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { ProviderPayloadError } from './errors.js';
@@ -18,7 +25,7 @@ import {
 
 /** An output item, as `response.output_item.added`/`.done` and the final `response.output` carry it. */
 export interface OpenAIResponsesItem {
-  /** `message`, `function_call`, `reasoning`…; only `function_call` items are read. */
+  /** `message`, `function_call`, `reasoning`…; `function_call` items are the calls, every item is output. */
   type?: string;
   /** The item id (`fc_…`) that the argument events refer to as `item_id`. */
   id?: string | null;
@@ -31,9 +38,18 @@ export interface OpenAIResponsesItem {
 
 /** The `response` object of the lifecycle events; only the fields the adapter reads. */
 export interface OpenAIResponsesResponse {
+  /** The response id (`resp_…`): the finish's `responseId`. */
+  id?: string | null;
   status?: string | null;
   output?: readonly OpenAIResponsesItem[] | null;
-  usage?: { input_tokens?: number | null; output_tokens?: number | null } | null;
+  usage?: {
+    input_tokens?: number | null;
+    /** `cached_tokens`: of the input tokens, those read from the prompt cache. */
+    input_tokens_details?: { cached_tokens?: number | null } | null;
+    output_tokens?: number | null;
+    /** `reasoning_tokens`: of the output tokens, those spent on reasoning. */
+    output_tokens_details?: { reasoning_tokens?: number | null } | null;
+  } | null;
   /** Why it failed (`response.failed`). */
   error?: { code?: string | null; message?: string | null } | null;
   /** Why it is incomplete (`response.incomplete`): `max_output_tokens` or `content_filter`. */
@@ -52,8 +68,14 @@ export interface OpenAIResponsesEvent {
   /** The item's position in the output; a decimal string (`"1"`) is read as the number. */
   output_index?: number | string;
   item_id?: string;
-  /** A text, refusal or argument fragment. */
+  /** Which summary part of a reasoning item a `reasoning_summary_text` event belongs to. */
+  summary_index?: number;
+  /** Which content part of an item a text or `reasoning_text` event belongs to. */
+  content_index?: number;
+  /** A text, reasoning, refusal or argument fragment. */
   delta?: string;
+  /** The whole text of a part (`reasoning_summary_text.done`, `reasoning_text.done`). */
+  text?: string;
   /** The whole argument text (`function_call_arguments.done`) and refusal (`refusal.done`). */
   arguments?: string;
   refusal?: string;
@@ -74,10 +96,24 @@ export type OpenAIResponsesInput = OpenAIResponsesEvent | '[DONE]';
 export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
 
 /**
+ * What a Responses attempt produced, on its finish (`finish.output`): the response's output items as the provider
+ * sent them, in `output_index` order — `reasoning` items (with `encrypted_content` when the request asked for
+ * `include: ['reasoning.encrypted_content']`), `message` items, `function_call` items, and the items of tools the
+ * provider ran (`web_search_call`, `file_search_call`, `mcp_call`, `code_interpreter_call`…). Plain JSON data.
+ * {@link toOpenAIResponsesInput} turns it into the next request's input items.
+ */
+export interface OpenAIResponsesOutput extends ProviderOutput {
+  readonly format: 'openai-responses';
+  /** The output items, each as sent (`type` and `id`, and the fields of its type). */
+  readonly items: readonly { readonly type?: string; readonly [field: string]: unknown }[];
+}
+
+/**
  * Turns an OpenAI Responses stream (`response.*` events) into neutral `ProviderEvent`s: what an SSE `data:` line
  * parses to, or what the official SDK's stream yields (`from(await client.responses.create({ …, stream: true }))`).
  * Each `function_call` item gets a small stable `index` (0, 1, … in the order the calls appear) and its `call_id`
- * as `id`. Put {@link assembleToolCalls} after it to get whole calls.
+ * as `id`. Put {@link assembleToolCalls} after it to get whole calls. The finish carries the response's id and its
+ * output items ({@link OpenAIResponsesOutput}), which {@link toOpenAIResponsesInput} sends back.
  *
  * ```text
  * source:   -t-a-d-e-c---|
@@ -106,9 +142,22 @@ export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
  *   `output_item.done`, `response.completed`'s `output`) go out only if no argument text did: the first text
  *   wins, later copies are not compared (what went out cannot be taken back). A call seen only whole (in
  *   `output_item.done`, or in the final `output` as replays send it) goes out as one fragment before the finish.
+ * - **Reasoning.** `response.reasoning_summary_text.delta` (the summary OpenAI models show) and
+ *   `response.reasoning_text.delta` (the reasoning text of open-weight models' servers) are `reasoning`, never
+ *   text. The first fragment of another part (the next summary part of an item, or another reasoning item)
+ *   starts with a paragraph break (`\n\n`), so that the parts read apart. A part's `.done` is read only when
+ *   the part sent no fragment. Encrypted reasoning has nothing to show: it is in the output only.
+ * - **Provider-run tools** (`web_search_call`, `file_search_call`, `mcp_call`, `code_interpreter_call`,
+ *   `image_generation_call`…) are not calls: they stay in the output and never make `tool-calls`.
  * - **Finish** at `response.completed` (`tool-calls` if a call appeared, `content-filter` after a refusal,
- *   else `stop`) or `response.incomplete` (`length`, `content-filter` or `other`; `raw` `incomplete:<reason>`),
- *   after the usage. It is the format's end, as a `[DONE]` is: nothing after it is read.
+ *   else `stop`) or `response.incomplete` (`length` for `max_output_tokens`, `content-filter` for
+ *   `content_filter`, else `other`; `raw` `incomplete:<reason>`), after the usage. It is the format's end, as a
+ *   `[DONE]` is: nothing after it is read. It carries `responseId` (the terminal event's `response.id`, else the
+ *   one `response.created` gave) and `output`: the terminal event's `response.output` as sent when it has items;
+ *   else the `output_item.done` items in output order, when every item added was done; else none (a stream that
+ *   never said its items whole: the next request is then built from the text and the calls).
+ * - **Usage** at the terminal event: `input_tokens`, `output_tokens`, and from their details `cached_tokens`
+ *   (`cachedInputTokens`) and `reasoning_tokens` (`reasoningTokens`) where the response reports them.
  * - **Refusal.** `response.refusal.delta` is never text: joined, it goes on the finish as `refusal`.
  * - **Errors.** An `error` event (flat, or nested as recorded streams send it), `response.failed` and the
  *   SDK's `APIError` are a {@link ProviderError}, retryable by the table of `isRetryableUpstream` (the
@@ -119,8 +168,11 @@ export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
  *   that is not an array, a token count that is not a number): a {@link ProviderPayloadError} `invalid-field`;
  *   an argument event for an item never added: `unknown-reference`.
  * - **`sequence_number`.** An event whose number is not above the last one is a replay and is dropped.
+ * - **Unknown event types** (`keepalive` on long responses, the tools' progress events, types added later) are
+ *   read past.
  *
- * State, per subscription: the calls by item id and by output index, the refusal and the last sequence number.
+ * State, per subscription: the calls by item id and by output index, the refusal, the last sequence number, the
+ * response id, the output items announced and done, and the reasoning part last read.
  *
  * ## Example
  * ```ts
@@ -158,6 +210,9 @@ const framing: DecodeOptions = { name: operator, endMarker: '[DONE]' };
 /** A function call: its neutral index, its item id if it has one, whether argument text went out. */
 type Call = { index: number; item: string | undefined; streamed: boolean };
 
+/** An output item the stream announced: its place in the output, and its whole copy once `output_item.done` came. */
+type Slot = { index: number; done: Record<string, unknown> | undefined };
+
 /** The decoder behind {@link openaiResponses}: one attempt of a Responses stream (for `decodeAll`, or tests). */
 export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   // The attempt's calls by item id, and by output index (for items and events without an item id).
@@ -169,6 +224,13 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   private refusal: string | undefined;
   // The highest sequence number seen; events at or below it are replays.
   private sequence = -1;
+  // The response id the lifecycle events gave (the terminal event's own id comes first).
+  private responseId: string | undefined;
+  // The output items announced, by output index (by item id where a server sends no index), in arrival order.
+  private readonly slots = new Map<number | string, Slot>();
+  // The reasoning part the last reasoning fragment belonged to, and the parts that sent fragments.
+  private reasoningPart: string | undefined;
+  private readonly reasoned = new Set<string>();
   // Where the field being read is, for the readers' errors: one object, re-aimed at each read.
   private readonly site: FieldSite = { operator, payload: undefined, field: '' };
 
@@ -184,6 +246,14 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     if (typeof event.type !== 'string')
       throw invalidField(this.at(event, 'type'), 'an event type (a string)', event.type);
     switch (event.type) {
+      case 'response.created':
+      case 'response.queued':
+      case 'response.in_progress': {
+        const response = objectField(event.response, this.at(event, 'response'));
+        const id = response && stringField(response.id, this.at(event, 'response.id'));
+        if (id) this.responseId = id;
+        break;
+      }
       case 'response.output_text.delta':
       case 'response.refusal.delta': {
         const text = stringField(event.delta, this.at(event, 'delta'));
@@ -194,10 +264,20 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
       case 'response.refusal.done':
         this.refusal ??= stringField(event.refusal, this.at(event, 'refusal')) || undefined;
         break;
-      case 'response.output_item.added':
-      case 'response.output_item.done':
-        this.item(event.item, event, 'item', event.output_index);
+      case 'response.reasoning_summary_text.delta':
+      case 'response.reasoning_text.delta':
+        this.reason(event, stringField(event.delta, this.at(event, 'delta')), true);
         break;
+      case 'response.reasoning_summary_text.done':
+      case 'response.reasoning_text.done':
+        this.reason(event, stringField(event.text, this.at(event, 'text')), false);
+        break;
+      case 'response.output_item.added':
+      case 'response.output_item.done': {
+        const item = this.item(event.item, event, 'item', event.output_index);
+        if (item !== undefined) this.announce(item, event);
+        break;
+      }
       case 'response.function_call_arguments.delta': {
         const call = this.ref(event);
         const argsDelta = stringField(event.delta, this.at(event, 'delta'));
@@ -237,6 +317,38 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     return this.site;
   }
 
+  /**
+   * A reasoning fragment (`delta`), or a part's whole text (a `.done`, read only when its part sent no fragment):
+   * a `reasoning` event. The first fragment of another part (the next summary part, another reasoning item)
+   * starts with a paragraph break, so that the parts read apart.
+   */
+  private reason(event: OpenAIResponsesEvent, text: string | undefined, fragment: boolean): void {
+    const summary = event.type.startsWith('response.reasoning_summary');
+    const item = stringField(event.item_id, this.at(event, 'item_id'));
+    const output = indexField(event.output_index, this.at(event, 'output_index'));
+    const index = summary
+      ? indexField(event.summary_index, this.at(event, 'summary_index'))
+      : indexField(event.content_index, this.at(event, 'content_index'));
+    const part = `${item ?? output ?? ''}/${summary ? 'summary' : 'content'}/${index ?? 0}`;
+    if (!text || (!fragment && this.reasoned.has(part))) return;
+    this.reasoned.add(part);
+    const separated = this.reasoningPart !== undefined && this.reasoningPart !== part;
+    this.reasoningPart = part;
+    this.sink.event({ type: 'reasoning', text: separated ? `\n\n${text}` : text });
+  }
+
+  /** An item of `output_item.added` or `.done`: where it sits in the output, and its whole copy. */
+  private announce(item: Record<string, unknown>, event: OpenAIResponsesEvent): void {
+    const output = indexField(event.output_index, this.at(event, 'output_index'));
+    const key = output ?? (typeof item.id === 'string' ? item.id : `#${this.slots.size}`);
+    let slot = this.slots.get(key);
+    if (slot === undefined) {
+      slot = { index: output ?? Number.POSITIVE_INFINITY, done: undefined };
+      this.slots.set(key, slot);
+    }
+    if (event.type === 'response.output_item.done') slot.done = item;
+  }
+
   /** The call of an item id or output index; an output index finds a call only when one side lacks an id. */
   private find(item: string | undefined, output: number | undefined): Call | undefined {
     const call = item === undefined ? undefined : this.byItem.get(item);
@@ -255,17 +367,32 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     throw new ProviderPayloadError(operator, 'unknown-reference', problem, { field, payload: event });
   }
 
-  /** An output item at `path` of `payload`, `index` in the output: a function call's start or its arguments. */
-  private item(value: unknown, payload: unknown, path: string, index: unknown): void {
+  /** An output item at `path` of `payload`: an object whose `type`, if any, is a string. */
+  private entry(value: unknown, payload: unknown, path: string): Record<string, unknown> | undefined {
     const item = objectField(value, this.at(payload, path));
-    if (item?.type !== 'function_call') return;
+    if (item !== undefined) stringField(item.type, this.at(payload, `${path}.type`));
+    return item;
+  }
+
+  /**
+   * An output item at `path` of `payload`, `index` in the output; a function call's start or its arguments.
+   * Returns the item, to be kept as output.
+   */
+  private item(
+    value: unknown,
+    payload: unknown,
+    path: string,
+    index: unknown,
+  ): Record<string, unknown> | undefined {
+    const item = this.entry(value, payload, path);
+    if (item?.type !== 'function_call') return item;
     const output = indexField(index, this.at(payload, 'output_index'));
     const id = stringField(item.id, this.at(payload, `${path}.id`));
     const args = argumentsField(item.arguments, this.at(payload, `${path}.arguments`)) ?? '';
     const known = this.find(id, output);
     if (known !== undefined) {
       this.whole(known, args);
-      return;
+      return item;
     }
     const name = nameField(item.name, this.at(payload, `${path}.name`));
     const callId = stringField(item.call_id, this.at(payload, `${path}.call_id`));
@@ -275,6 +402,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index: call.index, name, argsDelta: args };
     if (callId) event.id = callId;
     this.sink.event(event);
+    return item;
   }
 
   /** Whole arguments of a known call: emitted once, only if no argument text came before. */
@@ -284,23 +412,54 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     this.sink.event({ type: 'tool-call-delta', index: call.index, argsDelta: args });
   }
 
-  /** The terminal event: the calls only in its output, its usage, the finish, and the end. */
+  /**
+   * The output items: the terminal event's `response.output` when it has any; else the done items in output
+   * order, when every item the stream announced was done; else none (the stream did not say it whole).
+   */
+  private output(terminal: readonly Record<string, unknown>[]): OpenAIResponsesOutput | undefined {
+    if (terminal.length > 0) return { format: provider, items: terminal };
+    const slots = [...this.slots.values()];
+    if (slots.length === 0 || slots.some((slot) => slot.done === undefined)) return undefined;
+    const items = slots.sort((a, b) => a.index - b.index).map((slot) => slot.done as Record<string, unknown>);
+    return { format: provider, items };
+  }
+
+  /** The usage of the terminal event, with its cached input and reasoning tokens where it reports them. */
+  private usage(event: OpenAIResponsesEvent, usage: Record<string, unknown>): UsageEvent {
+    const neutral: UsageEvent = { type: 'usage' };
+    const count = (value: unknown, field: string) =>
+      countField(value, this.at(event, `response.usage.${field}`));
+    const details = (field: string) => objectField(usage[field], this.at(event, `response.usage.${field}`));
+    const input = count(usage.input_tokens, 'input_tokens');
+    const output = count(usage.output_tokens, 'output_tokens');
+    const cached = count(
+      details('input_tokens_details')?.cached_tokens,
+      'input_tokens_details.cached_tokens',
+    );
+    const thought = details('output_tokens_details')?.reasoning_tokens;
+    const reasoning = count(thought, 'output_tokens_details.reasoning_tokens');
+    if (input !== undefined) neutral.inputTokens = input;
+    if (output !== undefined) neutral.outputTokens = output;
+    if (cached !== undefined) neutral.cachedInputTokens = cached;
+    if (reasoning !== undefined) neutral.reasoningTokens = reasoning;
+    return neutral;
+  }
+
+  /** The terminal event: the calls only in its output, its usage, the finish with the output, and the end. */
   private terminal(event: OpenAIResponsesEvent, response: OpenAIResponsesResponse): void {
     const completed = event.type === 'response.completed';
     const output = listField(response.output, this.at(event, 'response.output'));
     const usage = objectField(response.usage, this.at(event, 'response.usage'));
     const details = objectField(response.incomplete_details, this.at(event, 'response.incomplete_details'));
-    for (let i = 0; completed && output !== undefined && i < output.length; i++) {
-      this.item(output[i], event, `response.output[${i}]`, i);
+    const id = stringField(response.id, this.at(event, 'response.id')) || this.responseId;
+    const items: Record<string, unknown>[] = [];
+    for (let i = 0; output !== undefined && i < output.length; i++) {
+      const path = `response.output[${i}]`;
+      // Calls are read from a completed response only: an incomplete one's arguments may be cut.
+      const item = completed ? this.item(output[i], event, path, i) : this.entry(output[i], event, path);
+      if (item !== undefined) items.push(item);
     }
-    if (usage !== undefined) {
-      const neutral: UsageEvent = { type: 'usage' };
-      const input = countField(usage.input_tokens, this.at(event, 'response.usage.input_tokens'));
-      const output = countField(usage.output_tokens, this.at(event, 'response.usage.output_tokens'));
-      if (input !== undefined) neutral.inputTokens = input;
-      if (output !== undefined) neutral.outputTokens = output;
-      this.sink.event(neutral);
-    }
+    if (usage !== undefined) this.sink.event(this.usage(event, usage));
     const reasonField = this.at(event, 'response.incomplete_details.reason');
     const why = completed || details === undefined ? undefined : stringField(details.reason, reasonField);
     let reason: FinishReason = why === 'max_output_tokens' ? 'length' : 'other';
@@ -309,6 +468,9 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     const raw = completed ? 'completed' : why === undefined ? 'incomplete' : `incomplete:${why}`;
     const finish: FinishEvent = { type: 'finish', reason, raw };
     if (this.refusal !== undefined) finish.refusal = this.refusal;
+    if (id) finish.responseId = id;
+    const whole = this.output(items);
+    if (whole !== undefined) finish.output = whole;
     this.sink.finish(finish);
     this.sink.end();
   }

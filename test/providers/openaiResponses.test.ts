@@ -3,10 +3,13 @@ import {
   assembleToolCalls,
   CleanturnError,
   effectKey,
+  type FinishEvent,
+  type FinishReason,
   MissingFinishError,
   type ProviderEvent,
   requireFinish,
   type TurnEvent,
+  type UsageEvent,
 } from 'cleanturn';
 import {
   type OpenAIResponsesEvent,
@@ -15,7 +18,7 @@ import {
   ProviderError,
   ProviderPayloadError,
 } from 'cleanturn/providers';
-import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { collect } from '../support/collect.js';
@@ -73,27 +76,60 @@ const completed = (response: object = {}): OpenAIResponsesEvent => ({
   type: 'response.completed',
   response: { status: 'completed', ...response },
 });
+/** A finish with the output items it carries. */
+const withOutput = (event: FinishEvent, items: readonly object[]): FinishEvent =>
+  ({
+    ...event,
+    output: { format: 'openai-responses', items },
+  }) as FinishEvent;
 
 const lookupArgs = { order_id: 'ORD-7781' };
 const unicodeText = `Merci \u{1F64F} ! Le cafe\u0301 est offert, l'équipe 👩\u200d💻 rembourse 42 €. 注文を返金しました。`;
 
+/** A usage event with the details the Responses usage reports: cached input tokens and reasoning tokens. */
+const usageOf = (input: number, output: number, cached = 0, thought = 0): UsageEvent => ({
+  ...usage(input, output),
+  cachedInputTokens: cached,
+  reasoningTokens: thought,
+});
+/** The terminal event of a fixture (`response.completed` or `response.incomplete`). */
+const terminalOf = (name: string) =>
+  payloads(name).find(
+    (p): p is OpenAIResponsesEvent =>
+      typeof p === 'object' && (p.type === 'response.completed' || p.type === 'response.incomplete'),
+  );
+/** The output items a fixture's stream said whole: the done items, in output order. */
+const doneItems = (name: string) =>
+  payloads(name).flatMap((p) =>
+    typeof p === 'object' && p.type === 'response.output_item.done' ? [p.item] : [],
+  );
+/**
+ * The finish of a fixture: its response id, and as the output the terminal event's `response.output` (as sent),
+ * or `items` where it has none.
+ */
+const finishOf = (name: string, reason: FinishReason, raw = 'completed', items?: unknown[]): FinishEvent => {
+  const response = terminalOf(name)?.response;
+  const output = { format: 'openai-responses', items: items ?? response?.output };
+  return { ...finish(reason, raw), responseId: response?.id ?? undefined, output } as FinishEvent;
+};
+
 // biome-ignore format: a table of fixtures
 const expectations: Record<string, Expectation> = {
   'text-and-call.sse': { events: [
-    text('Checking order'), text(' ORD-7781. '), usage(187, 29),
-    call('call_Zl5vIMnD7dVAjgU6FkhmiCZh', 'issue_refund', refundArgs), finish('tool-calls', 'completed'),
+    text('Checking order'), text(' ORD-7781. '), usageOf(187, 29),
+    call('call_Zl5vIMnD7dVAjgU6FkhmiCZh', 'issue_refund', refundArgs), finishOf('text-and-call.sse', 'tool-calls'),
   ] },
   'no-arg-tool.sse': { events: [
-    usage(88, 9), call('call_Pq9rS8tU7vW6xY5zA4bC3dE2', 'list_open_orders', {}), finish('tool-calls', 'completed'),
+    usageOf(88, 9), call('call_Pq9rS8tU7vW6xY5zA4bC3dE2', 'list_open_orders', {}), finishOf('no-arg-tool.sse', 'tool-calls'),
   ] },
   'whole-args-first-delta.sse': { events: [
-    usage(91, 14), call('call_Hj7kL6mN5bV4cX3zQ2wE1rT0', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+    usageOf(91, 14), call('call_Hj7kL6mN5bV4cX3zQ2wE1rT0', 'lookup_order', lookupArgs), finishOf('whole-args-first-delta.sse', 'tool-calls'),
   ] },
   'parallel-interleaved.sse': { events: [
-    usage(240, 48),
+    usageOf(240, 48, 128),
     call('call_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8', 'lookup_order', lookupArgs),
     call('call_Ii9Jj8Kk7Ll6Mm5Nn4Oo3Pp2', 'issue_refund', refundArgs),
-    finish('tool-calls', 'completed'),
+    finishOf('parallel-interleaved.sse', 'tool-calls'),
   ] },
   'truncated.sse': { events: [text('Checking order ORD-7781. ')] },
   'error-flat-then-failed.sse': {
@@ -113,46 +149,83 @@ const expectations: Record<string, Expectation> = {
     error: { retryable: true, code: 'rate_limit_exceeded', message: expect.stringContaining('Rate limit reached') },
   },
   'sequence-gaps-and-replay.sse': { events: [
-    text('Your refund'), text(' for ORD-7781'), text(' has started'), text('.'), usage(77, 10), finish('stop', 'completed'),
+    text('Your refund'), text(' for ORD-7781'), text(' has started'), text('.'), usageOf(77, 10),
+    finishOf('sequence-gaps-and-replay.sse', 'stop'),
   ] },
   'unicode-split.sse': { events: [
     text('Merci \ud83d'), text('\ude4f ! Le cafe'), text("\u0301 est offert, l'équipe 👩"),
-    text('\u200d💻 rembourse 42 €. 注文を'), text('返金しました。'), usage(203, 61),
+    text('\u200d💻 rembourse 42 €. 注文を'), text('返金しました。'), usageOf(203, 61),
     call('call_Uv0Wx1Yz2Ab3Cd4Ef5Gh6Ij7', 'issue_refund', { order_id: 'ORD-7781', note: 'Livre abîmé 📚 → ✓' }),
-    finish('tool-calls', 'completed'),
+    finishOf('unicode-split.sse', 'tool-calls'),
   ] },
   'crlf-framing.sse': { events: [
-    text('Looking up'), text(' ORD-7781.'), usage(118, 22),
-    call('call_Kl8Mn9Op0Qr1St2Uv3Wx4Yz5', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+    text('Looking up'), text(' ORD-7781.'), usageOf(118, 22),
+    call('call_Kl8Mn9Op0Qr1St2Uv3Wx4Yz5', 'lookup_order', lookupArgs), finishOf('crlf-framing.sse', 'tool-calls'),
   ] },
   'missing-optional-fields.sse': { events: [
-    text('One moment.'), call('call_Ef4Gh5Ij6Kl7Mn8Op9Qr0St1', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+    text('One moment.'), call('call_Ef4Gh5Ij6Kl7Mn8Op9Qr0St1', 'lookup_order', lookupArgs),
+    finishOf('missing-optional-fields.sse', 'tool-calls'),
   ] },
   'incomplete-max-output-tokens.sse': { events: [
-    text('Our refund policy covers'), usage(64, 4), finish('length', 'incomplete:max_output_tokens'),
+    text('Our refund policy covers'), usageOf(64, 4),
+    finishOf('incomplete-max-output-tokens.sse', 'length', 'incomplete:max_output_tokens'),
   ] },
   'reasoning-then-call.sse': { events: [
-    usage(310, 212), call('call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', 'issue_refund', refundArgs), finish('tool-calls', 'completed'),
+    reasoning('**Checking the order**\n\nThe customer wants a refund'), usageOf(310, 212, 0, 192),
+    call('call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', 'issue_refund', refundArgs), finishOf('reasoning-then-call.sse', 'tool-calls'),
+  ] },
+  'reasoning-encrypted-summary-parts-then-call.sse': { events: [
+    reasoning('**Checking the order**\n\nThe customer says the book'), reasoning(' arrived damaged.'),
+    reasoning('\n\n**Refund policy**\n\nDamaged books'), reasoning(' are refunded in full.'),
+    usageOf(412, 230, 256, 192), call('call_AB6AaRZ1FYZB2RwS6A5vbdqn', 'issue_refund', refundArgs),
+    finishOf('reasoning-encrypted-summary-parts-then-call.sse', 'tool-calls'),
+  ] },
+  'compat-reasoning-text-deltas.sse': { events: [
+    reasoning('The customer asks'), reasoning(' about ORD-7781.'), reasoning(' I should look it up.'),
+    text('Let me look that'), text(' order up.'), usage(96, 41),
+    call('call_2025306790300011', 'lookup_order', lookupArgs), finishOf('compat-reasoning-text-deltas.sse', 'tool-calls'),
+  ] },
+  'server-tools-mcp-and-web-search.sse': { events: [
+    text('ORD-7781 was delivered on 2 January;'), text(' a damaged book is refunded in full.'),
+    usageOf(2210, 388, 1920, 320), finishOf('server-tools-mcp-and-web-search.sse', 'stop'),
+  ] },
+  'server-tools-beside-a-client-call.sse': { events: [
+    usageOf(6047, 1623, 2944, 1408), call('call_Nq3Rs4Tu5Vw6Xy7Za8Bc9De0', 'lookup_order', lookupArgs),
+    finishOf('server-tools-beside-a-client-call.sse', 'tool-calls'),
+  ] },
+  'keepalive-during-reasoning.sse': { events: [
+    reasoning('**Weighing the policy**\n\nA damaged'), reasoning(' delivery is refunded.'),
+    text('Yes: a damaged book'), text(' is refunded in full.'), usageOf(880, 4210, 0, 4180),
+    finishOf('keepalive-during-reasoning.sse', 'stop'),
+  ] },
+  'incomplete-while-reasoning.sse': { events: [
+    reasoning('**Reading the order history**\n\nThe order has'), usageOf(318, 64, 0, 64),
+    finishOf('incomplete-while-reasoning.sse', 'length', 'incomplete:max_output_tokens'),
+  ] },
+  'completed-with-empty-output.sse': { events: [
+    text('Looking up'), text(' ORD-7781.'), usageOf(132, 24), call('call_Tz8Yx7Wv6Ut5Sr4Qp3On2Ml1', 'lookup_order', lookupArgs),
+    finishOf('completed-with-empty-output.sse', 'tool-calls', 'completed', doneItems('completed-with-empty-output.sse')),
   ] },
   'call-only-in-completed-output.sse': { events: [
-    text('Looking up'), text(' ORD-7781.'), usage(132, 24),
-    call('call_Rk4Tn8Wq2Lm6Zx0Vb3Hs7Jd1', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+    text('Looking up'), text(' ORD-7781.'), usageOf(132, 24),
+    call('call_Rk4Tn8Wq2Lm6Zx0Vb3Hs7Jd1', 'lookup_order', lookupArgs), finishOf('call-only-in-completed-output.sse', 'tool-calls'),
   ] },
   'completed-output-and-streamed-calls.sse': { events: [
-    usage(260, 51),
+    usageOf(260, 51),
     call('call_Uk3Vl4Wm5Xn6Yo7Zp8Aq9Br0', 'issue_refund', refundArgs),
     call('call_Mc5Nd6Oe7Pf8Qg9Rh0Si1Tj2', 'lookup_order', lookupArgs),
-    finish('tool-calls', 'completed'),
+    finishOf('completed-output-and-streamed-calls.sse', 'tool-calls'),
   ] },
   'refusal.sse': { events: [
-    usage(142, 13),
-    { type: 'finish', reason: 'content-filter', raw: 'completed', refusal: "I'm sorry, but I can't change another customer's order." },
+    usageOf(142, 13),
+    { ...finishOf('refusal.sse', 'content-filter'), refusal: "I'm sorry, but I can't change another customer's order." },
   ] },
   'completed-then-trailing-events.sse': { events: [
-    text('Your refund'), text(' has started.'), usage(97, 8), finish('stop', 'completed'),
+    text('Your refund'), text(' has started.'), usageOf(97, 8), finishOf('completed-then-trailing-events.sse', 'stop'),
   ] },
   'compat-output-index-string.sse': { events: [
-    usage(85, 12), call('call_Ej2Fk3Gl4Hm5In6Jo7Kp8Lq9', 'lookup_order', lookupArgs), finish('tool-calls', 'completed'),
+    usageOf(85, 12), call('call_Ej2Fk3Gl4Hm5In6Jo7Kp8Lq9', 'lookup_order', lookupArgs),
+    finishOf('compat-output-index-string.sse', 'tool-calls'),
   ] },
   'compat-function-name-number.sse': {
     events: [],
@@ -204,13 +277,13 @@ describe('openaiResponses: every fixture', () => {
       delta(1, '7781","amount":'),
       delta(0, '"ORD-7781"}'),
       delta(1, '"full"}'),
-      usage(240, 48),
-      finish('tool-calls', 'completed'),
+      usageOf(240, 48, 128),
+      finishOf('parallel-interleaved.sse', 'tool-calls'),
     ]);
   });
 
   it('reasoning-then-call.sse: the call at output_index 1 is neutral call #0', () => {
-    const first = adapt(payloads('reasoning-then-call.sse')).values[0];
+    const first = adapt(payloads('reasoning-then-call.sse')).values.find((e) => e.type === 'tool-call-delta');
     expect(first).toEqual(delta(0, '', { id: 'call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', name: 'issue_refund' }));
   });
 
@@ -227,7 +300,7 @@ describe('openaiResponses: calls', () => {
     expect(adapt(inputs).values).toEqual([
       delta(0, '', { id: 'call_0', name: 'tool_0' }),
       delta(0, '{"a":1}'),
-      finish('tool-calls', 'completed'),
+      withOutput(finish('tool-calls', 'completed'), [itemDone(0, '{"a":1}').item as object]),
     ]);
   });
 
@@ -243,7 +316,8 @@ describe('openaiResponses: calls', () => {
       delta(0, '', { id: 'call_0', name: 'tool_0' }),
       delta(0, '{"a":'),
       delta(0, '1}'),
-      finish('tool-calls', 'completed'),
+      // The output is the items as sent, as the done copy says.
+      withOutput(finish('tool-calls', 'completed'), [itemDone(0, 'x').item as object]),
     ]);
   });
 
@@ -270,7 +344,10 @@ describe('openaiResponses: calls', () => {
     expect(
       collect(from([itemDone(0, '{"a":1}'), completed()]).pipe(openaiResponses(), assembleToolCalls()))
         .values,
-    ).toEqual([call('call_0', 'tool_0', { a: 1 }), finish('tool-calls', 'completed')]);
+    ).toEqual([
+      call('call_0', 'tool_0', { a: 1 }),
+      withOutput(finish('tool-calls', 'completed'), [itemDone(0, '{"a":1}').item as object]),
+    ]);
   });
 
   it('a repeated output_item.added (a duplicated start) is ignored', () => {
@@ -299,7 +376,7 @@ describe('openaiResponses: calls', () => {
     ]);
   });
 
-  it('ignores other item types: built-in tools, custom tools, reasoning', () => {
+  it('other item types are not calls (built-in tools, custom tools, reasoning): the output keeps them', () => {
     const inputs: OpenAIResponsesEvent[] = [
       { type: 'response.output_item.added', output_index: 0, item: { id: 'ws_1', type: 'web_search_call' } },
       {
@@ -311,7 +388,10 @@ describe('openaiResponses: calls', () => {
       textDelta('Done.'),
       completed({ output: [{ type: 'web_search_call' }, { type: 'message' }] }),
     ];
-    expect(adapt(inputs).values).toEqual([text('Done.'), finish('stop', 'completed')]);
+    expect(adapt(inputs).values).toEqual([
+      text('Done.'),
+      withOutput(finish('stop', 'completed'), [{ type: 'web_search_call' }, { type: 'message' }]),
+    ]);
   });
 
   it('a call only in response.completed.output is emitted whole, before the usage and the finish', () => {
@@ -323,7 +403,7 @@ describe('openaiResponses: calls', () => {
       text('x'),
       delta(0, '{"a":1}', { id: 'call_0', name: 'tool_0' }),
       { type: 'usage', inputTokens: 5 },
-      finish('tool-calls', 'completed'),
+      withOutput(finish('tool-calls', 'completed'), [fnItem(0, '{"a":1}')]),
     ]);
   });
 
@@ -332,7 +412,7 @@ describe('openaiResponses: calls', () => {
     expect(result.values).toEqual([
       delta(0, '', { id: 'call_0', name: 'tool_0' }),
       delta(0, '{"a":1}'),
-      finish('tool-calls', 'completed'),
+      withOutput(finish('tool-calls', 'completed'), [fnItem(0, '{"a":2}')]),
     ]);
   });
 
@@ -340,7 +420,7 @@ describe('openaiResponses: calls', () => {
     expect(adapt([added(0), completed({ output: [fnItem(0, '{"a":1}')] })]).values).toEqual([
       delta(0, '', { id: 'call_0', name: 'tool_0' }),
       delta(0, '{"a":1}'),
-      finish('tool-calls', 'completed'),
+      withOutput(finish('tool-calls', 'completed'), [fnItem(0, '{"a":1}')]),
     ]);
   });
 
@@ -355,7 +435,11 @@ describe('openaiResponses: calls', () => {
       delta(0, '', { id: 'call_x', name: 'f' }),
       delta(0, '{}'),
       delta(1, '{}', { id: 'call_y', name: 'f' }),
-      finish('tool-calls', 'completed'),
+      withOutput(finish('tool-calls', 'completed'), [
+        { type: 'message' },
+        item,
+        { ...item, call_id: 'call_y' },
+      ]),
     ]);
   });
 
@@ -364,7 +448,9 @@ describe('openaiResponses: calls', () => {
       type: 'response.incomplete',
       response: { incomplete_details: { reason: 'max_output_tokens' }, output: [fnItem(0, '{"a":')] },
     };
-    expect(adapt([incomplete]).values).toEqual([finish('length', 'incomplete:max_output_tokens')]);
+    expect(adapt([incomplete]).values).toEqual([
+      withOutput(finish('length', 'incomplete:max_output_tokens'), [fnItem(0, '{"a":')]),
+    ]);
   });
 
   it('arguments sent as an object are read as their JSON text', () => {
@@ -391,7 +477,7 @@ describe('openaiResponses: finish', () => {
   const table: [string, OpenAIResponsesInput[], ProviderEvent][] = [
     ['completed, text only', [textDelta('x'), completed()], finish('stop', 'completed')],
     ['completed, a call in the stream', [added(0), completed()], finish('tool-calls', 'completed')],
-    ['completed, a call only in response.output', [completed({ output: [fnItem(0)] })], finish('tool-calls', 'completed')],
+    ['completed, a call only in response.output', [completed({ output: [fnItem(0)] })], withOutput(finish('tool-calls', 'completed'), [fnItem(0)])],
     ['completed, no status field', [{ type: 'response.completed', response: {} }], finish('stop', 'completed')],
     ['completed after a refusal', [{ type: 'response.refusal.delta', item_id: 'm', output_index: 0, delta: 'No.' }, completed()], { ...finish('content-filter', 'completed'), refusal: 'No.' }],
     ['incomplete: max_output_tokens', [{ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } }], finish('length', 'incomplete:max_output_tokens')],

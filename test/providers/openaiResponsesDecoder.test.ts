@@ -1,6 +1,6 @@
 // The Responses decoder on its own, without RxJS: decodeAll runs it under the rules of the shared operator.
 import { type DecoderSink, decodeAll, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
-import { delta, finish, text, usage } from 'cleanturn/testing';
+import { delta, finish, reasoning, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import {
   OpenAIResponsesDecoder,
@@ -99,5 +99,123 @@ describe('the openaiResponses decoder (decodeAll, no RxJS)', () => {
   it('[DONE] ends the stream, as the official SDK reads it; another string is not a payload', () => {
     expect(decode([textDelta('a'), '[DONE]', textDelta('b')])).toEqual({ events: [text('a')] });
     expect(decode(['{"type":"response.completed"}']).error).toMatchObject({ code: 'not-a-payload' });
+  });
+});
+
+describe('the openaiResponses decoder: reasoning, the output, the response id', () => {
+  const summary = (value: string, index = 0, item = 'rs_1'): OpenAIResponsesEvent => ({
+    type: 'response.reasoning_summary_text.delta',
+    item_id: item,
+    output_index: 0,
+    summary_index: index,
+    delta: value,
+  });
+  const reasoningItem = { id: 'rs_1', type: 'reasoning', encrypted_content: 'gAAA-canonical', summary: [] };
+  const fnDone = {
+    id: 'fc_1',
+    type: 'function_call',
+    call_id: 'call_1',
+    name: 'lookup_order',
+    arguments: '{}',
+  };
+
+  it('summary deltas are reasoning, never text; the next summary part starts with a paragraph break', () => {
+    const events = decode([
+      summary('**Checking**'),
+      summary(' the order.'),
+      summary('**Refunds**', 1),
+      completed,
+    ]);
+    expect(events.events.slice(0, 3)).toEqual([
+      reasoning('**Checking**'),
+      reasoning(' the order.'),
+      reasoning('\n\n**Refunds**'),
+    ]);
+  });
+
+  it('reasoning_text deltas (open-weight servers) are reasoning too; a .done without deltas gives its text once', () => {
+    const raw: OpenAIResponsesEvent = {
+      type: 'response.reasoning_text.delta',
+      item_id: 'rs_1',
+      output_index: 0,
+      content_index: 0,
+      delta: 'The user asks',
+    };
+    const doneAfter = {
+      ...raw,
+      type: 'response.reasoning_text.done',
+      delta: undefined,
+      text: 'The user asks',
+    };
+    const doneAlone = {
+      ...summary(''),
+      type: 'response.reasoning_summary_text.done',
+      summary_index: 1,
+      text: 'Alone.',
+    };
+    expect(decode([raw, doneAfter, doneAlone, completed]).events.slice(0, 2)).toEqual([
+      reasoning('The user asks'),
+      reasoning('\n\nAlone.'),
+    ]);
+  });
+
+  it('keepalive events are read past, whatever they carry', () => {
+    const keepalive = { type: 'keepalive', sequence_number: 1 } as OpenAIResponsesEvent;
+    expect(decode([textDelta('a', 0), keepalive, textDelta('b', 2), completed]).events).toEqual([
+      text('a'),
+      text('b'),
+      usage(3, 1),
+      finish('stop', 'completed'),
+    ]);
+  });
+
+  it('the finish carries the response id and the output: the done items, unless response.output has items', () => {
+    const created = {
+      type: 'response.created',
+      response: { id: 'resp_1', status: 'in_progress', output: [] },
+    };
+    const partial = { ...reasoningItem, encrypted_content: 'gAAA-partial' };
+    const doneEvents = [
+      { type: 'response.output_item.added', output_index: 0, item: partial },
+      { type: 'response.output_item.done', output_index: 0, item: reasoningItem },
+      { type: 'response.output_item.done', output_index: 1, item: fnDone },
+    ] as OpenAIResponsesEvent[];
+    const output = { format: 'openai-responses', items: [reasoningItem, fnDone] };
+    const fromDone = decode([
+      created,
+      ...doneEvents,
+      { type: 'response.completed', response: { output: [] } },
+    ]);
+    expect(fromDone.events.at(-1)).toEqual({
+      ...finish('tool-calls', 'completed'),
+      responseId: 'resp_1',
+      output,
+    });
+    const authoritative = [
+      { ...reasoningItem, summary: [{ type: 'summary_text', text: 'Sent whole.' }] },
+      fnDone,
+    ];
+    const completedWith = { type: 'response.completed', response: { id: 'resp_2', output: authoritative } };
+    expect(decode([created, ...doneEvents, completedWith]).events.at(-1)).toEqual({
+      ...finish('tool-calls', 'completed'),
+      responseId: 'resp_2',
+      output: { format: 'openai-responses', items: authoritative },
+    });
+  });
+
+  it('no output when an item was added but never done and response.output has none: the stream is not whole', () => {
+    const events = decode([call, { type: 'response.completed', response: { id: 'resp_1' } }]).events;
+    expect(events.at(-1)).toEqual({ ...finish('tool-calls', 'completed'), responseId: 'resp_1' });
+  });
+
+  it('usage keeps the cached input tokens and the reasoning tokens', () => {
+    const usageDetails = {
+      input_tokens: 412,
+      input_tokens_details: { cached_tokens: 256 },
+      output_tokens: 230,
+      output_tokens_details: { reasoning_tokens: 192 },
+    };
+    const events = decode([{ type: 'response.completed', response: { usage: usageDetails } }]).events;
+    expect(events[0]).toEqual({ ...usage(412, 230), cachedInputTokens: 256, reasoningTokens: 192 });
   });
 });

@@ -109,7 +109,7 @@ describe('resumeResponse', () => {
       expectObservable(resuming({ cancel })(source)).toBe('---A-(UF|)', {
         A: text('Checking'),
         U: usage(142, 31),
-        F: finish('stop', 'completed'),
+        F: { ...finish('stop', 'completed'), responseId: id },
       });
     });
     expect(cancelled).toEqual([]);
@@ -258,7 +258,7 @@ describe('resumeResponse', () => {
       { type: 'resume', after: 1, reason: 'terminated' },
       text('ORD-7781.'),
       usage(142, 31),
-      finish('stop', 'completed'),
+      { ...finish('stop', 'completed'), responseId: id },
     ]);
   });
 
