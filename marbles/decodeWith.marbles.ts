@@ -14,6 +14,24 @@ const lines = () =>
     },
   }));
 
+/** The same format, where the end marker means the attempt finished even if no line reported a finish. */
+const finishedAtMarker = () =>
+  decodeWith<Line>({ name: 'lines', endMarker: '[DONE]' }, (sink) => {
+    let reported = false;
+    return {
+      next(line) {
+        if (typeof line.text === 'string') sink.event(text(line.text));
+        if (line.finish !== undefined) {
+          reported = true;
+          sink.finish(finish(line.finish));
+        }
+      },
+      atEndMarker() {
+        if (!reported) sink.finish(finish('stop'));
+      },
+    };
+  });
+
 const notAPayload = new ProviderPayloadError(
   'lines',
   'not-a-payload',
@@ -71,6 +89,16 @@ export default defineMarbles({
       expectedValues: { a: text('Checking order ') },
       expectedError: notAPayload,
       subscriptions: '^--!',
+    },
+    {
+      title:
+        'the decoder is told of the end marker: a format whose marker means the attempt finished gives its finish there',
+      source: /*   */ '-a-d-c-|',
+      values: { a: { text: 'Refund started.' }, d: '[DONE]', c: { text: 'late' } },
+      label: 'decodeWith(finishedAtMarker)',
+      operator: () => finishedAtMarker(),
+      expected: /* */ '-a-f---|',
+      expectedValues: { a: text('Refund started.'), f: finish('stop') },
     },
   ],
 });

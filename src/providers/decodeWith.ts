@@ -28,6 +28,12 @@ export interface Decoder<In> {
   next(payload: In): void;
   /** The source completed: emit what is still open, or throw if it cannot be complete. */
   end?(): void;
+  /**
+   * The format's end marker arrived, before the held finish goes out: a format whose end marker means the attempt
+   * finished, with or without a finish reason, gives its finish here. What it throws fails the stream. A source
+   * that completes without the marker does not call it.
+   */
+  atEndMarker?(): void;
   /** Reads an error the source raised (an SDK's error for an in-stream error payload); `undefined` keeps it. */
   error?(error: unknown): unknown;
 }
@@ -146,6 +152,7 @@ class Decoding<In> implements DecoderSink {
   private notAnObject(input: unknown): void {
     const { endMarker, name } = this.options;
     if (input === endMarker && endMarker !== undefined) {
+      this.decoder.atEndMarker?.();
       this.end();
       return;
     }
@@ -176,6 +183,9 @@ class Decoding<In> implements DecoderSink {
  * - nothing after the end: payloads after the end marker are ignored, and a source error after it completes the
  *   stream (a finished attempt never turns into a failed one); an error before it fails the attempt, even after
  *   a provisional finish;
+ * - the end marker told to the decoder (`atEndMarker`), before the held finish goes out, for a format whose
+ *   marker means the attempt finished even without a finish reason; a source that just completes is not the
+ *   marker;
  * - inputs that are not payloads (a string other than the end marker, an array, a number): a non-retryable
  *   {@link ProviderPayloadError} with code `not-a-payload`;
  * - errors the source raises: a `CleanturnError` passes as it is; others go to the decoder's `error` to be read

@@ -1,4 +1,11 @@
-import type { FinishEvent, FinishReason, ProviderEvent, ToolCallDeltaEvent } from 'cleanturn';
+import type {
+  FinishEvent,
+  FinishReason,
+  ProviderEvent,
+  ProviderOutput,
+  ToolCallDeltaEvent,
+  UsageEvent,
+} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { type DecoderSink, decodeWith } from './decodeWith.js';
 import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
@@ -31,6 +38,26 @@ export interface OpenAIChatToolCallDelta {
   function?: OpenAIChatFunctionDelta | null;
 }
 
+/**
+ * One entry of OpenRouter's `reasoning_details`: `reasoning.text` (`text`, and a `signature` for Anthropic models),
+ * `reasoning.summary` (`summary`) or `reasoning.encrypted` (`data`: encrypted or redacted reasoning, a Gemini
+ * thought signature). Streamed in pieces that share `type` and `index`; the provider wants the merged entries back
+ * unmodified. Fields it does not name are kept as they came.
+ */
+export interface OpenAIChatReasoningDetail {
+  type?: string;
+  /** Which entry the piece belongs to, with its `type`. */
+  index?: number;
+  id?: string | null;
+  /** `anthropic-claude-v1`, `google-gemini-v1`, `openai-responses-v1`, `unknown`… */
+  format?: string | null;
+  text?: string | null;
+  signature?: string | null;
+  summary?: string | null;
+  data?: string | null;
+  [field: string]: unknown;
+}
+
 /** The `delta` of a streamed choice. */
 export interface OpenAIChatDelta {
   content?: string | null;
@@ -38,6 +65,12 @@ export interface OpenAIChatDelta {
   tool_calls?: readonly OpenAIChatToolCallDelta[] | null;
   /** Deprecated by OpenAI in favour of `tool_calls`; still read, as call index 0. */
   function_call?: OpenAIChatFunctionDelta | null;
+  /** The model's thinking, as DeepSeek (and vLLM before `reasoning`) sends it. */
+  reasoning_content?: string | null;
+  /** The model's thinking, as OpenRouter and vLLM send it. */
+  reasoning?: string | null;
+  /** OpenRouter's structured reasoning: what must go back to the provider, signatures and encrypted data included. */
+  reasoning_details?: readonly OpenAIChatReasoningDetail[] | null;
 }
 
 /** One entry of a chunk's `choices`. */
@@ -53,6 +86,8 @@ export interface OpenAIChatChoice {
 export interface OpenAIChatUsage {
   prompt_tokens?: number | null;
   completion_tokens?: number | null;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
 }
 
 /**
@@ -61,6 +96,8 @@ export interface OpenAIChatUsage {
  * `{"object": "error", "message": …, "type": …, "code": …}`. Only the fields the adapter reads are listed.
  */
 export interface OpenAIChatChunk {
+  /** The response's id, the same on every chunk. */
+  id?: string | null;
   choices?: readonly OpenAIChatChoice[] | null;
   usage?: OpenAIChatUsage | null;
   error?: OpenAIErrorBody | string | null;
@@ -69,6 +106,31 @@ export interface OpenAIChatChunk {
 
 /** What {@link openaiChat} reads: parsed `data:` payloads, and the `[DONE]` sentinel if you pass it on. */
 export type OpenAIChatInput = OpenAIChatChunk | '[DONE]';
+
+/**
+ * What an attempt of a Chat Completions stream produced, on its finish (`finish.output`): the assistant message
+ * as the provider sent it, to send back in the next request ({@link toOpenAIChatMessages} does). `content` is the
+ * joined text (`null` without text); each call's `arguments` is its argument text as streamed; the reasoning
+ * fields are there when the provider used them, under the name it used: DeepSeek wants `reasoning_content` back
+ * within a tool loop, OpenRouter wants `reasoning_details` back unmodified (signatures, encrypted reasoning).
+ * Plain JSON data, never changed once the finish went out.
+ */
+export interface OpenAIChatOutput extends ProviderOutput {
+  readonly format: 'openai-chat';
+  readonly message: {
+    readonly role: 'assistant';
+    readonly content: string | null;
+    readonly tool_calls?: readonly {
+      readonly id: string;
+      readonly type: 'function';
+      readonly function: { readonly name: string; readonly arguments: string };
+    }[];
+    readonly refusal?: string;
+    readonly reasoning_content?: string;
+    readonly reasoning?: string;
+    readonly reasoning_details?: readonly OpenAIChatReasoningDetail[];
+  };
+}
 
 /** Options of {@link openaiChat}. */
 export interface OpenAIChatOptions extends OpenAIErrorOptions {
@@ -80,9 +142,11 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * Turns an OpenAI Chat Completions stream (`chat.completion.chunk` payloads) into neutral `ProviderEvent`s.
  *
  * Feed it what an SSE `data:` line parses to, or what the official SDK's stream yields
- * (`from(await client.chat.completions.create({ …, stream: true }))`). It emits `text` for `delta.content`,
- * a `tool-call-delta` per `delta.tool_calls` entry (keyed by its `index`; id and name on the first fragment),
- * `usage` from the usage chunk, and one `finish`. Put {@link assembleToolCalls} after it to get whole calls.
+ * (`from(await client.chat.completions.create({ …, stream: true }))`). It emits `reasoning` for the thinking
+ * that compatible providers stream, `text` for `delta.content`, a `tool-call-delta` per `delta.tool_calls` entry
+ * (keyed by its `index`; id and name on the first fragment), `usage` from the usage chunk, and one `finish` that
+ * carries the attempt's response id and its output: the assistant message to send back. Put
+ * {@link assembleToolCalls} after it to get whole calls.
  *
  * ```text
  * source:   -a-b-c-d-f-u----|
@@ -101,7 +165,7 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  *   C = tool-call-delta #0 "{\"order_id\":\"ORD-7781\","
  *   D = tool-call-delta #0 "\"amount\":\"full\"}"
  *   U = usage in 142 / out 31
- *   F = finish tool-calls
+ *   F = finish tool-calls, output openai-chat
  * ```
  *
  * Every case of `marbles/openaiChat.marbles.ts`, with pictures: `docs/operators/openaiChat.md`.
@@ -111,14 +175,33 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  *   usage chunk that `include_usage` sends last, or at `[DONE]`, or when the source completes. A source error
  *   before that fails the attempt; after it, the stream completes: a finished attempt never turns into a
  *   failed one.
+ * - **`[DONE]` without a finish reason.** A server that never sends `finish_reason` (Snowflake Cortex) still ends
+ *   with `[DONE]`: there the attempt finished, `stop` (`tool-calls` with calls, `content-filter` with a refusal),
+ *   without `raw`. A stream cut before `[DONE]` with no finish reason has no finish (`requireFinish` retries it).
+ *   The official SDK drops `[DONE]`, and `sseJson()` completes there: pass the string `'[DONE]'` on yourself to
+ *   get this finish.
  * - **Finish reason.** `stop` → `stop`, `length` → `length`, `content_filter` → `content-filter`,
  *   `tool_calls` and `function_call` → `tool-calls`, anything else → `other`. A tool call in the stream makes
  *   a `stop` into `tool-calls` (OpenAI reports `stop` with a forced `tool_choice`). `raw` keeps the
  *   provider's value when it differs.
  * - **Refusal.** `delta.refusal` is not answer text: it is joined and put on the finish as `refusal`, with
  *   the reason `content-filter`.
- * - **Usage.** Read from any chunk whose `usage` is not null (Azure sends empty-`choices` chunks first).
- *   `prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`.
+ * - **Reasoning.** DeepSeek's `reasoning_content`, OpenRouter's and vLLM's `reasoning`, and the `text` and
+ *   `summary` of OpenRouter's `reasoning_details` become `reasoning` events, never `text`: one of them per delta
+ *   (a delta often carries the same thinking under two names), the details first. Encrypted reasoning
+ *   (`reasoning.encrypted`) has nothing to show.
+ * - **Output.** The finish's `output` ({@link OpenAIChatOutput}) is the attempt's assistant message in the
+ *   provider's shape: the joined text, each call with its id, name and argument text as streamed, the refusal,
+ *   and each reasoning field the provider used, under its name: `reasoning_content` and `reasoning` joined,
+ *   `reasoning_details` merged (pieces of the same `type` and `index`, or without an index following one of
+ *   their type, are one entry: their `text`, `summary` and `data` joined, their other fields the first non-empty
+ *   value; entries of other types kept as they came). A fresh object per attempt, complete when the finish goes
+ *   out; output that arrives after the `finish_reason` gives a new finish that replaces the held one.
+ * - **Response id and usage.** The chunks' `id` is the finish's `responseId`. Usage is read from any chunk whose
+ *   `usage` is not null (Azure sends empty-`choices` chunks first; an empty `usage` object is no usage event):
+ *   `prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`,
+ *   `prompt_tokens_details.cached_tokens` → `cachedInputTokens`, `completion_tokens_details.reasoning_tokens` →
+ *   `reasoningTokens`.
  * - **Errors.** `{"error": {…}}`, `{"error": "…"}` and `{"object": "error", …}` payloads, and the official
  *   SDK's `APIError` for them, error the stream with a {@link ProviderError}, retryable by the one table of
  *   `isRetryableUpstream` (the `retryable` option decides first).
@@ -126,9 +209,10 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  *   taken as its JSON (some compatible servers send it parsed); a number or boolean, or an index that is not
  *   a non-negative integer (a decimal string such as `"0"` is read as one), is a
  *   {@link ProviderPayloadError} naming the field; so is a chunk of the wrong shape (`choices` or `tool_calls`
- *   that are not arrays, a `delta` or `usage` that is not an object, `content` that is not a string, a token
- *   count that is not a number; `null` is absent). The deprecated `delta.function_call` is call #0. A
- *   fragment without `index` goes to the call with its `id`, or else to the latest call.
+ *   that are not arrays, a `delta` or `usage` that is not an object, `content` or reasoning that is not a
+ *   string, a reasoning detail that is not an object, a token count that is not a number; `null` is absent).
+ *   The deprecated `delta.function_call` is call #0. A fragment without `index` goes to the call with its `id`,
+ *   or else to the latest call.
  *
  * ## Example
  * ```ts
@@ -156,6 +240,7 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * ```
  *
  * @see {@link openaiResponses} for the Responses API.
+ * @see {@link toOpenAIChatMessages} for the messages of the next request.
  * @param options `choice` to follow with `n > 1`; `retryable` to classify in-stream errors yourself.
  * @returns An operator from Chat Completions chunks to provider events.
  */
@@ -169,6 +254,20 @@ export function openaiChat(
 }
 
 const name = 'openaiChat';
+
+/** A call of the attempt, as the output keeps it: grouped as `assembleToolCalls` groups the fragments. */
+interface OutputCall {
+  readonly index: number;
+  id: string | undefined;
+  name: string | undefined;
+  /** Its argument text, in the pieces it came in (joined once, when the output is made). */
+  readonly args: string[];
+}
+
+/** The fields of a reasoning detail whose pieces are joined; its other fields keep their first non-empty value. */
+const JOINED = ['text', 'summary', 'data'] as const;
+/** The reasoning detail types whose pieces are merged; an entry of another type is kept as it came. */
+const MERGED_TYPES = new Set(['reasoning.text', 'reasoning.summary', 'reasoning.encrypted']);
 
 /** One attempt of a Chat Completions stream. Fields of the expected type take a fast path; others are read by
  * the shared readers, which name the field when they cannot read it. */
@@ -188,6 +287,19 @@ class ChatDecoder {
   private reason: string | undefined;
   // The payload being read, for the readers' errors.
   private chunk: OpenAIChatChunk | undefined;
+  // What the output is made of: the response id, the text, the calls in the order they appeared, and each reasoning
+  // field the provider used (undefined while it used none).
+  private responseId: string | undefined;
+  private readonly text: string[] = [];
+  private readonly calls: OutputCall[] = [];
+  private readonly openCalls = new Map<number, OutputCall>();
+  private reasoningContent: string[] | undefined;
+  private reasoningText: string[] | undefined;
+  private details: Record<string, unknown>[] | undefined;
+  // Merged reasoning details by type and index.
+  private readonly detailsByKey = new Map<string, Record<string, unknown>>();
+  // Whether the output changed since the last finish given to the sink: a finish already held is given anew.
+  private changed = false;
 
   constructor(
     private readonly sink: DecoderSink,
@@ -203,6 +315,14 @@ class ChatDecoder {
     if (chunk.object === 'error')
       throw openaiError('openai-chat', chunk as OpenAIErrorBody, chunk, this.options);
     this.chunk = chunk;
+    if (this.responseId === undefined) {
+      const id = chunk.id;
+      const read = typeof id === 'string' ? id : stringField(id, this.site('id'));
+      if (read !== undefined && read !== '') {
+        this.responseId = read;
+        this.changed = true;
+      }
+    }
     const choices = chunk.choices;
     if (Array.isArray(choices)) {
       for (let i = 0; i < choices.length; i++) {
@@ -213,11 +333,26 @@ class ChatDecoder {
         if ((this.index(choice.index, i, -1) ?? 0) === this.followed) this.choice(choice, i);
       }
     } else if (choices !== undefined && choices !== null) listField(choices, this.site('choices'));
+    // The finish goes to the sink with the output as it is now; the usage chunk that follows ends the stream.
+    if (this.reason !== undefined && this.changed) {
+      this.changed = false;
+      this.sink.finish(this.finish(chatFinish(this.reason, this.sawCall, this.refusal)));
+    }
     const usage = chunk.usage;
     if (isObject(usage)) {
-      this.sink.event(this.usage(usage));
+      const event = this.usage(usage);
+      if (Object.keys(event).length > 1) this.sink.event(event);
       if (this.reason !== undefined) this.sink.end(); // the usage chunk is the last one
     } else if (usage !== undefined && usage !== null) objectField(usage, this.site('usage'));
+  }
+
+  /** `[DONE]` without a finish reason: the attempt finished all the same (Snowflake Cortex never sends one). */
+  atEndMarker(): void {
+    if (this.reason !== undefined) return;
+    const reason = this.sawCall ? 'tool-calls' : this.refusal !== undefined ? 'content-filter' : 'stop';
+    const finish: FinishEvent = { type: 'finish', reason };
+    if (this.refusal !== undefined) finish.refusal = this.refusal;
+    this.sink.finish(this.finish(finish));
   }
 
   error(error: unknown): unknown {
@@ -230,12 +365,20 @@ class ChatDecoder {
   private choice(choice: OpenAIChatChoice, i: number): void {
     const delta = choice.delta;
     if (isObject(delta)) {
+      this.reasoning(delta, i);
       const { content, refusal } = delta;
       if (typeof content === 'string') {
-        if (content !== '') this.sink.event({ type: 'text', text: content });
+        if (content !== '') {
+          this.text.push(content);
+          this.changed = true;
+          this.sink.event({ type: 'text', text: content });
+        }
       } else this.read(stringField, content, i, -1, '.delta.content');
       if (typeof refusal === 'string') {
-        if (refusal !== '') this.refusal = (this.refusal ?? '') + refusal;
+        if (refusal !== '') {
+          this.refusal = (this.refusal ?? '') + refusal;
+          this.changed = true;
+        }
       } else this.read(stringField, refusal, i, -1, '.delta.refusal');
       const calls = delta.tool_calls;
       if (Array.isArray(calls)) {
@@ -254,8 +397,98 @@ class ChatDecoder {
     const reason = choice.finish_reason;
     if (typeof reason === 'string') {
       this.reason = reason;
-      this.sink.finish(chatFinish(reason, this.sawCall, this.refusal));
+      this.changed = true;
     } else this.read(stringField, reason, i, -1, '.finish_reason');
+  }
+
+  /**
+   * The delta's reasoning: each field the provider used is kept under its name; what can be shown is emitted once,
+   * from the details if they have any, else from `reasoning_content`, else from `reasoning`.
+   */
+  private reasoning(delta: OpenAIChatDelta, i: number): void {
+    const { reasoning_content: rawContent, reasoning: rawReasoning, reasoning_details: rawDetails } = delta;
+    if (rawContent === undefined && rawReasoning === undefined && rawDetails === undefined) return;
+    const content =
+      typeof rawContent === 'string'
+        ? rawContent
+        : this.read(stringField, rawContent, i, -1, '.delta.reasoning_content');
+    const reasoning =
+      typeof rawReasoning === 'string'
+        ? rawReasoning
+        : this.read(stringField, rawReasoning, i, -1, '.delta.reasoning');
+    const details = Array.isArray(rawDetails)
+      ? rawDetails
+      : this.read(listField, rawDetails, i, -1, '.delta.reasoning_details');
+    let shown = false;
+    if (details !== undefined) {
+      this.details ??= [];
+      this.changed = true;
+      for (let k = 0; k < details.length; k++) {
+        const text = this.detail(details[k], i, k);
+        if (text !== undefined && text !== '') {
+          shown = true;
+          this.sink.event({ type: 'reasoning', text });
+        }
+      }
+    }
+    if (content !== undefined) {
+      if (this.reasoningContent === undefined) this.reasoningContent = [content];
+      else this.reasoningContent.push(content);
+      this.changed = true;
+    }
+    if (reasoning !== undefined) {
+      if (this.reasoningText === undefined) this.reasoningText = [reasoning];
+      else this.reasoningText.push(reasoning);
+      this.changed = true;
+    }
+    if (shown) return;
+    const text = content !== undefined && content !== '' ? content : reasoning;
+    if (text !== undefined && text !== '') this.sink.event({ type: 'reasoning', text });
+  }
+
+  /** Merges one piece of `reasoning_details` into the entries so far; returns the text it shows, if any. */
+  private detail(entry: unknown, i: number, k: number): string | undefined {
+    const at = `.delta.reasoning_details[${k}]`;
+    const piece = isObject(entry) ? entry : entryField(entry, this.site(`choices[${i}]${at}`));
+    const type = piece.type;
+    const index = this.read(indexField, piece.index, i, -1, `${at}.index`);
+    for (const field of JOINED) {
+      const value = piece[field];
+      if (value !== undefined && value !== null && typeof value !== 'string')
+        this.read(stringField, value, i, -1, `${at}.${field}`);
+    }
+    const details = this.details as Record<string, unknown>[];
+    if (typeof type !== 'string' || !MERGED_TYPES.has(type)) {
+      details.push({ ...piece });
+      return undefined;
+    }
+    const key = index === undefined ? undefined : `${index} ${type}`;
+    const last = details.at(-1);
+    const into =
+      key !== undefined
+        ? this.detailsByKey.get(key)
+        : last !== undefined &&
+            last.type === type &&
+            last.index === undefined &&
+            type !== 'reasoning.encrypted'
+          ? last
+          : undefined;
+    if (into === undefined) {
+      const merged = { ...piece };
+      details.push(merged);
+      if (key !== undefined) this.detailsByKey.set(key, merged);
+    } else {
+      for (const [field, value] of Object.entries(piece)) {
+        if (value === undefined) continue;
+        const held = into[field];
+        if ((JOINED as readonly string[]).includes(field)) {
+          if (typeof value === 'string') into[field] = (typeof held === 'string' ? held : '') + value;
+        } else if (held === undefined || held === null || held === '') into[field] = value;
+      }
+    }
+    const shown =
+      type === 'reasoning.text' ? piece.text : type === 'reasoning.summary' ? piece.summary : undefined;
+    return typeof shown === 'string' ? shown : undefined;
   }
 
   /** Emits one tool-call fragment; `given` is its index, `rawId` its call id, when it has them. */
@@ -289,10 +522,62 @@ class ChatDecoder {
     if (index > this.maxIndex) this.maxIndex = index;
     this.sawCall = true;
     if (id === undefined && callName === undefined && argsDelta === '') return;
+    this.keepFragment(index, id, callName, argsDelta);
     const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index, argsDelta };
     if (id !== undefined) event.id = id;
     if (callName !== undefined) event.name = callName;
     this.sink.event(event);
+  }
+
+  /**
+   * Keeps a fragment for the output, grouped by the rule of `assembleToolCalls`: by index, a new id at an index
+   * whose call has another id starting a new call; the first id and name set them.
+   */
+  private keepFragment(
+    index: number,
+    id: string | undefined,
+    callName: string | undefined,
+    args: string,
+  ): void {
+    let call = this.openCalls.get(index);
+    if (call === undefined || (id !== undefined && call.id !== undefined && id !== call.id)) {
+      call = { index, id: undefined, name: undefined, args: [] };
+      this.openCalls.set(index, call);
+      this.calls.push(call);
+    }
+    if (call.id === undefined && id !== undefined) call.id = id;
+    if (call.name === undefined && callName !== undefined) call.name = callName;
+    if (args !== '') call.args.push(args);
+    this.changed = true;
+  }
+
+  /** The finish with the response id and a fresh output of the attempt so far. */
+  private finish(event: FinishEvent): FinishEvent {
+    if (this.responseId !== undefined) event.responseId = this.responseId;
+    event.output = this.output();
+    return event;
+  }
+
+  /** The attempt's assistant message as the provider sent it: a new object each time. */
+  private output(): OpenAIChatOutput {
+    type Message = { -readonly [K in keyof OpenAIChatOutput['message']]: OpenAIChatOutput['message'][K] };
+    const message: Message = {
+      role: 'assistant',
+      content: this.text.length === 0 ? null : this.text.join(''),
+    };
+    if (this.calls.length > 0) {
+      message.tool_calls = this.calls.map((call) => ({
+        // A call without an id is named as assembleToolCalls names it, so that its result finds it.
+        id: call.id ?? `index-${call.index}`,
+        type: 'function' as const,
+        function: { name: call.name ?? '', arguments: call.args.join('') },
+      }));
+    }
+    if (this.refusal !== undefined) message.refusal = this.refusal;
+    if (this.reasoningContent !== undefined) message.reasoning_content = this.reasoningContent.join('');
+    if (this.reasoningText !== undefined) message.reasoning = this.reasoningText.join('');
+    if (this.details !== undefined) message.reasoning_details = this.details.map((detail) => ({ ...detail }));
+    return { format: 'openai-chat', message };
   }
 
   /** The site of a field of the chunk being read, for a reader's error. */
@@ -300,10 +585,15 @@ class ChatDecoder {
     return { operator: name, payload: this.chunk, field };
   }
 
-  /** The usage chunk's counts (`prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`). */
-  private usage(usage: OpenAIChatUsage): ProviderEvent {
-    const event: { type: 'usage'; inputTokens?: number; outputTokens?: number } = { type: 'usage' };
-    const { prompt_tokens: prompt, completion_tokens: completion } = usage;
+  /** The usage chunk's counts (`prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`, details). */
+  private usage(usage: OpenAIChatUsage): UsageEvent {
+    const event: UsageEvent = { type: 'usage' };
+    const {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      prompt_tokens_details: promptDetails,
+      completion_tokens_details: completionDetails,
+    } = usage;
     const input = typeof prompt === 'number' ? prompt : countField(prompt, this.site('usage.prompt_tokens'));
     const output =
       typeof completion === 'number'
@@ -311,7 +601,19 @@ class ChatDecoder {
         : countField(completion, this.site('usage.completion_tokens'));
     if (input !== undefined) event.inputTokens = input;
     if (output !== undefined) event.outputTokens = output;
+    const cached = this.detailCount(promptDetails, 'prompt_tokens_details', 'cached_tokens');
+    if (cached !== undefined) event.cachedInputTokens = cached;
+    const reasoning = this.detailCount(completionDetails, 'completion_tokens_details', 'reasoning_tokens');
+    if (reasoning !== undefined) event.reasoningTokens = reasoning;
     return event;
+  }
+
+  /** A count of a usage details object (`usage.<details>.<count>`); absent when the details or the count are. */
+  private detailCount(details: unknown, field: string, count: string): number | undefined {
+    const read = isObject(details) ? details : objectField(details, this.site(`usage.${field}`));
+    if (read === undefined) return undefined;
+    const value = read[count];
+    return typeof value === 'number' ? value : countField(value, this.site(`usage.${field}.${count}`));
   }
 
   /** An index: a non-negative integer as it is; anything else through `indexField`. */

@@ -131,6 +131,56 @@ describe('decodeWith', () => {
   });
 });
 
+describe('decodeWith: the end marker, told to the decoder', () => {
+  /** A format whose end marker means the attempt finished, whether or not a line reported a finish. */
+  const markerFinishes: DecoderFactory<Line> = (sink) => {
+    let reported = false;
+    return {
+      next(line) {
+        if (typeof line.text === 'string') sink.event(text(line.text));
+        if (line.finish !== undefined) {
+          reported = true;
+          sink.finish(finish(line.finish));
+        }
+      },
+      atEndMarker() {
+        if (!reported) sink.finish(finish('stop'));
+      },
+    };
+  };
+  const run = (inputs: (Line | string)[]) => collect(from(inputs).pipe(decodeWith(options, markerFinishes)));
+
+  it('a finish the decoder gives at the end marker goes out with the end, and nothing after it', () => {
+    expect(run([{ text: 'a' }, '[DONE]', { text: 'late' }])).toEqual({
+      values: [text('a'), finish('stop')],
+      completed: true,
+    });
+    expect(run([{ text: 'a', finish: 'length' }, '[DONE]']).values).toEqual([text('a'), finish('length')]);
+  });
+
+  it('without the end marker the decoder is not told: a source that just completes has no finish', () => {
+    expect(run([{ text: 'a' }])).toEqual({ values: [text('a')], completed: true });
+    expect(decodeAll(options, markerFinishes, [{ text: 'a' }, '[DONE]']).events).toEqual([
+      text('a'),
+      finish('stop'),
+    ]);
+  });
+
+  it('what the decoder throws at the end marker fails the stream', () => {
+    const failing: DecoderFactory<Line> = (sink) => ({
+      next: (line) => line.text !== undefined && sink.event(text(line.text)),
+      atEndMarker() {
+        throw new ProviderPayloadError('lines', 'invalid-field', 'the stream ended inside a call', {
+          payload: null,
+        });
+      },
+    });
+    const result = collect(from([{ text: 'a' }, '[DONE]']).pipe(decodeWith(options, failing)));
+    expect(result.values).toEqual([text('a')]);
+    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+  });
+});
+
 describe('decodeAll: a decoder without RxJS', () => {
   it('gives what the operator would emit and the error it would end with', () => {
     const payloads: (Line | string)[] = [

@@ -94,7 +94,7 @@ describe('after the finish, the connection cannot fail the turn', () => {
     const events = await lastValueFrom(
       fromSSE(() => url, { stallTimeout: 30_000 }).pipe(sseJson(), openaiChat(), toArray()),
     );
-    expect(events.at(-1)).toEqual({ type: 'finish', reason: 'stop' });
+    expect(events.at(-1)).toMatchObject({ type: 'finish', reason: 'stop' });
     for (let i = 0; i < 200 && server?.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(server?.aborted).toBe(1);
   });
