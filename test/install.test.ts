@@ -9,7 +9,13 @@ import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractBlocks } from '../scripts/readmeCode.js';
-import { lastSentence, retriedChatServer } from './support/retriedChatServer.js';
+import {
+  isNextRequest,
+  lastSentence,
+  nextRequestProblems,
+  retriedChatServer,
+  stepTwoText,
+} from './support/retriedChatServer.js';
 
 const root = resolve(import.meta.dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -202,7 +208,7 @@ describe("the README's quick start, pasted into the new project", { timeout: 120
     expect(() => typecheck('tsconfig.quickstart.json')).not.toThrow();
   });
 
-  it("runs: attempt 2's text, the refund released once, one request per attempt", async () => {
+  it("runs: attempt 2's text, the refund released once, one request per attempt, then the next request", async () => {
     if (quickStart === undefined) throw new Error('the README has no quick start block');
     const server = await retriedChatServer();
     try {
@@ -224,9 +230,13 @@ describe("the README's quick start, pasted into the new project", { timeout: 120
             error === null ? resolvePromise(out) : reject(new Error(`${error.message}\n${err}`)),
         );
       });
-      expect(server.requests).toHaveLength(2);
+      // Two attempts of step 1, then the next request with the refund's result.
+      const steps = server.requests.map((r) => (isNextRequest(r.body) ? 'next' : 'attempt'));
+      expect(steps).toEqual(['attempt', 'attempt', 'next']);
+      expect(nextRequestProblems(server.requests[2]?.body ?? '')).toEqual([]);
       expect(stdout).toContain(lastSentence);
-      expect(stdout.match(/⚙ run issue_refund once/g)).toHaveLength(1);
+      expect(stdout).toContain(stepTwoText);
+      expect(stdout.match(/⚙ issue_refund, key/g)).toHaveLength(1);
     } finally {
       await server.close();
     }

@@ -16,6 +16,7 @@ import {
   nextRequestProblems,
   refund,
   retriedChatServer,
+  stepTwoText,
 } from './support/retriedChatServer.js';
 
 const refundKey = effectKey('turn-42', { name: 'issue_refund', args: refund });
@@ -82,6 +83,18 @@ describe('blocks that make requests', () => {
     expect(names).toContain('README.md true');
     expect(names).toContain('docs/guides/transport.md true');
   });
+
+  it("the quick start sends the next request: the final attempt's call answered, step 2's text printed", async () => {
+    const quickStart = loopbackBlocks.find(({ file }) => file === 'README.md');
+    const run = await runAgainstServer((quickStart as { block: CodeBlock }).block);
+    expect(problemsOf(run)).toEqual([]);
+    const next = run.server.requests.filter((r) => isNextRequest(r.body));
+    expect(next).toHaveLength(1);
+    const { messages } = JSON.parse(next[0]?.body ?? '{}') as { messages: { role: string }[] };
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(next[0]?.body).toContain('call_c7');
+    expect(run.stdout).toContain(stepTwoText);
+  }, 40_000);
 
   for (const { file, block } of loopbackBlocks) {
     it(`${file}:${block.line} sends one request per attempt and prints the clean turn`, async () => {

@@ -1,4 +1,12 @@
-import { type FinishReason, isRetryableUpstream, type ProviderEvent, type ToolCallEvent } from 'cleanturn';
+import {
+  type FinishEvent,
+  type FinishReason,
+  isRetryableUpstream,
+  type ProviderEvent,
+  type ProviderOutput,
+  type ToolCallEvent,
+  type UsageEvent,
+} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty } from '../internal/describeError.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
@@ -15,11 +23,18 @@ import {
   stringField,
 } from './shared.js';
 
-/** A piece of answer text: `text` in `streamText` parts, `delta` in UI message chunks. */
+/**
+ * A piece of answer text (`text-delta`) or of reasoning (`reasoning-delta`): `text` in `streamText` parts, `delta`
+ * in UI message chunks; the `*-start` and `*-end` parts around them carry no text. Any of them may carry
+ * `providerMetadata` (a thinking signature, encrypted reasoning, a Gemini thought signature).
+ */
 export interface AiSdkTextDeltaPart {
-  type: 'text-delta';
+  type: 'text-delta' | 'text-start' | 'text-end' | 'reasoning-delta' | 'reasoning-start' | 'reasoning-end';
+  /** The part's id: deltas of one id are one text or reasoning part. */
+  id?: string;
   text?: string;
   delta?: string;
+  providerMetadata?: unknown;
 }
 
 /** A whole tool call: `tool-call` in `streamText` parts, `tool-input-available` in UI chunks; `input` parsed. */
@@ -33,6 +48,8 @@ export interface AiSdkToolCallPart {
   /** The SDK could not parse or validate the call (unknown tool, input not JSON or not the schema), and why. */
   invalid?: boolean;
   error?: unknown;
+  /** What the provider needs back with the call (a Gemini thought signature, an OpenAI item id). */
+  providerMetadata?: unknown;
 }
 
 /** A tool call whose input did not parse or validate, as UI message chunks report it. */
@@ -49,12 +66,21 @@ export interface AiSdkToolInputErrorPart {
 export interface AiSdkUsage {
   inputTokens?: number;
   outputTokens?: number;
+  /** Of the input, `cacheReadTokens`: read from the provider's cache. */
+  inputTokenDetails?: { cacheReadTokens?: number };
+  /** Of the output, `reasoningTokens`: spent on reasoning. */
+  outputTokenDetails?: { reasoningTokens?: number };
+  /** The same counts as older versions name them. */
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
 }
 
-/** The end of one step: its usage, in `streamText` parts (a UI message chunk carries nothing). */
+/** The end of one step: its usage and response, in `streamText` parts (a UI message chunk carries nothing). */
 export interface AiSdkFinishStepPart {
   type: 'finish-step';
   usage?: AiSdkUsage;
+  /** The step's response: `id` is the provider's response id. */
+  response?: { id?: string };
 }
 
 /** The end of the stream: the last step's finish reason and, in `streamText` parts, the usage of all steps. */
@@ -94,6 +120,56 @@ export type AiSdkStreamPart =
   | AiSdkAbortPart
   | { type: string };
 
+/** JSON data, as the AI SDK's messages carry it (`JSONValue` of `@ai-sdk/provider`). */
+type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };
+
+/** A stream part's `providerMetadata`, which its message part sends back as `providerOptions`. */
+type ProviderOptions = Record<string, Record<string, JsonValue>>;
+
+/** A tool's result as a message part carries it (`ToolResultOutput` of `ai`). */
+type ToolResultOutput =
+  | { type: 'text'; value: string }
+  | { type: 'json'; value: JsonValue }
+  | { type: 'error-text'; value: string }
+  | { type: 'error-json'; value: JsonValue }
+  | { type: 'execution-denied'; reason?: string };
+
+/**
+ * What an attempt of {@link aiSdkParts} produced, on its finish: the assistant content parts as the AI SDK's
+ * `ModelMessage` takes them (`reasoning`, `text`, `tool-call`, `tool-result`), in stream order. The deltas of a
+ * part id are one part, whose `providerOptions` is the part's last `providerMetadata` (how `ai@6` sends a
+ * thinking signature, a redacted or encrypted reasoning, a thought signature back). Calls the provider ran
+ * (`providerExecuted`) and their results are kept; a step's results of tools the SDK ran itself (tools with an
+ * `execute`) follow that step's content. Empty text parts are left out, as `ai@6` leaves them out. Build the
+ * next request's messages from it with {@link toAiSdkMessages}.
+ */
+export interface AiSdkOutput extends ProviderOutput {
+  readonly format: 'ai-sdk';
+  readonly content: readonly (
+    | { readonly type: 'reasoning'; readonly text: string; readonly providerOptions?: ProviderOptions }
+    | { readonly type: 'text'; readonly text: string; readonly providerOptions?: ProviderOptions }
+    | {
+        readonly type: 'tool-call';
+        readonly toolCallId: string;
+        readonly toolName: string;
+        readonly input: JsonValue;
+        /** The provider ran it (a server tool): its result is in the content too. */
+        readonly providerExecuted?: true;
+        readonly providerOptions?: ProviderOptions;
+      }
+    | {
+        readonly type: 'tool-result';
+        readonly toolCallId: string;
+        readonly toolName: string;
+        readonly output: ToolResultOutput;
+        readonly providerOptions?: ProviderOptions;
+      }
+  )[];
+}
+
+/** A part of an {@link AiSdkOutput}'s content. */
+type ContentPart = AiSdkOutput['content'][number];
+
 /** An error as the `retryable` option sees it. */
 export interface AiSdkErrorInfo {
   /** Its first code word (`overloaded_error`, `UNAVAILABLE`…); `aborted` for an abort; `invalid_tool_call`. */
@@ -114,14 +190,28 @@ export interface AiSdkPartsOptions {
 /**
  * Turns a Vercel AI SDK stream (`streamText` parts or UI message chunks) into neutral {@link ProviderEvent}s.
  *
- * `text-delta` becomes `text`. `tool-call` and `tool-input-available` (whole, parsed and validated by the SDK)
- * become `tool-call`s, a repeated id once, released at the end of their step (`finish-step` or `finish`),
- * except calls the SDK ran itself (a `tool-result`, `tool-error` or denial followed) or the provider ran
- * (`providerExecuted`): they must not run again. Give state-changing tools no `execute`: the SDK runs a tool
- * as soon as its call is complete, even in an attempt that fails later. `tool-input-*` previews are not
- * forwarded. `finish-step` usage becomes `usage`, summed over the steps. `finish` (or the UI stream's `[DONE]`)
- * is the end: `usage` (`totalUsage`, when it differs) and `finish` with the SDK's reason (`unknown` → `other`;
- * `stop` or none → `tool-calls` when the last step released a call) and `raw` = `rawFinishReason`.
+ * `text-delta` becomes `text`, `reasoning-delta` becomes `reasoning` (the displayable thinking, never text;
+ * a redacted or encrypted reasoning has none to show). `tool-call` and `tool-input-available` (whole, parsed
+ * and validated by the SDK) become `tool-call`s, a repeated id once, released at the end of their step
+ * (`finish-step` or `finish`), except calls the SDK ran itself (a `tool-result`, `tool-error` or denial
+ * followed) or the provider ran (`providerExecuted`): they must not run again. Give state-changing tools no
+ * `execute`: the SDK runs a tool as soon as its call is complete, even in an attempt that fails later.
+ * `tool-input-*` previews are not forwarded. `finish-step` usage becomes `usage`, summed over the steps, with
+ * `cachedInputTokens` and `reasoningTokens` (`inputTokenDetails.cacheReadTokens`,
+ * `outputTokenDetails.reasoningTokens`, or the older flat names). `finish` (or the UI stream's `[DONE]`) is the
+ * end: `usage` (`totalUsage`, when it differs) and `finish` with the SDK's reason (`unknown` → `other`; `stop`
+ * or none → `tool-calls` when the last step released a call) and `raw` = `rawFinishReason`.
+ *
+ * The finish carries what the next request must send back:
+ * - `output`: an {@link AiSdkOutput}, the attempt's content parts in stream order, each part's provider metadata
+ *   (Anthropic `signature` and `redactedData`, OpenAI `itemId` and `reasoningEncryptedContent`, Gemini
+ *   `thoughtSignature` on text and calls) as its `providerOptions`, provider-run tools with their results;
+ *   {@link toAiSdkMessages} turns it into the messages to append. A reset discards it with its attempt.
+ * - `responseId`: the last step's `response.id` (or a `response-metadata` part's `id`), when the stream has one.
+ * - `paused`: a `rawFinishReason` of `pause_turn` or `compaction` (Anthropic; the SDK says `stop` or `other`)
+ *   with no call released is reason `other` and paused: the turn goes on when the output is sent back. The
+ *   SDK's reasons are already the neutral ones for a refusal (`content-filter`), a full context window
+ *   (`length`) and a malformed call (`error`).
  *
  * - `error`: a {@link ProviderError}, retryable as `isRetryableUpstream` (from `cleanturn`) decides: the error's
  *   code words (`code`, `type`, gRPC `status`, also in its body or `data`), then its HTTP status, then the SDK's
@@ -131,28 +221,32 @@ export interface AiSdkPartsOptions {
  *   `streamText`'s own `timeout` (reason `… timeout of <n>ms exceeded`): a stall, retryable.
  * - A call marked `invalid`, or a `tool-input-error`: a retryable ProviderError (code `invalid_tool_call`).
  * - A tool part whose `toolCallId` or `toolName` is not a non-empty string or whose `input` is not an object,
- *   a part without a string `type`, or a `usage`, `totalUsage` or finish reason of the wrong type: a
- *   {@link ProviderPayloadError} (`invalid-field`), never a drop.
+ *   a part without a string `type`, a `usage`, `totalUsage`, response id, `providerMetadata` or finish reason
+ *   of the wrong type, or a tool output that is not JSON data: a {@link ProviderPayloadError}
+ *   (`invalid-field`), never a drop.
  * - `reset-step` (UI stream, before each attempt of a durable step) becomes a `retry` when something was read
  *   since the last one, so that a retried step never glues onto its failed attempt.
  * - Other part types are ignored. A stream without `finish` has none: put `requireFinish()` after it.
  *
  * ```text
- * source:   -t-i-d-c-s----f-|
+ * source:   -r-x-g-n-t-c-h----k-|
  *           aiSdkParts()
- * result:   -T-------(KU)-F-|
+ * result:   ---R-----T---(KU)-F-|
  *
  * where
+ *   r = {"type":"reasoning-start","id":"r0"}
+ *   x = {"type":"reasoning-delta","id":"r0","text":"A damaged book: a full refund."}
+ *   g = {"type":"reasoning-delta","id":"r0","text":"","providerMetadata":{"anthropic":{"signature":"EqQBCkYIBxgC"}}}
+ *   n = {"type":"reasoning-end","id":"r0"}
  *   t = {"type":"text-delta","id":"0","text":"Checking order ORD-7781. "}
- *   i = {"type":"tool-input-start","id":"call_1","toolName":"issue_refund"}
- *   d = {"type":"tool-input-delta","id":"call_1","delta":"{\"order_id\":\"ORD-7781\",\"amount\":\"full\"}"}
  *   c = {"type":"tool-call","toolCallId":"call_1","toolName":"issue_refund","input":{"order_id":"ORD-7781","amount":"full"}}
- *   s = {"type":"finish-step","usage":{"inputTokens":142,"outputTokens":31}}
- *   f = {"type":"finish","finishReason":"tool-calls","rawFinishReason":"tool_calls"}
+ *   h = {"type":"finish-step","response":{"id":"msg_01K2JbSU","modelId":"claude-sonnet-4-5"},"usage":{"inputTokens":2212,"inputTokenDetails":{"cacheReadTokens":1800},"outputTokens":188}}
+ *   k = {"type":"finish","finishReason":"tool-calls","rawFinishReason":"tool_use"}
+ *   R = reasoning "A damaged book: a full refund."
  *   T = text "Checking order ORD-7781. "
  *   K = tool-call call_1 issue_refund({"order_id":"ORD-7781","amount":"full"})
- *   U = usage in 142 / out 31
- *   F = finish tool-calls
+ *   U = usage in 2212 (1800 cached) / out 188
+ *   F = finish tool-calls, response msg_01K2JbSU, output ai-sdk [reasoning, text, tool-call]
  * ```
  *
  * Every case of `marbles/aiSdkParts.marbles.ts`, with pictures: `docs/operators/aiSdkParts.md`.
@@ -200,10 +294,20 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
   /** Whether the last step released a call (`stop` versus `tool-calls`). */
   private stepHadCall = false;
   /** Usage summed over the finished steps. */
-  private stepsInput: number | undefined;
-  private stepsOutput: number | undefined;
-  /** Whether text or a call was read since the start or the last `reset-step`. */
+  private steps: Counts = {};
+  /** Whether text, reasoning, a call or anything of the output was read since the start or the last `reset-step`. */
   private emitted = false;
+  /** The attempt's content so far, in stream order; its text and reasoning parts grow with their deltas. */
+  private content: Building[] = [];
+  /** The text parts and the reasoning parts of the step still open, by part id. */
+  private readonly openText = new Map<string, Growing>();
+  private readonly openReasoning = new Map<string, Growing>();
+  /** The calls of the output, by id: a result is filed under its call. */
+  private readonly calls = new Map<string, Extract<Building, { type: 'tool-call' }>>();
+  /** The step's results of tools the SDK ran itself: they follow the step's content, in call order. */
+  private stepResults: Extract<Building, { type: 'tool-result' }>[] = [];
+  /** The provider's id of the last response (`finish-step`'s `response.id`, or a `response-metadata` part). */
+  private responseId: string | undefined;
 
   constructor(
     private readonly sink: DecoderSink,
@@ -212,21 +316,22 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
 
   next(part: AiSdkStreamPart): void {
     switch (part.type) {
-      case 'text-delta': {
-        const { text, delta } = part as AiSdkTextDeltaPart;
-        const piece: unknown = text ?? delta;
-        if (typeof piece === 'string') {
-          if (piece === '') return;
-          this.emitted = true;
-          this.sink.event({ type: 'text', text: piece });
-        } else if (piece != null) throw invalid(part, text == null ? 'delta' : 'text', 'a string');
+      case 'text-start':
+      case 'text-delta':
+      case 'text-end':
+      case 'reasoning-start':
+      case 'reasoning-delta':
+      case 'reasoning-end':
+        this.piece(part as AiSdkTextDeltaPart);
         return;
-      }
       case 'tool-call':
       case 'tool-input-available':
       case 'tool-input-error': {
         const call = part as AiSdkToolCallPart | AiSdkToolInputErrorPart;
-        if (call.providerExecuted === true) return;
+        if (call.providerExecuted === true) {
+          if (call.type !== 'tool-input-error') this.providerCall(call);
+          return;
+        }
         const id = callId(call);
         const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
         if (call.type === 'tool-input-error' || call.invalid === true) throw this.invalidCall(id, tool, call);
@@ -235,40 +340,60 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
         this.callIds.add(id);
         this.emitted = true;
         this.pending.push({ type: 'tool-call', id, name: tool, args });
+        this.record(
+          { type: 'tool-call', toolCallId: id, toolName: tool, input: json(args, call, 'input') },
+          call,
+        );
         return;
       }
       case 'tool-result':
       case 'tool-error':
       case 'tool-output-available':
       case 'tool-output-error':
-      case 'tool-output-denied':
-        this.ran.add(callId(part as { toolCallId?: unknown }));
+      case 'tool-output-denied': {
+        const id = callId(part as { toolCallId?: unknown });
+        this.ran.add(id);
+        this.result(id, part as AiSdkResultPart);
+        return;
+      }
+      case 'start-step':
+        this.endStep();
         return;
       case 'finish-step': {
         this.stepHadCall = false;
         this.release();
-        const usage = objectField((part as AiSdkFinishStepPart).usage, site(part, 'usage'));
-        if (usage === undefined) return;
-        const input = countField(usage.inputTokens, site(part, 'usage.inputTokens'));
-        const output = countField(usage.outputTokens, site(part, 'usage.outputTokens'));
-        if (input !== undefined) this.stepsInput = (this.stepsInput ?? 0) + input;
-        if (output !== undefined) this.stepsOutput = (this.stepsOutput ?? 0) + output;
-        this.usage(this.stepsInput, this.stepsOutput);
+        this.endStep();
+        const { usage, response } = part as AiSdkFinishStepPart;
+        const id = stringField(objectField(response, site(part, 'response'))?.id, site(part, 'response.id'));
+        if (id !== undefined) this.responseId = id;
+        const counts = readUsage(usage, part, 'usage');
+        if (counts === undefined) return;
+        this.steps = add(this.steps, counts);
+        this.usage(this.steps);
         return;
       }
+      case 'response-metadata': // a model's own stream part (`doStream`), as middleware sees it
+        this.responseId = stringField((part as { id?: unknown }).id, site(part, 'id')) ?? this.responseId;
+        return;
       case 'finish': {
         this.release(); // calls of a stream without finish-step parts
+        this.endStep();
         const finish = part as AiSdkFinishPart;
-        const totalUsage = objectField(finish.totalUsage, site(part, 'totalUsage'));
-        if (totalUsage !== undefined) {
-          const input = countField(totalUsage.inputTokens, site(part, 'totalUsage.inputTokens'));
-          const output = countField(totalUsage.outputTokens, site(part, 'totalUsage.outputTokens'));
-          if (input !== this.stepsInput || output !== this.stepsOutput) this.usage(input, output);
-        }
+        const total = readUsage(finish.totalUsage, part, 'totalUsage');
+        if (total !== undefined && !same(total, this.steps)) this.usage(total);
         const finishReason = stringField(finish.finishReason, site(part, 'finishReason'));
-        const reason = finishReasonOf(finishReason, this.stepHadCall);
         const raw = stringField(finish.rawFinishReason, site(part, 'rawFinishReason'));
-        this.sink.finish(raw === undefined ? { type: 'finish', reason } : { type: 'finish', reason, raw });
+        // Anthropic's pause_turn (the SDK says stop) and compaction: the turn goes on when the output goes back.
+        const paused = !this.stepHadCall && (raw === 'pause_turn' || raw === 'compaction');
+        const event: FinishEvent = {
+          type: 'finish',
+          reason: paused ? 'other' : finishReasonOf(finishReason, this.stepHadCall),
+        };
+        if (raw !== undefined) event.raw = raw;
+        if (paused) event.paused = true;
+        if (this.responseId !== undefined) event.responseId = this.responseId;
+        event.output = this.output();
+        this.sink.finish(event);
         this.sink.end();
         return;
       }
@@ -286,10 +411,16 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
         this.callIds.clear();
         this.ran.clear();
         this.pending = [];
-        this.stepsInput = this.stepsOutput = undefined;
+        this.steps = {};
+        this.content = [];
+        this.openText.clear();
+        this.openReasoning.clear();
+        this.calls.clear();
+        this.stepResults = [];
+        this.responseId = undefined;
         this.sink.event({ type: 'retry', reason: 'reset-step' });
         return;
-      default: // previews, reasoning, sources, and part types added later
+      default: // previews, sources, files, and part types added later
         if (typeof part.type !== 'string') throw invalid(part, 'type', 'a part type (a string)');
     }
   }
@@ -298,6 +429,137 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
   error(error: unknown): unknown {
     if (typeof readProperty(error, 'isRetryable') === 'boolean') return this.upstreamError(error, error);
     return undefined;
+  }
+
+  /**
+   * A `text-*` or `reasoning-*` part: a delta is an event (when it has text) and grows its content part; a start
+   * opens a part, an end closes it; each may bring the part's provider metadata (the last one wins, as in `ai`).
+   */
+  private piece(part: AiSdkTextDeltaPart): void {
+    const [kind, stage] = pieceKinds[part.type];
+    let piece: string | undefined;
+    if (stage === 'delta') {
+      const { text, delta } = part;
+      const value: unknown = text ?? delta;
+      if (value != null && typeof value !== 'string')
+        throw invalid(part, text == null ? 'delta' : 'text', 'a string');
+      piece = value ?? undefined;
+    }
+    const metadata = providerOptionsOf(part);
+    const key = typeof part.id === 'string' ? part.id : '';
+    const opened = kind === 'text' ? this.openText : this.openReasoning;
+    let open = stage === 'start' ? undefined : opened.get(key);
+    if (open === undefined && (stage !== 'end' || metadata !== undefined)) {
+      open = kind === 'text' ? { type: 'text', text: '' } : { type: 'reasoning', text: '' };
+      this.content.push(open);
+      opened.set(key, open);
+    }
+    if (open !== undefined) {
+      if (piece !== undefined) open.text += piece;
+      if (metadata !== undefined) {
+        open.metadata = metadata;
+        this.emitted = true;
+      }
+    }
+    if (stage === 'end') opened.delete(key);
+    if (piece === undefined || piece === '') return;
+    this.emitted = true;
+    this.sink.event({ type: kind, text: piece });
+  }
+
+  /** A call the provider ran (a server tool): never released, kept in the output with its result. */
+  private providerCall(call: AiSdkToolCallPart): void {
+    const id = callId(call);
+    const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
+    if (this.calls.has(id)) return;
+    const input = call.input === undefined ? {} : json(call.input, call, 'input');
+    this.record({ type: 'tool-call', toolCallId: id, toolName: tool, input, providerExecuted: true }, call);
+  }
+
+  /** Puts a call into the output, with the part's provider metadata. */
+  private record(call: Extract<Building, { type: 'tool-call' }>, part: { providerMetadata?: unknown }): void {
+    const metadata = providerOptionsOf(part);
+    if (metadata !== undefined) call.metadata = metadata;
+    this.calls.set(call.toolCallId, call);
+    this.content.push(call);
+    this.emitted = true;
+  }
+
+  /**
+   * A tool's result, error or denial, as its message part (`ai@6`'s own conversion): filed after a provider-run
+   * call, or held to the end of the step for a tool the SDK ran. A result of a call this attempt does not have,
+   * a second result and a preliminary one are not part of the output.
+   */
+  private result(id: string, part: AiSdkResultPart): void {
+    const call = this.calls.get(id);
+    if (call === undefined || call.answered === true || part.preliminary === true) return;
+    const byProvider = call.providerExecuted === true;
+    let output: ToolResultOutput;
+    switch (part.type) {
+      case 'tool-result':
+      case 'tool-output-available':
+        output =
+          typeof part.output === 'string'
+            ? { type: 'text', value: part.output }
+            : { type: 'json', value: json(part.output, part, 'output') };
+        break;
+      case 'tool-error':
+        output = byProvider
+          ? {
+              type: 'error-json',
+              value: isInstance(part.error, Error) ? part.error.message : json(part.error, part, 'error'),
+            }
+          : {
+              type: 'error-text',
+              value: errorMessage(part.error) ?? JSON.stringify(json(part.error, part, 'error')),
+            };
+        break;
+      case 'tool-output-error': {
+        const text = stringField(part.errorText, site(part, 'errorText')) ?? 'the tool failed';
+        output = byProvider ? { type: 'error-json', value: text } : { type: 'error-text', value: text };
+        break;
+      }
+      default:
+        output = { type: 'execution-denied' };
+    }
+    const result: Extract<Building, { type: 'tool-result' }> = {
+      type: 'tool-result',
+      toolCallId: id,
+      toolName: call.toolName,
+      output,
+    };
+    const metadata = providerOptionsOf(part);
+    if (metadata !== undefined) result.metadata = metadata;
+    call.answered = true;
+    this.emitted = true;
+    if (byProvider) this.content.push(result);
+    else this.stepResults.push(result);
+  }
+
+  /** The end of a step: its open parts close, the results of the tools the SDK ran follow its content. */
+  private endStep(): void {
+    this.openText.clear();
+    this.openReasoning.clear();
+    if (this.stepResults.length === 0) return;
+    const order = (result: { toolCallId: string }) => {
+      const call = this.calls.get(result.toolCallId);
+      return call === undefined ? -1 : this.content.indexOf(call);
+    };
+    this.content.push(...this.stepResults.sort((a, b) => order(a) - order(b)));
+    this.stepResults = [];
+  }
+
+  /** The finished attempt's output: fresh parts, their provider metadata as JSON data, empty text parts left out. */
+  private output(): AiSdkOutput {
+    const content: ContentPart[] = [];
+    for (const part of this.content) {
+      if (part.type === 'text' && part.text === '') continue;
+      const { answered: _, metadata, ...copy } = part as Building & { answered?: boolean };
+      const options =
+        metadata && (json(metadata.value, metadata.part, 'providerMetadata') as ProviderOptions);
+      content.push((options === undefined ? copy : { ...copy, providerOptions: options }) as ContentPart);
+    }
+    return { format: 'ai-sdk', content };
   }
 
   /** Releases the step's calls that the SDK did not run, in arrival order. */
@@ -311,12 +573,13 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     }
   }
 
-  private usage(input: number | undefined, output: number | undefined): void {
-    if (input === undefined && output === undefined) return;
-    const event: Extract<ProviderEvent, { type: 'usage' }> = { type: 'usage' };
-    if (input !== undefined) event.inputTokens = input;
-    if (output !== undefined) event.outputTokens = output;
-    this.sink.event(event);
+  private usage(counts: Counts): void {
+    const event: UsageEvent = { type: 'usage' };
+    if (counts.input !== undefined) event.inputTokens = counts.input;
+    if (counts.output !== undefined) event.outputTokens = counts.output;
+    if (counts.cached !== undefined) event.cachedInputTokens = counts.cached;
+    if (counts.reasoning !== undefined) event.reasoningTokens = counts.reasoning;
+    if (Object.keys(event).length > 1) this.sink.event(event);
   }
 
   private providerError(info: AiSdkErrorInfo, byDefault: boolean, payload: unknown): ProviderError {
@@ -357,6 +620,125 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     const message = `tool call ${id} (${tool}) is invalid: ${errorMessage(error) ?? 'the call is invalid'}`;
     return this.providerError({ code: 'invalid_tool_call', status: undefined, message, error }, true, call);
   }
+}
+
+/** A part's `providerMetadata` as it came, and the part (copied as JSON data once, for the output). */
+interface Metadata {
+  value: Record<string, unknown>;
+  part: unknown;
+}
+
+/**
+ * A content part while its attempt streams: text grows, the metadata changes (the last one wins), a call learns
+ * that it was answered.
+ */
+type Building =
+  | { type: 'text'; text: string; metadata?: Metadata }
+  | { type: 'reasoning'; text: string; metadata?: Metadata }
+  | {
+      type: 'tool-call';
+      toolCallId: string;
+      toolName: string;
+      input: JsonValue;
+      providerExecuted?: true;
+      metadata?: Metadata;
+      /** A result, error or denial of it was filed (not part of the output). */
+      answered?: boolean;
+    }
+  | {
+      type: 'tool-result';
+      toolCallId: string;
+      toolName: string;
+      output: ToolResultOutput;
+      metadata?: Metadata;
+    };
+
+/** A text or reasoning part being built. */
+type Growing = Extract<Building, { type: 'text' | 'reasoning' }>;
+
+/** What each `text-*` and `reasoning-*` part is: the kind of content, and the stage of its part. */
+const pieceKinds: Record<
+  AiSdkTextDeltaPart['type'],
+  readonly ['text' | 'reasoning', 'start' | 'delta' | 'end']
+> = {
+  'text-start': ['text', 'start'],
+  'text-delta': ['text', 'delta'],
+  'text-end': ['text', 'end'],
+  'reasoning-start': ['reasoning', 'start'],
+  'reasoning-delta': ['reasoning', 'delta'],
+  'reasoning-end': ['reasoning', 'end'],
+};
+
+/** A result, error or denial of a call, in `streamText` parts or UI message chunks. */
+interface AiSdkResultPart {
+  type: 'tool-result' | 'tool-error' | 'tool-output-available' | 'tool-output-error' | 'tool-output-denied';
+  output?: unknown;
+  error?: unknown;
+  errorText?: unknown;
+  /** A result a streaming tool sends before its final one. */
+  preliminary?: boolean;
+  providerMetadata?: unknown;
+}
+
+/** Token counts of a usage: input (of it cached), output (of it reasoning). */
+interface Counts {
+  input?: number | undefined;
+  output?: number | undefined;
+  cached?: number | undefined;
+  reasoning?: number | undefined;
+}
+
+const countNames = ['input', 'output', 'cached', 'reasoning'] as const;
+
+/** The counts of a usage object (`usage`, `totalUsage`): the v6 details first, the older flat names after. */
+function readUsage(value: unknown, part: unknown, field: string): Counts | undefined {
+  const usage = objectField(value, site(part, field));
+  if (usage === undefined) return undefined;
+  const at = (path: string) => site(part, `${field}.${path}`);
+  const input = objectField(usage.inputTokenDetails, at('inputTokenDetails'));
+  const output = objectField(usage.outputTokenDetails, at('outputTokenDetails'));
+  return {
+    input: countField(usage.inputTokens, at('inputTokens')),
+    output: countField(usage.outputTokens, at('outputTokens')),
+    cached:
+      countField(input?.cacheReadTokens, at('inputTokenDetails.cacheReadTokens')) ??
+      countField(usage.cachedInputTokens, at('cachedInputTokens')),
+    reasoning:
+      countField(output?.reasoningTokens, at('outputTokenDetails.reasoningTokens')) ??
+      countField(usage.reasoningTokens, at('reasoningTokens')),
+  };
+}
+
+/** Two usages summed, count by count; a count neither has stays unknown. */
+function add(a: Counts, b: Counts): Counts {
+  const sum: Counts = {};
+  for (const key of countNames) {
+    const x = a[key];
+    const y = b[key];
+    sum[key] = x === undefined ? y : y === undefined ? x : x + y;
+  }
+  return sum;
+}
+
+function same(a: Counts, b: Counts): boolean {
+  return countNames.every((key) => a[key] === b[key]);
+}
+
+/** A value as the JSON data it would be on the wire (a Date as its text, `undefined` as null), or an error. */
+function json(value: unknown, part: unknown, field: string): JsonValue {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    throw invalid(part, field, 'JSON data');
+  }
+  return text === undefined ? null : (JSON.parse(text) as JsonValue);
+}
+
+/** A part's `providerMetadata` (an object, or an error), for the `providerOptions` of its message part. */
+function providerOptionsOf(part: { providerMetadata?: unknown }): Metadata | undefined {
+  const value = objectField(part.providerMetadata, site(part, 'providerMetadata'));
+  return value === undefined ? undefined : { value, part };
 }
 
 const neutralReasons = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']);

@@ -7,11 +7,12 @@
  * @module
  */
 
-export type { AiSdkErrorInfo, AiSdkPartsOptions, AiSdkStreamPart } from './aiSdkParts.js';
+export type { AiSdkErrorInfo, AiSdkOutput, AiSdkPartsOptions, AiSdkStreamPart } from './aiSdkParts.js';
 export { aiSdkParts } from './aiSdkParts.js';
 export type {
   AnthropicErrorInfo,
   AnthropicMessagesOptions,
+  AnthropicOutput,
   AnthropicStreamEvent,
 } from './anthropicMessages.js';
 export { anthropicMessages } from './anthropicMessages.js';
@@ -19,16 +20,22 @@ export type { DecodeOptions, DecodeResult, Decoder, DecoderFactory, DecoderSink 
 export { decodeAll, decodeWith } from './decodeWith.js';
 export type { PayloadProblem, ProviderName } from './errors.js';
 export { ProviderError, ProviderPayloadError } from './errors.js';
-export type { GeminiChunk, GeminiContentOptions, GeminiErrorInfo } from './geminiContent.js';
+export type { GeminiChunk, GeminiContentOptions, GeminiErrorInfo, GeminiOutput } from './geminiContent.js';
 export { geminiContent } from './geminiContent.js';
 export type { NextRequestProblem } from './nextRequest.js';
 export { NextRequestError } from './nextRequest.js';
-export type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOptions } from './openaiChat.js';
+export type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOptions, OpenAIChatOutput } from './openaiChat.js';
 export { openaiChat } from './openaiChat.js';
 export type { OpenAIErrorInfo } from './openaiErrors.js';
 export type {
   OpenAIResponsesEvent,
   OpenAIResponsesInput,
   OpenAIResponsesOptions,
+  OpenAIResponsesOutput,
 } from './openaiResponses.js';
 export { openaiResponses } from './openaiResponses.js';
+export { toAiSdkMessages } from './toAiSdkMessages.js';
+export { toAnthropicMessages } from './toAnthropicMessages.js';
+export { toGeminiContents } from './toGeminiContents.js';
+export { toOpenAIChatMessages } from './toOpenAIChatMessages.js';
+export { toOpenAIResponsesInput } from './toOpenAIResponsesInput.js';

@@ -22,13 +22,13 @@ import { initialView, reduceView, type TurnView, type ViewEvent } from './reduce
  *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
  *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1
  *   F = finish stop, attempt 2
- *   a = {"attempt":1,"text":"Checking order ORD-7781. ","toolCalls":[],"finished":false,"resets":[]}
- *   d = {"attempt":1,"text":"Checking order ORD-7781. Refunding the dam","toolCalls":[],"finished":false,"resets":[]}
- *   x = {"attempt":2,"text":"","toolCalls":[],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}],"notice":{"type":"retrying","attempt":2,"reason":"connection reset"}}
- *   b = {"attempt":2,"text":"Checking order ORD-7781. ","toolCalls":[],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
- *   e = {"attempt":2,"text":"Checking order ORD-7781. The book arrived damaged, so I have started a full refund.","toolCalls":[],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
- *   k = {"attempt":2,"text":"Checking order ORD-7781. The book arrived damaged, so I have started a full refund.","toolCalls":[{"id":"c7","name":"issue_refund","args":{"order_id":"ORD-7781","amount":"full"},"effectKey":"4d02b5b61ea1afa1","status":"released"}],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
- *   f = {"attempt":2,"text":"Checking order ORD-7781. The book arrived damaged, so I have started a full refund.","toolCalls":[{"id":"c7","name":"issue_refund","args":{"order_id":"ORD-7781","amount":"full"},"effectKey":"4d02b5b61ea1afa1","status":"released"}],"finished":true,"finishReason":"stop","resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
+ *   a = {"attempt":1,"text":"Checking order ORD-7781. ","reasoning":"","toolCalls":[],"finished":false,"resets":[]}
+ *   d = {"attempt":1,"text":"Checking order ORD-7781. Refunding the dam","reasoning":"","toolCalls":[],"finished":false,"resets":[]}
+ *   x = {"attempt":2,"text":"","reasoning":"","toolCalls":[],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}],"notice":{"type":"retrying","attempt":2,"reason":"connection reset"}}
+ *   b = {"attempt":2,"text":"Checking order ORD-7781. ","reasoning":"","toolCalls":[],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
+ *   e = {"attempt":2,"text":"Checking order ORD-7781. The book arrived damaged, so I have started a full refund.","reasoning":"","toolCalls":[],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
+ *   k = {"attempt":2,"text":"Checking order ORD-7781. The book arrived damaged, so I have started a full refund.","reasoning":"","toolCalls":[{"id":"c7","name":"issue_refund","args":{"order_id":"ORD-7781","amount":"full"},"effectKey":"4d02b5b61ea1afa1","status":"released"}],"finished":false,"resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
+ *   f = {"attempt":2,"text":"Checking order ORD-7781. The book arrived damaged, so I have started a full refund.","reasoning":"","toolCalls":[{"id":"c7","name":"issue_refund","args":{"order_id":"ORD-7781","amount":"full"},"effectKey":"4d02b5b61ea1afa1","status":"released"}],"finished":true,"finishReason":"stop","resets":[{"type":"reset","attempt":2,"reason":"connection reset"}]}
  * ```
  *
  * Every case of `marbles/turnView.marbles.ts`, with pictures: `docs/operators/turnView.md`.

@@ -113,7 +113,7 @@ export function checkResumeOptions(
  *   R = {"type":"resume","after":1,"reason":"connection reset"}
  *   B = text "The book arrived damaged."
  *   U = usage in 142 / out 31
- *   F = finish stop
+ *   F = finish stop, response resp_1
  * ```
  *
  * Every case of `marbles/resumeResponse.marbles.ts`, with pictures: `docs/operators/resumeResponse.md`.

@@ -1,5 +1,12 @@
 // The AI SDK decoder without RxJS: decodeAll runs it under the same rules as aiSdkParts().
-import { type AiSdkStreamPart, decodeAll, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
+import type { FinishEvent } from 'cleanturn';
+import {
+  type AiSdkOutput,
+  type AiSdkStreamPart,
+  decodeAll,
+  ProviderError,
+  ProviderPayloadError,
+} from 'cleanturn/providers';
 import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import { AiSdkDecoder } from '../../src/providers/aiSdkParts.js';
@@ -15,6 +22,17 @@ const run = (parts: unknown[], ending: { error: unknown } | 'complete' = 'comple
 const refund = { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs };
 const step = { type: 'finish-step', usage: { inputTokens: 10, outputTokens: 4 } };
 const end = { type: 'finish', finishReason: 'stop', rawFinishReason: 'end_turn' };
+const refundPart = {
+  type: 'tool-call',
+  toolCallId: 'c1',
+  toolName: 'issue_refund',
+  input: refundArgs,
+} as const;
+/** A finish with the attempt's output. */
+const ended = (event: FinishEvent, content: AiSdkOutput['content']): FinishEvent => {
+  const output: AiSdkOutput = { format: 'ai-sdk', content };
+  return { ...event, output };
+};
 
 describe('the AI SDK decoder', () => {
   it('finish is the end: nothing after it is read, a later source error completes', () => {
@@ -23,7 +41,11 @@ describe('the AI SDK decoder', () => {
       { type: 'error', error: 'late' },
     ];
     expect(run([refund, step, end, ...later], { error: new Error('reset') })).toEqual({
-      events: [call('c1', 'issue_refund', refundArgs), usage(10, 4), finish('tool-calls', 'end_turn')],
+      events: [
+        call('c1', 'issue_refund', refundArgs),
+        usage(10, 4),
+        ended(finish('tool-calls', 'end_turn'), [refundPart]),
+      ],
     });
   });
 
@@ -39,7 +61,19 @@ describe('the AI SDK decoder', () => {
 
   it('a call the SDK ran is not released; the next step decides the reason', () => {
     const result = run([refund, { type: 'tool-result', toolCallId: 'c1' }, step, step, end]);
-    expect(result.events).toEqual([usage(10, 4), usage(20, 8), finish('stop', 'end_turn')]);
+    expect(result.events).toEqual([
+      usage(10, 4),
+      usage(20, 8),
+      ended(finish('stop', 'end_turn'), [
+        refundPart,
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'issue_refund',
+          output: { type: 'json', value: null },
+        },
+      ]),
+    ]);
   });
 
   it('two calls without toolCallId: an invalid-field error at the first, never a drop of the second', () => {

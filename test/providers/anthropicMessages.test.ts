@@ -6,19 +6,22 @@ import {
   assembleToolCalls,
   CleanturnError,
   effectKey,
+  type FinishEvent,
+  type FinishReason,
   MissingFinishError,
   requireFinish,
   retryAsEvents,
   ToolCallAssemblyError,
 } from 'cleanturn';
 import {
+  type AnthropicOutput,
   type AnthropicStreamEvent,
   anthropicMessages,
   type PayloadProblem,
   ProviderError,
   ProviderPayloadError,
 } from 'cleanturn/providers';
-import { call, delta, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -52,47 +55,100 @@ const unreadable = (code: PayloadProblem, field: string) => (error: unknown) => 
   });
 };
 
+const msg = 'msg_01K2JbSUMYhez5RHoK9ZCj9U';
+const direct = { type: 'direct' };
+
+/** Usage as Anthropic reports it: with the cache reads it counts (0 in most recordings) as cachedInputTokens. */
+const cached = (
+  inputTokens: number,
+  outputTokens: number,
+  cachedInputTokens = 0,
+  reasoningTokens?: number,
+) => ({
+  ...usage(inputTokens, outputTokens),
+  cachedInputTokens,
+  ...(reasoningTokens === undefined ? {} : { reasoningTokens }),
+});
+
+/** A finish with the message id and the message's content blocks in index order. */
+const done = (
+  reason: FinishReason,
+  raw: string,
+  responseId: string,
+  content: readonly object[],
+  paused = false,
+): FinishEvent => ({
+  ...finish(reason, raw),
+  ...(paused ? { paused } : {}),
+  responseId,
+  output: { format: 'anthropic-messages', content } as unknown as AnthropicOutput,
+});
+
+const textBlock = (text: string) => ({ type: 'text', text });
+/** A tool_use block as the stream sent it: with `caller: { type: 'direct' }` unless `caller` is null. */
+const toolUse = (id: string, name: string, input: unknown, caller: object | null = direct) => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  ...(caller === null ? {} : { caller }),
+});
+
 // biome-ignore format: a table of fixtures
 const cases: FixtureCase[] = [
   {
     file: 'text-and-tool.sse',
     trap: 'text, a ping, a tool_use whose first fragment is empty and whose arguments arrive in three pieces',
-    events: [usage(412, 2), text('Checking order'), text(' ORD-7781. '), refund(T1), usage(412, 58), finish('tool-calls', 'tool_use')],
+    events: [
+      cached(412, 2), text('Checking order'), text(' ORD-7781. '), refund(T1), cached(412, 58),
+      done('tool-calls', 'tool_use', msg, [textBlock('Checking order ORD-7781. '), toolUse(T1, 'issue_refund', refundArgs)]),
+    ],
     turn: { text: 'Checking order ORD-7781. ', calls: [T1] },
   },
   {
     file: 'no-arg-tool.sse',
     trap: 'a tool without arguments: every fragment empty means {}',
-    events: [usage(412, 2), text('Let me list your orders.'), usage(412, 31), call('toolu_01NoArgs5kLm2Q8rT7vW3xYz', 'list_orders', {}), finish('tool-calls', 'tool_use')],
+    events: [
+      cached(412, 2), text('Let me list your orders.'), cached(412, 31), call('toolu_01NoArgs5kLm2Q8rT7vW3xYz', 'list_orders', {}),
+      done('tool-calls', 'tool_use', msg, [textBlock('Let me list your orders.'), toolUse('toolu_01NoArgs5kLm2Q8rT7vW3xYz', 'list_orders', {})]),
+    ],
     turn: { text: 'Let me list your orders.', calls: ['toolu_01NoArgs5kLm2Q8rT7vW3xYz'] },
   },
   {
     file: 'whole-args-first.sse',
     trap: 'the whole arguments in the first fragment',
-    events: [usage(412, 2), refund('toolu_01WholeA9bC8dE7fG6hJ5kL'), usage(412, 40), finish('tool-calls', 'tool_use')],
+    events: [
+      cached(412, 2), refund('toolu_01WholeA9bC8dE7fG6hJ5kL'), cached(412, 40),
+      done('tool-calls', 'tool_use', msg, [toolUse('toolu_01WholeA9bC8dE7fG6hJ5kL', 'issue_refund', refundArgs)]),
+    ],
     turn: { text: '', calls: ['toolu_01WholeA9bC8dE7fG6hJ5kL'] },
   },
   {
     file: 'parallel-calls.sse',
     trap: 'two parallel calls: tool_use blocks at indexes 1 and 2 after a text block',
     events: [
-      usage(412, 2), text('Looking up both orders.'),
+      cached(412, 2), text('Looking up both orders.'),
       call('toolu_01Par1aaaaaaaaaaaaaaaaaaa', 'lookup_order', { order_id: 'ORD-7781' }),
       call('toolu_01Par2bbbbbbbbbbbbbbbbbbb', 'lookup_order', { order_id: 'ORD-7782' }),
-      usage(412, 77), finish('tool-calls', 'tool_use'),
+      cached(412, 77),
+      done('tool-calls', 'tool_use', msg, [
+        textBlock('Looking up both orders.'),
+        toolUse('toolu_01Par1aaaaaaaaaaaaaaaaaaa', 'lookup_order', { order_id: 'ORD-7781' }),
+        toolUse('toolu_01Par2bbbbbbbbbbbbbbbbbbb', 'lookup_order', { order_id: 'ORD-7782' }),
+      ]),
     ],
     turn: { text: 'Looking up both orders.', calls: ['toolu_01Par1aaaaaaaaaaaaaaaaaaa', 'toolu_01Par2bbbbbbbbbbbbbbbbbbb'] },
   },
   {
     file: 'overloaded-after-text.sse',
     trap: 'event: error with overloaded_error after some text: a retryable ProviderError',
-    events: [usage(412, 2), text('Checking order'), text(' ORD-7781. Refunding the dam')],
+    events: [cached(412, 2), text('Checking order'), text(' ORD-7781. Refunding the dam')],
     error: retryable('overloaded_error'),
   },
   {
     file: 'invalid-request-error.sse',
     trap: 'an in-stream invalid_request_error: not retryable',
-    events: [usage(412, 2)],
+    events: [cached(412, 2)],
     error: (error) => {
       expect(error).toBeInstanceOf(ProviderError);
       expect(error).toMatchObject({ code: 'invalid_request_error', retryable: false });
@@ -102,47 +158,56 @@ const cases: FixtureCase[] = [
   {
     file: 'duplicate-message-start.sse',
     trap: 'a duplicated message_start with the same id is ignored',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 9), finish('stop', 'end_turn')],
+    events: [cached(412, 2), text('Refund started.'), cached(412, 9), done('stop', 'end_turn', msg, [textBlock('Refund started.')])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'spliced-message-start.sse',
     trap: 'a spliced stream: another message_start with a new id while a tool_use block is open',
-    events: [usage(412, 2), text('Checking order ORD-7781. ')],
+    events: [cached(412, 2), text('Checking order ORD-7781. ')],
     error: retryable('spliced_stream'),
   },
   {
     file: 'duplicate-tool-start.sse',
     trap: 'a duplicated content_block_start of the same tool_use block is ignored',
-    events: [usage(412, 2), refund(T1), usage(412, 40), finish('tool-calls', 'tool_use')],
+    events: [cached(412, 2), refund(T1), cached(412, 40), done('tool-calls', 'tool_use', msg, [toolUse(T1, 'issue_refund', refundArgs)])],
     turn: { text: '', calls: [T1] },
   },
   {
     file: 'unicode-split.sse',
     trap: 'unicode split across deltas: a combining mark, a ZWJ emoji, and \\u escapes split across partial_json',
     events: [
-      usage(412, 2), text('Refund for Zoe'), text('\u0308 \u{1F469}'), text('\u200d\u{1F4BB} done. 注文'), text('番号 ORD-7781.'),
-      call('toolu_01Unicode7hJ8kL9mN0pQ1rS2', 'add_note', { order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' }), usage(412, 44),
-      finish('tool-calls', 'tool_use'),
+      cached(412, 2), text('Refund for Zoe'), text('\u0308 \u{1F469}'), text('\u200d\u{1F4BB} done. 注文'), text('番号 ORD-7781.'),
+      call('toolu_01Unicode7hJ8kL9mN0pQ1rS2', 'add_note', { order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' }), cached(412, 44),
+      done('tool-calls', 'tool_use', msg, [
+        textBlock('Refund for Zoe\u0308 \u{1F469}\u200d\u{1F4BB} done. 注文番号 ORD-7781.'),
+        toolUse('toolu_01Unicode7hJ8kL9mN0pQ1rS2', 'add_note', { order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' }),
+      ]),
     ],
     turn: { text: 'Refund for Zoe\u0308 \u{1F469}\u200d\u{1F4BB} done. 注文番号 ORD-7781.', calls: ['toolu_01Unicode7hJ8kL9mN0pQ1rS2'] },
   },
   {
     file: 'crlf.sse',
     trap: 'CRLF framing',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 9), finish('stop', 'end_turn')],
+    events: [cached(412, 2), text('Refund started.'), cached(412, 9), done('stop', 'end_turn', msg, [textBlock('Refund started.')])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'missing-optional-fields.sse',
     trap: 'data-only framing (no event: lines) and missing optional fields (cache counts, caller, stop_sequence)',
-    events: [usage(97, 1), text('One moment.'), call('toolu_01MinimalCallQwErTyUiOpAs', 'lookup_order', { order_id: 'ORD-7781' }), usage(97, 25), finish('tool-calls', 'tool_use')],
+    events: [
+      usage(97, 1), text('One moment.'), call('toolu_01MinimalCallQwErTyUiOpAs', 'lookup_order', { order_id: 'ORD-7781' }), usage(97, 25),
+      done('tool-calls', 'tool_use', 'msg_01MinimalFieldsAbCdEfGhIj', [
+        textBlock('One moment.'),
+        toolUse('toolu_01MinimalCallQwErTyUiOpAs', 'lookup_order', { order_id: 'ORD-7781' }, null),
+      ]),
+    ],
     turn: { text: 'One moment.', calls: ['toolu_01MinimalCallQwErTyUiOpAs'] },
   },
   {
     file: 'max-tokens-mid-call.sse',
     trap: 'max_tokens in the middle of a call: the cut arguments are a retryable ToolCallAssemblyError',
-    events: [usage(412, 2), usage(412, 1024)],
+    events: [cached(412, 2), cached(412, 1024)],
     error: (error) => {
       expect(error).toBeInstanceOf(ToolCallAssemblyError);
       expect(error).toMatchObject({ problem: 'invalid-json', id: 'toolu_01CutOffArgsZxCvBnMaSdFg', argsText: '{"order_id":"ORD-7781","amo', retryable: true });
@@ -150,97 +215,239 @@ const cases: FixtureCase[] = [
   },
   {
     file: 'pause-turn.sse',
-    trap: 'pause_turn after a server tool: its input is not a client call; the finish is other',
-    events: [usage(412, 2), text('Let me check the return policy.'), usage(412, 120), finish('other', 'pause_turn')],
+    trap: 'pause_turn after a server tool: paused, the server tool and its result kept as blocks, never a client call',
+    events: [
+      cached(412, 2), text('Let me check the return policy.'), cached(412, 120),
+      done('other', 'pause_turn', msg, [
+        textBlock('Let me check the return policy.'),
+        { type: 'server_tool_use', id: 'srvtoolu_01WebSearchAaBbCcDdEe', name: 'web_search', input: { query: 'bookshop return policy damaged' }, caller: direct },
+        {
+          type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01WebSearchAaBbCcDdEe', caller: direct,
+          content: [{ type: 'web_search_result', title: 'Returns', url: 'https://example.com/returns', encrypted_content: 'EqQBCkgIARABGAIiQ', page_age: null }],
+        },
+      ], true),
+    ],
     turn: { text: 'Let me check the return policy.', calls: [] },
   },
   {
     file: 'thinking.sse',
-    trap: 'thinking and signature deltas are not answer text',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 64), finish('stop', 'end_turn')],
+    trap: 'thinking deltas are reasoning, never answer text; the signature stays on its block',
+    events: [
+      cached(412, 2), reasoning('The order is damaged, so a full refund applies.'), text('Refund started.'), cached(412, 64),
+      done('stop', 'end_turn', msg, [
+        { type: 'thinking', thinking: 'The order is damaged, so a full refund applies.', signature: 'EuYBCkQYAiJAb3Nl' },
+        textBlock('Refund started.'),
+      ]),
+    ],
+    turn: { text: 'Refund started.', calls: [] },
+  },
+  {
+    file: 'thinking-signature-then-tool.sse',
+    trap: 'extended thinking with tools: thinking in two deltas and its signature, then text and the call; cache reads and thinking tokens in usage',
+    events: [
+      cached(412, 4, 256), reasoning('The book of ORD-7781 arrived damaged'), reasoning(', so the policy allows a full refund.'),
+      text('Checking order'), text(' ORD-7781. '), refund('toolu_01ThinkCall4Rt5Yu6Io7Pa8S'), cached(412, 131, 256, 38),
+      done('tool-calls', 'tool_use', 'msg_01ThinkSig7Qw2Er4Ty6Ui8Op', [
+        {
+          type: 'thinking',
+          thinking: 'The book of ORD-7781 arrived damaged, so the policy allows a full refund.',
+          signature: 'ErUBCkYIBRgCIkDhRfund7781SigA1bC2dE3fG4hI5jK6lM7nO8pQ9rS0tU1vW2xY3zA4bC5dE6fG7hI8jK9lM0nOEgz+PqRsTuVwXyZ01234GgxSIGNsYXVkZS1zb25uZXQ=',
+        },
+        textBlock('Checking order ORD-7781. '),
+        toolUse('toolu_01ThinkCall4Rt5Yu6Io7Pa8S', 'issue_refund', refundArgs, null),
+      ]),
+    ],
+    turn: { text: 'Checking order ORD-7781. ', calls: ['toolu_01ThinkCall4Rt5Yu6Io7Pa8S'] },
+  },
+  {
+    file: 'redacted-thinking-then-tool.sse',
+    trap: 'redacted_thinking (its data in content_block_start) is kept with no event; the thinking after it is reasoning',
+    events: [
+      cached(412, 3), reasoning('A damaged book gets a full refund.'), refund('toolu_01RedactCall2Wq3Er4Ty5Ui6'), cached(412, 97),
+      done('tool-calls', 'tool_use', 'msg_01RedactQ9w8E7r6T5y4U3i2O1', [
+        { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB8URj2pLmN0OqRsTuVwXy+ZaBcD' },
+        { type: 'thinking', thinking: 'A damaged book gets a full refund.', signature: 'EqQBCkgIAxABGAIiQGRlZHVjZWQgcmVmdW5kIGZvciBPUkQtNzc4MRIM7rTyUi8oPa9sDfGhIjBkYW1hZ2VkIGJvb2s=' },
+        toolUse('toolu_01RedactCall2Wq3Er4Ty5Ui6', 'issue_refund', refundArgs, null),
+      ]),
+    ],
+    turn: { text: '', calls: ['toolu_01RedactCall2Wq3Er4Ty5Ui6'] },
+  },
+  {
+    file: 'web-search-citations.sse',
+    trap: 'a web search the server runs (input streamed as input_json_delta), its result block, and text with citations_delta: no client call, stop',
+    events: [
+      cached(2037, 1), text('Damaged books are refunded in full: '), text('a damaged item is refunded'), text(' within 30 days.'), cached(6214, 92),
+      done('stop', 'end_turn', 'msg_01WebCite3Zx4Cv5Bn6Mq7Wr8', [
+        { type: 'server_tool_use', id: 'srvtoolu_01WebCite9Lk8Jh7Gf6Ds5', name: 'web_search', input: { query: 'bookshop return policy damaged' } },
+        {
+          type: 'web_search_tool_result', tool_use_id: 'srvtoolu_01WebCite9Lk8Jh7Gf6Ds5',
+          content: [
+            { type: 'web_search_result', title: 'Returns and refunds', url: 'https://books.example.com/help/returns', encrypted_content: 'EqgfCioIARgBIiQ3YmJlYjM0Zi1hNGIxLTQ3ZDItOTQ2YS1kNWRmNjA0ZTZiZjUSDF2ZXdyZXR1cm5z', page_age: '2 weeks ago' },
+            { type: 'web_search_result', title: 'Damaged items', url: 'https://books.example.com/help/damaged', encrypted_content: 'Ev0YCioIARgBIiQ3YmJlYjM0Zi1hNGIxLTQ3ZDItOTQ2YS1kNWRmNjA0ZTZiZjUSDGRhbWFnZWQ=', page_age: null },
+          ],
+        },
+        textBlock('Damaged books are refunded in full: '),
+        {
+          type: 'text', text: 'a damaged item is refunded within 30 days.',
+          citations: [{
+            type: 'web_search_result_location', cited_text: 'Items that arrive damaged are refunded in full within 30 days.',
+            url: 'https://books.example.com/help/damaged', title: 'Damaged items',
+            encrypted_index: 'Eo8BCioIARgBIiQ3YmJlYjM0Zi1hNGIxLTQ3ZDItOTQ2YS1kNWRmNjA0ZTZiZjUSDKo=',
+          }],
+        },
+      ]),
+    ],
+    turn: { text: 'Damaged books are refunded in full: a damaged item is refunded within 30 days.', calls: [] },
+  },
+  {
+    file: 'code-execution-server-tools.sse',
+    trap: 'code execution the server runs: server_tool_use and bash_code_execution_tool_result kept as blocks, no client call',
+    events: [
+      cached(2263, 8), text('The refund for both copies is 49.98.'), cached(8050, 171),
+      done('stop', 'end_turn', 'msg_01CodeExec5Tg6Yh7Uj8Ik9Ol', [
+        { type: 'server_tool_use', id: 'srvtoolu_01CodeExec1Qa2Ws3Ed4Rf', name: 'bash_code_execution', input: { command: "python -c 'print(24.99 * 2)'" } },
+        {
+          type: 'bash_code_execution_tool_result', tool_use_id: 'srvtoolu_01CodeExec1Qa2Ws3Ed4Rf',
+          content: { type: 'bash_code_execution_result', stdout: '49.98\n', stderr: '', return_code: 0, content: [] },
+        },
+        textBlock('The refund for both copies is 49.98.'),
+      ]),
+    ],
+    turn: { text: 'The refund for both copies is 49.98.', calls: [] },
+  },
+  {
+    file: 'mcp-tool-use.sse',
+    trap: 'an MCP tool the server calls (mcp_tool_use, input streamed) and its mcp_tool_result: kept as blocks, no client call',
+    events: [
+      cached(589, 1), text('Order ORD-7781 was delivered damaged.'), cached(1250, 83),
+      done('stop', 'end_turn', 'msg_01McpTool8Ju7Hy6Gt5Fr4De', [
+        { type: 'mcp_tool_use', id: 'mcptoolu_01Orders3Ki4Lo5Pl6Mn', name: 'lookup_order', input: { order_id: 'ORD-7781' }, server_name: 'orders' },
+        { type: 'mcp_tool_result', tool_use_id: 'mcptoolu_01Orders3Ki4Lo5Pl6Mn', is_error: false, content: [{ type: 'text', text: 'ORD-7781: one book, delivered damaged' }] },
+        textBlock('Order ORD-7781 was delivered damaged.'),
+      ]),
+    ],
+    turn: { text: 'Order ORD-7781 was delivered damaged.', calls: [] },
+  },
+  {
+    file: 'compaction-pause.sse',
+    trap: 'stop_reason compaction: paused, the compaction block (content and encrypted_content from compaction_delta) kept',
+    events: [
+      cached(60385, 5), cached(60385, 412),
+      done('other', 'compaction', 'msg_01Compact2Ws3Ed4Rf5Tg6Yh', [
+        {
+          type: 'compaction',
+          content: '## Summary\nThe customer asked for a refund of ORD-7781 (a damaged book). The refund was issued in full.',
+          encrypted_content: 'EuEBCkYIBxgCKkCsummary7781opaqueQwErTyUiOpAsDfGhJkLzXcVbNm==',
+        },
+      ], true),
+    ],
+    turn: { text: '', calls: [] },
+  },
+  {
+    file: 'unknown-block-type.sse',
+    trap: 'a content block of a type the adapter does not know: kept as content_block_start sent it, its unknown delta ignored',
+    events: [
+      cached(412, 2), text('Refund started.'), cached(412, 9),
+      done('stop', 'end_turn', 'msg_01FutureBlk6Yh7Uj8Ik9Ol0P', [
+        { type: 'memory_recall', memory_id: 'mem_01Returns', summary: 'The customer prefers refunds to the card.' },
+        textBlock('Refund started.'),
+      ]),
+    ],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'truncated.sse',
     trap: 'the connection closed before message_stop: no finish',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 9)],
+    events: [cached(412, 2), text('Refund started.'), cached(412, 9)],
   },
   {
     file: 'tool-use-end-turn.sse',
     trap: 'a tool call in a message that ends with end_turn: the call decides',
-    events: [usage(412, 2), refund('toolu_01EndTurnCallHjKlZxCvBn'), usage(412, 40), finish('tool-calls', 'end_turn')],
+    events: [
+      cached(412, 2), refund('toolu_01EndTurnCallHjKlZxCvBn'), cached(412, 40),
+      done('tool-calls', 'end_turn', msg, [toolUse('toolu_01EndTurnCallHjKlZxCvBn', 'issue_refund', refundArgs)]),
+    ],
     turn: { text: '', calls: ['toolu_01EndTurnCallHjKlZxCvBn'] },
   },
   {
     file: 'refusal.sse',
     trap: 'refusal is content-filter',
-    events: [usage(412, 2), text("I can't help with that."), usage(412, 12), finish('content-filter', 'refusal')],
+    events: [cached(412, 2), text("I can't help with that."), cached(412, 12), done('content-filter', 'refusal', msg, [textBlock("I can't help with that.")])],
     turn: { text: "I can't help with that.", calls: [] },
   },
   {
     file: 'cumulative-usage.sse',
     trap: 'cumulative usage: message_delta repeats input and cache counts; null keeps the last value',
-    events: [usage(343, 1), text('Refund started.'), usage(343, 5), usage(361, 9), finish('stop', 'end_turn')],
+    events: [cached(343, 1, 200), text('Refund started.'), cached(343, 5, 200), cached(361, 9, 200), done('stop', 'end_turn', msg, [textBlock('Refund started.')])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'unknown-types.sse',
-    trap: 'unknown event and delta types are ignored',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 9), finish('stop', 'end_turn')],
+    trap: 'unknown event types are ignored; a citations_delta stays on its text block',
+    events: [
+      cached(412, 2), text('Refund started.'), cached(412, 9),
+      done('stop', 'end_turn', msg, [{
+        type: 'text', text: 'Refund started.',
+        citations: [{ type: 'char_location', cited_text: 'Returns within 30 days.', document_index: 0, document_title: 'Policy', start_char_index: 0, end_char_index: 23, file_id: null }],
+      }]),
+    ],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'compat-string-index.sse',
     trap: 'decimal-string indexes (a proxy): the tool_use block at "1" is read, not dropped under a tool-calls finish',
-    events: [usage(412, 2), text('Checking order'), text(' ORD-7781. '), refund('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'), usage(412, 58), finish('tool-calls', 'tool_use')],
+    events: [
+      cached(412, 2), text('Checking order'), text(' ORD-7781. '), refund('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'), cached(412, 58),
+      done('tool-calls', 'tool_use', 'msg_01StrIdx4Hq8Zp2Lw6Tn3Vb9', [textBlock('Checking order ORD-7781. '), toolUse('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5', 'issue_refund', refundArgs)]),
+    ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'] },
   },
   {
     file: 'delta-unopened-block.sse',
     trap: 'input_json_delta for a block never opened (its start was lost): a retryable unknown-reference',
-    events: [usage(412, 2), text('Checking order ORD-7781. ')],
+    events: [cached(412, 2), text('Checking order ORD-7781. ')],
     error: unreadable('unknown-reference', 'index'),
   },
   {
     file: 'stop-unopened-block.sse',
     trap: 'content_block_stop for a block never opened: a retryable unknown-reference',
-    events: [usage(412, 2), text('Refund started.')],
+    events: [cached(412, 2), text('Refund started.')],
     error: unreadable('unknown-reference', 'index'),
   },
   {
     file: 'tool-name-missing.sse',
     trap: 'a tool_use block without a name: invalid-field, not a nameless call',
-    events: [usage(412, 2), text('Checking order ORD-7781. ')],
+    events: [cached(412, 2), text('Checking order ORD-7781. ')],
     error: unreadable('invalid-field', 'content_block.name'),
   },
   {
     file: 'compat-tool-name-number.sse',
     trap: 'a tool_use block whose name is a number: invalid-field',
-    events: [usage(412, 2)],
+    events: [cached(412, 2)],
     error: unreadable('invalid-field', 'content_block.name'),
   },
   {
     file: 'compat-partial-json-number.sse',
     trap: 'partial_json that is a number: invalid-field, never a call with {}',
-    events: [usage(412, 2)],
+    events: [cached(412, 2)],
     error: unreadable('invalid-field', 'delta.partial_json'),
   },
   {
     file: 'two-message-deltas.sse',
     trap: 'two message_delta events, the first without a stop reason: usage from both, the last reason',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 5), usage(412, 9), finish('stop', 'end_turn')],
+    events: [cached(412, 2), text('Refund started.'), cached(412, 5), cached(412, 9), done('stop', 'end_turn', 'msg_01TwoDeltas6Bv9Nm3Qa7Ws1', [textBlock('Refund started.')])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'after-message-stop.sse',
     trap: 'a second message after message_stop (the end marker) is ignored',
-    events: [usage(412, 2), text('Refund started.'), usage(412, 9), finish('stop', 'end_turn')],
+    events: [cached(412, 2), text('Refund started.'), cached(412, 9), done('stop', 'end_turn', 'msg_01AfterStop4Xs7Dc1Fv5Gb8', [textBlock('Refund started.')])],
     turn: { text: 'Refund started.', calls: [] },
   },
   {
     file: 'api-error-mid-call.sse',
     trap: 'an api_error while a call streams: retryable, and the cut call is never released',
-    events: [usage(412, 2), text('Refunding now.')],
+    events: [cached(412, 2), text('Refunding now.')],
     error: retryable('api_error'),
   },
 ];
@@ -256,7 +463,12 @@ describe('anthropicMessages: fixtures', () => {
 
   it('the adapter alone finishes with length when max_tokens cuts a call', () => {
     const result = collect(from(fixture('max-tokens-mid-call.sse')).pipe(anthropicMessages()));
-    expect(result.values.at(-1)).toEqual(finish('length', 'max_tokens'));
+    // The cut arguments stay as the text that streamed: the attempt fails in assembleToolCalls anyway.
+    expect(result.values.at(-1)).toEqual(
+      done('length', 'max_tokens', msg, [
+        toolUse('toolu_01CutOffArgsZxCvBnMaSdFg', 'issue_refund', '{"order_id":"ORD-7781","amo'),
+      ]),
+    );
     expect(result.values.filter((e) => e.type === 'tool-call-delta')).toEqual([
       {
         type: 'tool-call-delta',
@@ -465,7 +677,16 @@ describe('anthropicMessages: errors', () => {
       { type: 'message_stop' },
     ];
     const result = collect(from(events).pipe(anthropicMessages(), assembleToolCalls()));
-    expect(result.values).toEqual([refund('toolu_r'), finish('tool-calls', 'tool_use')]);
+    expect(result.values).toEqual([
+      refund('toolu_r'),
+      {
+        ...finish('tool-calls', 'tool_use'),
+        output: {
+          format: 'anthropic-messages',
+          content: [toolUse('toolu_r', 'issue_refund', refundArgs, null)],
+        },
+      },
+    ]);
   });
 
   it('nothing follows the finish: later events are ignored, a later source error completes the stream', () => {
@@ -479,10 +700,10 @@ describe('anthropicMessages: errors', () => {
     );
     const result = collect(source.pipe(anthropicMessages()));
     expect(result.values).toEqual([
-      usage(412, 2),
+      cached(412, 2),
       text('Refund started.'),
-      usage(412, 9),
-      finish('stop', 'end_turn'),
+      cached(412, 9),
+      done('stop', 'end_turn', msg, [textBlock('Refund started.')]),
     ]);
     expect(result.completed).toBe(true);
   });
@@ -548,7 +769,11 @@ const sample: Record<'a' | 'b' | 'c', AnthropicStreamEvent> = {
 const sampleOut = {
   a: usage(10, 1),
   b: delta(0, '', { id: 'toolu_1', name: 'list_orders' }),
-  c: finish('tool-calls'),
+  c: {
+    ...finish('tool-calls'),
+    responseId: 'msg_1',
+    output: { format: 'anthropic-messages', content: [toolUse('toolu_1', 'list_orders', {}, null)] },
+  },
 };
 
 standardChecks<AnthropicStreamEvent>({

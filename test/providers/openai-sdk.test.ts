@@ -14,7 +14,13 @@ import {
   type TurnEvent,
   type TurnState,
 } from 'cleanturn';
-import { openaiChat, openaiResponses, ProviderError } from 'cleanturn/providers';
+import {
+  openaiChat,
+  openaiResponses,
+  ProviderError,
+  toOpenAIChatMessages,
+  toOpenAIResponsesInput,
+} from 'cleanturn/providers';
 import { refundArgs } from 'cleanturn/testing';
 import OpenAI from 'openai';
 import { defer, from, lastValueFrom, mergeMap, type Observable, type OperatorFunction, tap } from 'rxjs';
@@ -115,12 +121,62 @@ describe('openai SDK: chat.completions.create({ stream: true }) → openaiChat()
     ]);
     const turn = await runTurn(chat(client), openaiChat());
     expectCleanHelpDeskTurn(turn, 'call_7Hq2mWbK9sXv4RtY1nCz0LdE');
-    expect(turn.state?.attempts[1]?.usage).toEqual({ inputTokens: 187, outputTokens: 29 });
+    expect(turn.state?.attempts[1]?.usage).toEqual({
+      inputTokens: 187,
+      outputTokens: 29,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
     expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
       'POST /v1/chat/completions',
       'POST /v1/chat/completions',
     ]);
     expect(JSON.parse(server.requests[0]?.body ?? '{}')).toMatchObject({ stream: true });
+  });
+
+  it("DeepSeek's thinking through the SDK's stream: reasoning shown, and reasoning_content back in the SDK's next request", async () => {
+    const { client, server } = await clientFor([
+      { body: fixture('openai-chat/deepseek-reasoning-content-then-call.sse'), chunkSize: 256 },
+      { body: fixture('openai-chat/usage-missing.sse') },
+    ]);
+    const turn = await runTurn(chat(client), openaiChat());
+    const state = turn.state as TurnState<ReleasedCall>;
+    expect(state.reasoning).toBe(
+      "The customer's book arrived damaged, so a full refund of ORD-7781. I should call issue_refund.",
+    );
+    expect(state.text).toBe('');
+    const [refund] = state.toolCalls;
+    if (refund === undefined) throw new Error('no call');
+    const appended = toOpenAIChatMessages(state, [
+      {
+        type: 'tool-result',
+        effectKey: refund.effectKey,
+        call: refund,
+        outcome: 'executed',
+        result: 'refunded',
+      },
+    ]);
+    await client.chat.completions.create({
+      model: 'deepseek-v4-flash',
+      messages: [{ role: 'user', content: 'Refund order ORD-7781, the book arrived damaged.' }, ...appended],
+      stream: true,
+    });
+    const sent = JSON.parse(server.requests[1]?.body ?? '{}') as { messages: unknown[] };
+    expect(sent.messages.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        reasoning_content: state.reasoning,
+        tool_calls: [
+          {
+            id: 'call_00_Kd8sQ2vLx7Rm4TpW9nYc1BzE',
+            type: 'function',
+            function: { name: 'issue_refund', arguments: '{"order_id":"ORD-7781","amount":"full"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_00_Kd8sQ2vLx7Rm4TpW9nYc1BzE', content: 'refunded' },
+    ]);
   });
 
   it('an in-stream server error (the SDK throws an APIError) is classified retryable and retried', async () => {
@@ -179,11 +235,46 @@ describe('openai SDK: responses.create({ stream: true }) → openaiResponses()',
     ]);
     const turn = await runTurn(responses(client), openaiResponses());
     expectCleanHelpDeskTurn(turn, 'call_Zl5vIMnD7dVAjgU6FkhmiCZh');
-    expect(turn.state?.attempts[1]?.usage).toEqual({ inputTokens: 187, outputTokens: 29 });
+    expect(turn.state?.attempts[1]?.usage).toEqual({
+      inputTokens: 187,
+      outputTokens: 29,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
     expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
       'POST /v1/responses',
       'POST /v1/responses',
     ]);
+  });
+
+  it('encrypted reasoning through the SDK: the next request, built from the finish, goes out through the SDK', async () => {
+    const body = fixture('openai-responses/reasoning-encrypted-summary-parts-then-call.sse');
+    const { client, server } = await clientFor([
+      { body },
+      { body: fixture('openai-responses/completed-then-trailing-events.sse') },
+    ]);
+    const turn = await runTurn(responses(client), openaiResponses());
+    expect(turn.state?.reasoning).toContain('**Refund policy**');
+    const call = turn.state?.toolCalls[0] as ReleasedCall;
+    const result = {
+      type: 'tool-result' as const,
+      effectKey: call.effectKey,
+      call,
+      outcome: 'executed',
+      result: 'refunded',
+    };
+    const items = toOpenAIResponsesInput(turn.state as TurnState<ReleasedCall>, [result]);
+    const input: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'Refund order ORD-7781.' },
+      ...items,
+    ];
+    const next = await client.responses.create({ model: 'gpt-5.1', input, store: false, stream: true });
+    for await (const _ of next) {
+      // read the answer to its end
+    }
+    const sent = JSON.parse(server.requests[1]?.body ?? '{}') as { input: unknown[] };
+    expect(sent.input.slice(1)).toEqual(items);
+    expect(items.map((i) => i.type)).toEqual(['reasoning', 'function_call', 'function_call_output']);
   });
 
   it('the flat error event (yielded by the SDK) is retryable and retried', async () => {

@@ -17,6 +17,7 @@ const here = join(root, 'test/providers');
 // The types each payload is checked against. Imports are relative to test/providers/.
 const prelude = `
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { CompletionUsage } from 'openai/resources/completions';
 import type {
   Response,
   ResponseError,
@@ -36,6 +37,50 @@ type AzureChatChunk = Omit<ChatCompletionChunk, 'object' | 'choices'> & {
   object: 'chat.completion.chunk' | '';
   choices: Array<ChatCompletionChunk.Choice & { content_filter_results?: AzureFilterResults }>;
   prompt_filter_results?: Array<{ prompt_index: number; content_filter_results: AzureFilterResults }>;
+};
+
+/** An entry of OpenRouter's \`reasoning_details\`, as streamed (in pieces of the same type and index). */
+interface ReasoningDetail {
+  type: 'reasoning.text' | 'reasoning.summary' | 'reasoning.encrypted';
+  index?: number;
+  id?: string | null;
+  format?: string | null;
+  text?: string | null;
+  signature?: string | null;
+  summary?: string;
+  data?: string;
+}
+
+/**
+ * A chunk of a compatible server that streams reasoning (fixtures named \`deepseek-…\`, \`openrouter-…\`,
+ * \`vllm-…\`): the delta adds DeepSeek's \`reasoning_content\`, OpenRouter's and vLLM's \`reasoning\` and OpenRouter's
+ * \`reasoning_details\`; a choice adds OpenRouter's \`native_finish_reason\` and vLLM's \`stop_reason\`; the chunk adds
+ * OpenRouter's \`provider\`; the usage adds OpenRouter's cost and token details and DeepSeek's cache counts.
+ */
+type ReasoningChatChunk = Omit<WireChatChunk, 'choices' | 'usage'> & {
+  provider?: string;
+  choices: Array<
+    Omit<ChatCompletionChunk.Choice, 'delta'> & {
+      delta: ChatCompletionChunk.Choice.Delta & {
+        reasoning_content?: string | null;
+        reasoning?: string | null;
+        reasoning_details?: ReasoningDetail[];
+      };
+      native_finish_reason?: string | null;
+      stop_reason?: string | number | null;
+    }
+  >;
+  usage?:
+    | (Omit<CompletionUsage, 'prompt_tokens_details' | 'completion_tokens_details'> & {
+        prompt_tokens_details?: CompletionUsage.PromptTokensDetails & { video_tokens?: number };
+        completion_tokens_details?: CompletionUsage.CompletionTokensDetails & { image_tokens?: number };
+        prompt_cache_hit_tokens?: number;
+        prompt_cache_miss_tokens?: number;
+        cost?: number;
+        is_byok?: boolean;
+        cost_details?: Record<string, number | null>;
+      })
+    | null;
 };
 
 /**
@@ -71,8 +116,21 @@ type Relaxed<E> = E extends { type: 'response.function_call_arguments.done' }
   ? Omit<E, 'name'> & { name?: string }
   : E extends { type: 'response.output_text.delta' | 'response.output_text.done'; logprobs: infer L }
     ? Omit<E, 'logprobs'> & { logprobs?: L }
-    : E;
+    : E extends { type: 'response.output_item.added'; item: infer I }
+      ? Omit<E, 'item'> & { item: StubItem<I> }
+      : E;
+/**
+ * An added item is a stub: fields the SDK requires may come only with the done item (a \`web_search_call\`'s
+ * \`action\`, an \`image_generation_call\`'s \`result\`, as recorded streams send them).
+ */
+type StubItem<I> = I extends { type: infer T } ? Partial<I> & { type: T } : never;
 type WireResponseStreamEvent = Relaxed<WireEvent<ResponseStreamEvent>>;
+
+/** The \`keepalive\` event of long responses (recorded streams; the SDK types do not have it). */
+interface KeepaliveEvent {
+  type: 'keepalive';
+  sequence_number: number;
+}
 
 /** The nested shape of the \`error\` event, from a recorded stream; the SDK types only the flat one. */
 interface NestedErrorEvent {
@@ -96,11 +154,13 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 function chatType(fixture: string, payload: unknown): string {
   if (fixture.startsWith('compat-')) return 'CompatiblePayload';
   if (isObject(payload) && 'error' in payload) return 'ChatErrorPayload';
+  if (/^(deepseek|openrouter|vllm)-/.test(fixture)) return 'ReasoningChatChunk';
   return fixture.startsWith('azure-') ? 'AzureChatChunk' : 'WireChatChunk';
 }
 
 function responsesType(fixture: string, payload: unknown): string {
   if (fixture.startsWith('compat-')) return 'CompatiblePayload';
+  if (isObject(payload) && payload.type === 'keepalive') return 'KeepaliveEvent';
   return isObject(payload) && payload.type === 'error' && 'error' in payload
     ? 'NestedErrorEvent'
     : 'WireResponseStreamEvent';
@@ -177,8 +237,9 @@ describe('fixtures against the official SDK types (openai v6)', () => {
   it('reads every fixture', () => {
     expect(chat.length).toBeGreaterThan(50);
     expect(responses.length).toBeGreaterThan(100);
-    // Most payloads are checked against the SDK's own types, only a few against local ones.
-    expect(chat.filter((c) => c.type === 'WireChatChunk').length).toBeGreaterThan(chat.length * 0.75);
+    // Most payloads are checked against the SDK's own types (with the named additions), only a few against local ones.
+    const sdkTyped = chat.filter((c) => c.type === 'WireChatChunk' || c.type === 'ReasoningChatChunk');
+    expect(sdkTyped.length).toBeGreaterThan(chat.length * 0.75);
   });
 
   it('every payload has its type, and the SDK stream items fit the adapters input types', () => {

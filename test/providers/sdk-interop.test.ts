@@ -20,7 +20,13 @@ import {
   type TurnEvent,
   type TurnState,
 } from 'cleanturn';
-import { aiSdkParts, anthropicMessages, geminiContent, ProviderError } from 'cleanturn/providers';
+import {
+  aiSdkParts,
+  anthropicMessages,
+  geminiContent,
+  ProviderError,
+  toGeminiContents,
+} from 'cleanturn/providers';
 import { refundArgs } from 'cleanturn/testing';
 import { concatMap, defer, lastValueFrom, type Observable, tap, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -178,6 +184,26 @@ describe('@anthropic-ai/sdk: client.messages.create({ stream: true })', () => {
     const result = await runTurn(events$);
     expectCleanTurn(result, 'Checking order ORD-7781. ', 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP');
   });
+
+  it.each([
+    'thinking-signature-then-tool.sse',
+    'redacted-thinking-then-tool.sse',
+    'web-search-citations.sse',
+    'code-execution-server-tools.sse',
+    'unknown-types.sse',
+    'pause-turn.sse',
+  ])("%s: the finish's output is the content of the SDK's own finalMessage()", async (name) => {
+    const { url } = await serve([{ body: body(`anthropic/${name}`), chunkSize: 61 }]);
+    const stream = client(url).messages.stream({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 2048,
+      messages: [{ role: 'user', content: 'Refund ORD-7781.' }],
+    });
+    const events = await lastValueFrom(defer(() => stream).pipe(anthropicMessages(), toArray()));
+    const message = await stream.finalMessage();
+    expect(events.at(-1)).toMatchObject({ type: 'finish', responseId: message.id });
+    expect((events.at(-1) as { output?: { content: unknown } }).output?.content).toEqual(message.content);
+  });
 });
 
 describe('@google/genai: ai.models.generateContentStream()', () => {
@@ -256,6 +282,73 @@ describe('@google/genai: ai.models.generateContentStream()', () => {
     expect(turn?.text).toBe('Refund for Zoe\u0308 \u{1F469}\u200d\u{1F4BB} 注文番号 ORD-7781.');
     expect(turn?.toolCalls[0]?.args).toEqual({ order_id: 'ORD-7781', note: 'café \u{1F4A9} ☕ 注文' });
   });
+
+  it("Gemini 3 thoughts and signatures: cut mid-reasoning, retried, and the SDK's next request keeps the signature", async () => {
+    const thinking = body('gemini/thought-summary-then-signed-call.sse');
+    const signature = 'EpQCCpECAb4+9vt3kR1dZ0cQ7mJxW2s9YkVhLq8Zr0fN3uT5aP1bD4eG6hI8jK0lM2nO4pQ6rS8tU0vW2xY4z';
+    const { url, requests } = await serve([
+      { body: thinking, destroyAfter: offsetOf(thinking, 'Damage in transit') },
+      { body: thinking },
+      { body: body('gemini/signature-on-empty-last-part.sse') },
+    ]);
+    const ai = client(url);
+    const contents = [
+      { role: 'user', parts: [{ text: 'The book for order ORD-7781 arrived damaged. Refund it.' }] },
+    ];
+    const first = defer(() =>
+      ai.models.generateContentStream({ model: 'gemini-3-pro-preview', contents, config: { tools } }),
+    ).pipe(
+      concatMap((stream) => stream),
+      geminiContent(),
+    );
+    const result = await runTurn(first);
+    expectCleanTurn(result, 'Checking order ORD-7781. ', 'gemini-call-0');
+    expect(result.turn.reasoning).toBe(
+      '**Checking the refund policy**\n\nThe customer reports a damaged book. Damage in transit qualifies for a full refund.',
+    );
+    expect(result.turn.responseId).toBe('Ugx3acX2KqWZ28oP4uqPwQk');
+    expect(result.turn.usage).toEqual({
+      inputTokens: 412,
+      outputTokens: 156,
+      cachedInputTokens: 256,
+      reasoningTokens: 131,
+    });
+    const call = result.turn.toolCalls[0];
+    const answer = {
+      type: 'tool-result' as const,
+      effectKey: (call as { effectKey?: string } | undefined)?.effectKey ?? '',
+      call: call as never,
+      outcome: 'executed',
+      result: { status: 'refunded' },
+    };
+    const next = [...contents, ...toGeminiContents(result.turn, [answer])];
+    const second = defer(() =>
+      ai.models.generateContentStream({ model: 'gemini-3-pro-preview', contents: next, config: { tools } }),
+    ).pipe(
+      concatMap((stream) => stream),
+      geminiContent(),
+    );
+    await lastValueFrom(second.pipe(toArray()));
+    const sent = JSON.parse(requests[2]?.body ?? '{}') as { contents: unknown };
+    expect(sent.contents).toEqual([
+      contents[0],
+      {
+        role: 'model',
+        parts: [
+          {
+            text: '**Checking the refund policy**\n\nThe customer reports a damaged book. Damage in transit qualifies for a full refund.',
+            thought: true,
+          },
+          { text: 'Checking order ORD-7781. ' },
+          { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [{ functionResponse: { name: 'issue_refund', response: { status: 'refunded' } } }],
+      },
+    ]);
+  });
 });
 
 describe('ai: streamText().fullStream with @ai-sdk/openai', () => {
@@ -290,8 +383,27 @@ describe('ai: streamText().fullStream with @ai-sdk/openai', () => {
     const result = await runTurn(run(url));
     expectCleanTurn(result, 'Checking order ORD-7781. ', 'call_Q2wE3rT4yU5iO6pA7sD8fG9h');
     expect(requests.map((r) => r.url)).toEqual(['/v1/chat/completions', '/v1/chat/completions']);
-    expect(result.turn.attempts[1]?.usage).toEqual({ inputTokens: 142, outputTokens: 31 });
+    // @ai-sdk/openai reports the cache and reasoning counts as zero when the chunk has no details
+    expect(result.turn.attempts[1]?.usage).toEqual({
+      inputTokens: 142,
+      outputTokens: 31,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
     expect(result.turn.attempts[0]?.reason).toMatch(/^ai-sdk: /);
+    expect(result.turn.finish?.output).toEqual({
+      format: 'ai-sdk',
+      content: [
+        { type: 'text', text: 'Checking order ORD-7781. ' },
+        {
+          type: 'tool-call',
+          toolCallId: 'call_Q2wE3rT4yU5iO6pA7sD8fG9h',
+          toolName: 'issue_refund',
+          input: refundArgs,
+        },
+      ],
+    });
+    expect(result.turn.responseId).toBe('chatcmpl-AbC123xyz');
   });
 
   it('an error chunk mid-stream (streamText reports it as an error part and goes on) is retried', async () => {

@@ -45,6 +45,7 @@ type Within<T, Known> = [T] extends [Known] ? true : false;
 // ---- What each format's fixtures are checked against ----
 
 const anthropicHeader = `
+import type { BetaRawMessageStreamEvent } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
 import type { ErrorResponse } from '@anthropic-ai/sdk/resources/shared';
 ${wire}
@@ -52,7 +53,18 @@ ${wire}
 type LocalPing = { type: 'ping' };
 /** Local: an event type from the future, to check that the adapter ignores unknown types. */
 type LocalFutureEvent = { type: 'message_annotation'; note: string };
-type Payload = Wire<RawMessageStreamEvent> | Wire<ErrorResponse> | LocalPing | LocalFutureEvent;
+/** Local: a content block type and a delta type from the future, to check that the block is kept as sent. */
+type LocalFutureBlock =
+  | { type: 'content_block_start'; index: number; content_block: { type: 'memory_recall'; memory_id: string; summary: string } }
+  | { type: 'content_block_delta'; index: number; delta: { type: 'memory_delta'; detail: string } };
+/** The beta events (MCP tool blocks, compaction) are the streams of requests with the beta headers. */
+type Payload =
+  | Wire<RawMessageStreamEvent>
+  | Wire<BetaRawMessageStreamEvent>
+  | Wire<ErrorResponse>
+  | LocalPing
+  | LocalFutureEvent
+  | LocalFutureBlock;
 `;
 
 const geminiHeader = `
@@ -111,6 +123,7 @@ function fixtureSource(folder: string, file: string): string {
 
 const contracts: Record<string, string> = {
   anthropic: `
+import type * as B from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import type * as M from '@anthropic-ai/sdk/resources/messages';
 import type { ErrorType } from '@anthropic-ai/sdk/resources/shared';
 ${wire}
@@ -141,8 +154,24 @@ export const reads: true[] = [
   true as Reads<DeltaUsage, 'cache_creation_input_tokens', number | null>,
   true as Reads<DeltaUsage, 'cache_read_input_tokens', number | null>,
   true as Reads<M.RawMessageStopEvent, 'type', 'message_stop'>,
-  // Every stop reason has a row in the adapter's table.
+  true as Reads<M.ThinkingDelta, 'type', 'thinking_delta'>,
+  true as Reads<M.ThinkingDelta, 'thinking', string>,
+  true as Reads<M.SignatureDelta, 'type', 'signature_delta'>,
+  true as Reads<M.SignatureDelta, 'signature', string>,
+  true as Reads<M.CitationsDelta, 'type', 'citations_delta'>,
+  true as Reads<M.CitationsDelta, 'citation', object>,
+  true as Reads<M.ThinkingBlock, 'thinking', string>,
+  true as Reads<M.ThinkingBlock, 'signature', string>,
+  true as Reads<M.RedactedThinkingBlock, 'data', string>,
+  true as Reads<M.TextBlock, 'text', string>,
+  true as Reads<M.TextBlock, 'citations', object[] | null>,
+  true as Reads<DeltaUsage, 'output_tokens_details', { thinking_tokens: number } | null>,
+  true as Reads<B.BetaCompactionContentBlockDelta, 'type', 'compaction_delta'>,
+  true as Reads<B.BetaCompactionContentBlockDelta, 'content', string | null>,
+  true as Reads<B.BetaCompactionContentBlockDelta, 'encrypted_content', string | null>,
+  // Every stop reason has a row in the adapter's table (compaction: of the beta API).
   true as Within<M.StopReason, 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'pause_turn' | 'refusal' | 'model_context_window_exceeded'>,
+  true as Within<B.BetaStopReason, M.StopReason | 'compaction'>,
   // Every error type is classified explicitly (unknown ones would count as retryable).
   true as Within<ErrorType,
     | 'overloaded_error' | 'api_error' | 'rate_limit_error' | 'timeout_error' | 'conflict_error'
@@ -166,6 +195,10 @@ export const reads: true[] = [
   true as Reads<Candidate, 'finishReason', G.FinishReason | undefined>,
   true as Reads<Part, 'text', string | undefined>,
   true as Reads<Part, 'thought', boolean | undefined>,
+  true as Reads<Part, 'thoughtSignature', string | undefined>,
+  true as Reads<Part, 'executableCode', G.ExecutableCode | undefined>,
+  true as Reads<Part, 'codeExecutionResult', G.CodeExecutionResult | undefined>,
+  true as Reads<G.GenerateContentResponse, 'responseId', string | undefined>,
   true as Reads<Part, 'functionCall', Call | undefined>,
   true as Reads<Call, 'id', string | undefined>,
   true as Reads<Call, 'name', string | undefined>,
@@ -182,6 +215,7 @@ export const reads: true[] = [
   true as Reads<UsageMetadata, 'candidatesTokenCount', number | undefined>,
   true as Reads<UsageMetadata, 'thoughtsTokenCount', number | undefined>,
   true as Reads<UsageMetadata, 'toolUsePromptTokenCount', number | undefined>,
+  true as Reads<UsageMetadata, 'cachedContentTokenCount', number | undefined>,
   // Every finish reason and block reason is one the adapter knows (the rest map to other on purpose).
   true as Within<\`\${G.FinishReason}\`,
     | 'FINISH_REASON_UNSPECIFIED' | 'STOP' | 'MAX_TOKENS' | 'SAFETY' | 'RECITATION' | 'LANGUAGE' | 'OTHER'
@@ -194,7 +228,7 @@ export const reads: true[] = [
 ];
 `,
   'ai-sdk': `
-import type { FinishReason, LanguageModelUsage, TextStreamPart, ToolSet, UIMessageChunk } from 'ai';
+import type { FinishReason, LanguageModelUsage, ProviderMetadata, TextStreamPart, ToolSet, UIMessageChunk } from 'ai';
 ${wire}
 type Part<T extends string> = Extract<TextStreamPart<ToolSet>, { type: T }>;
 type Chunk<T extends string> = Extract<UIMessageChunk, { type: T }>;
@@ -209,6 +243,21 @@ export const reads: true[] = [
   true as Reads<Part<'tool-error'>, 'toolCallId', string>,
   true as Reads<Part<'tool-output-denied'>, 'toolCallId', string>,
   true as Reads<Part<'finish-step'>, 'usage', LanguageModelUsage>,
+  true as Reads<Part<'finish-step'>, 'response', { id: string }>,
+  true as Reads<Part<'reasoning-delta'>, 'text', string>,
+  true as Reads<Part<'reasoning-delta'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Part<'reasoning-start'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Part<'reasoning-end'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Part<'text-delta'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Part<'text-end'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Part<'tool-call'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Part<'tool-result'>, 'output', unknown>,
+  true as Reads<Part<'tool-result'>, 'preliminary', boolean | undefined>,
+  true as Reads<Part<'tool-error'>, 'error', unknown>,
+  true as Reads<LanguageModelUsage, 'inputTokenDetails', { cacheReadTokens: number | undefined }>,
+  true as Reads<LanguageModelUsage, 'outputTokenDetails', { reasoningTokens: number | undefined }>,
+  true as Reads<LanguageModelUsage, 'cachedInputTokens', number | undefined>,
+  true as Reads<LanguageModelUsage, 'reasoningTokens', number | undefined>,
   true as Reads<Part<'finish'>, 'finishReason', FinishReason>,
   true as Reads<Part<'finish'>, 'rawFinishReason', string | undefined>,
   true as Reads<Part<'finish'>, 'totalUsage', LanguageModelUsage>,
@@ -222,6 +271,12 @@ export const reads: true[] = [
   true as Reads<Chunk<'tool-input-available'>, 'input', unknown>,
   true as Reads<Chunk<'tool-input-error'>, 'errorText', string>,
   true as Reads<Chunk<'tool-output-available'>, 'toolCallId', string>,
+  true as Reads<Chunk<'tool-output-available'>, 'output', unknown>,
+  true as Reads<Chunk<'tool-output-available'>, 'providerExecuted', boolean | undefined>,
+  true as Reads<Chunk<'tool-output-error'>, 'errorText', string>,
+  true as Reads<Chunk<'reasoning-delta'>, 'delta', string>,
+  true as Reads<Chunk<'reasoning-delta'>, 'providerMetadata', ProviderMetadata | undefined>,
+  true as Reads<Chunk<'tool-input-available'>, 'providerMetadata', ProviderMetadata | undefined>,
   true as Reads<Chunk<'error'>, 'errorText', string>,
   true as Reads<Chunk<'finish'>, 'finishReason', FinishReason | undefined>,
   true as Reads<Chunk<'abort'>, 'reason', string | undefined>,
@@ -261,6 +316,14 @@ const drifted: Record<string, { header: string; payload: unknown }> = {
   'a streamText text-delta with delta instead of text': {
     header: aiSdkPartsHeader,
     payload: { type: 'text-delta', id: '0', delta: 'Hi' },
+  },
+  'a streamText reasoning-delta with delta instead of text': {
+    header: aiSdkPartsHeader,
+    payload: { type: 'reasoning-delta', id: '0', delta: 'Thinking.' },
+  },
+  'a reasoning signature outside providerMetadata': {
+    header: aiSdkPartsHeader,
+    payload: { type: 'reasoning-delta', id: '0', text: '', signature: 'EqQB' },
   },
   'a UI chunk of an unknown type': {
     header: aiSdkUiHeader,

@@ -47,6 +47,10 @@ const chat: Case[] = [
   ['function a string',                choice({ delta: { tool_calls: [{ index: 0, id: 'call_1', function: 'issue_refund' }] } }), 'choices[0].delta.tool_calls[0].function'],
   ['function_call a string',           choice({ delta: { function_call: 'issue_refund' } }),           'choices[0].delta.function_call'],
   ['finish_reason a number',           choice({ delta: {}, finish_reason: 1 }),                        'choices[0].finish_reason'],
+  ['reasoning_content a number',       choice({ delta: { reasoning_content: 7 } }),                    'choices[0].delta.reasoning_content'],
+  ['reasoning_details a string',       choice({ delta: { reasoning_details: 'thinking' } }),           'choices[0].delta.reasoning_details'],
+  ['a reasoning detail text a number', choice({ delta: { reasoning_details: [{ type: 'reasoning.text', text: 1 }] } }), 'choices[0].delta.reasoning_details[0].text'],
+  ['a response id a number',           { id: 7, choices: [] },                                         'id'],
   ['usage a string',                   { choices: [], usage: 'lots' },                                 'usage'],
   ['a token count that is a string',   { choices: [], usage: { prompt_tokens: '142', completion_tokens: 31 } }, 'usage.prompt_tokens'],
 ];
@@ -63,6 +67,13 @@ const responses: Case[] = [
   ['a token count that is a string',   { type: 'response.completed', response: { output: [], usage: { input_tokens: '142' } } }, 'response.usage.input_tokens'],
   ['incomplete_details a string',      { type: 'response.incomplete', response: { incomplete_details: 'max_output_tokens' } }, 'response.incomplete_details'],
   ['a text delta that is a number',    { type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, delta: 7 }, 'delta'],
+  ['a reasoning delta that is a number', { type: 'response.reasoning_summary_text.delta', item_id: 'rs_1', output_index: 0, summary_index: 0, delta: 7 }, 'delta'],
+  ['a summary_index that is not an index', { type: 'response.reasoning_summary_text.delta', item_id: 'rs_1', output_index: 0, summary_index: 'first', delta: 'Hmm' }, 'summary_index'],
+  ['a reasoning text done that is a number', { type: 'response.reasoning_text.done', item_id: 'rs_1', output_index: 0, content_index: 0, text: 7 }, 'text'],
+  ['an item type that is a number',    { type: 'response.output_item.done', output_index: 0, item: { id: 'rs_1', type: 3 } }, 'item.type'],
+  ['a response id that is a number',   { type: 'response.created', response: { id: 7, status: 'in_progress' } },       'response.id'],
+  ['usage details a number',           { type: 'response.completed', response: { output: [], usage: { input_tokens_details: 5 } } }, 'response.usage.input_tokens_details'],
+  ['a reasoning count that is a string', { type: 'response.completed', response: { output: [], usage: { output_tokens_details: { reasoning_tokens: '9' } } } }, 'response.usage.output_tokens_details.reasoning_tokens'],
 ];
 
 // Anthropic Messages: the end of a well-formed stream.
@@ -101,6 +112,10 @@ const gemini: Case[] = [
   ['a token count that is a string',   { usageMetadata: { promptTokenCount: '88' } },                                 'usageMetadata.promptTokenCount'],
   ['promptFeedback a string',          { promptFeedback: 'SAFETY' },                                                  'promptFeedback'],
   ['a text that is a number',          candidate({ content: { parts: [{ text: 5 }] } }),                             'candidates[0].content.parts[0].text'],
+  ['a thought flag that is a string',  candidate({ content: { parts: [{ text: 'Hmm', thought: 'true' }] } }),        'candidates[0].content.parts[0].thought'],
+  ['a signature that is a number',     candidate({ content: { parts: [{ text: 'Hi', thoughtSignature: 7 }] } }),     'candidates[0].content.parts[0].thoughtSignature'],
+  ['a responseId that is a number',    { responseId: 42 },                                                           'responseId'],
+  ['a cached count that is a string',  { usageMetadata: { cachedContentTokenCount: '12' } },                         'usageMetadata.cachedContentTokenCount'],
 ];
 
 // AI SDK parts: the end of a well-formed stream.
@@ -112,6 +127,10 @@ const aiSdk: Case[] = [
   ['a finish totalUsage a string',     { type: 'finish', totalUsage: 'all of it' },                                   'totalUsage'],
   ['a finish reason that is a number', { type: 'finish', finishReason: 1 },                                           'finishReason'],
   ['a text delta that is a number',    { type: 'text-delta', id: '0', text: 5 },                                      'text'],
+  ['a reasoning delta that is a number', { type: 'reasoning-delta', id: '0', delta: 5 },                            'delta'],
+  ['providerMetadata a string',        { type: 'reasoning-end', id: '0', providerMetadata: 'EqQB' },                  'providerMetadata'],
+  ['a response id that is a number',   { type: 'finish-step', response: { id: 7 } },                                  'response.id'],
+  ['usage details a string',           { type: 'finish-step', usage: { outputTokenDetails: 'many' } },                'usage.outputTokenDetails'],
 ];
 
 describe('a chunk of the wrong shape is a ProviderPayloadError naming the field, not a silent stop', () => {
@@ -159,16 +178,34 @@ describe('the shapes the formats allow still read', () => {
     const result = await outcome(openaiChat() as never, [
       { choices: null, usage: null },
       choice({ delta: null, finish_reason: null }),
-      choice({ delta: { content: null, refusal: null, tool_calls: null, function_call: null } }),
+      choice({
+        delta: {
+          content: null,
+          refusal: null,
+          tool_calls: null,
+          function_call: null,
+          reasoning: null,
+          reasoning_content: null,
+          reasoning_details: null,
+        },
+      }),
       choice({ delta: { content: 'Refund started.' } }),
-      { choices: [], usage: { prompt_tokens: null, completion_tokens: 4 } },
+      {
+        id: null,
+        choices: [],
+        usage: { prompt_tokens: null, completion_tokens: 4, prompt_tokens_details: null },
+      },
       ...chatEnd,
     ]);
     expect(result).toEqual({
       events: [
         { type: 'text', text: 'Refund started.' },
         { type: 'usage', outputTokens: 4 },
-        { type: 'finish', reason: 'stop' },
+        {
+          type: 'finish',
+          reason: 'stop',
+          output: { format: 'openai-chat', message: { role: 'assistant', content: 'Refund started.' } },
+        },
       ],
     });
   });
@@ -184,7 +221,9 @@ describe('the shapes the formats allow still read', () => {
       { type: 'message_stop' },
     ]);
     expect(result).toMatchObject({
-      events: expect.arrayContaining([{ type: 'finish', reason: 'stop', raw: 'end_turn' }]),
+      events: expect.arrayContaining([
+        expect.objectContaining({ type: 'finish', reason: 'stop', raw: 'end_turn' }),
+      ]),
     });
   });
 });
