@@ -1,5 +1,6 @@
 import { naivePolicy } from 'cleanturn';
 import { at, defineMarbles, finish, helpDesk as h, reasoning, text } from 'cleanturn/testing';
+import { thinking } from './alphabet.js';
 
 export default defineMarbles({
   name: 'naivePolicy',
@@ -29,15 +30,7 @@ export default defineMarbles({
     {
       title: "reasoning is glued too: attempt 1's thinking and attempt 2's read as one, all of attempt 1",
       source: /*   */ '-p-a-r-q-b-f-|',
-      // biome-ignore format: an aligned value table
-      values: {
-        p: reasoning('The customer wants a refund.'),
-        a: text('Refunding the dam'),
-        r: h.r,
-        q: reasoning('Check the order first.'),
-        b: text('Refund started.'),
-        f: finish('stop'),
-      },
+      values: thinking,
       label: 'naivePolicy()',
       operator: () => naivePolicy(),
       expected: /* */ '-P-A---Q-B-F-|',

@@ -1,6 +1,6 @@
 import { resetOnlyPolicy } from 'cleanturn';
-import { at, defineMarbles, finish, helpDesk as h, reasoning, reset, text } from 'cleanturn/testing';
-import { tagged as t } from './alphabet.js';
+import { defineMarbles, helpDesk as h } from 'cleanturn/testing';
+import { tagged as t, thinking, thinkingReset } from './alphabet.js';
 
 export default defineMarbles({
   name: 'resetOnlyPolicy',
@@ -20,27 +20,11 @@ export default defineMarbles({
     {
       title: "reasoning belongs to its attempt: the reset voids attempt 1's thinking with its text",
       source: /*   */ '-p-a-r-q-b-f-|',
-      // biome-ignore format: an aligned value table
-      values: {
-        p: reasoning('The customer wants a refund.'),
-        a: text('Refunding the dam'),
-        r: h.r,
-        q: reasoning('Check the order first.'),
-        b: text('Refund started.'),
-        f: finish('stop'),
-      },
+      values: thinking,
       label: 'resetOnlyPolicy()',
       operator: () => resetOnlyPolicy(),
       expected: /* */ '-P-A-X-Q-B-F-|',
-      // biome-ignore format: an aligned value table
-      expectedValues: {
-        P: at(1, reasoning('The customer wants a refund.')),
-        A: at(1, text('Refunding the dam')),
-        X: reset(2, 'connection reset'),
-        Q: at(2, reasoning('Check the order first.')),
-        B: at(2, text('Refund started.')),
-        F: at(2, finish('stop')),
-      },
+      expectedValues: thinkingReset,
     },
   ],
 });

@@ -1,6 +1,6 @@
 // A real HTTP server on 127.0.0.1 (random free port) for tests: serves a scripted response per request.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 
 /** What the server does for one request. */
 export interface ScriptedResponse {
@@ -47,7 +47,6 @@ export async function startServer(
   script: readonly ScriptedResponse[] | ((n: number, req: IncomingMessage, body: string) => ScriptedResponse),
 ): Promise<TestServer> {
   const requests: TestServer['requests'] = [];
-  const sockets = new Set<import('node:net').Socket>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
@@ -71,22 +70,8 @@ export async function startServer(
       void respond(plan, res);
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const handle: TestServer = {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    aborted: 0,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  const { port, close } = await listenOnLoopback(server);
+  const handle: TestServer = { url: `http://127.0.0.1:${port}`, requests, aborted: 0, close };
   return handle;
 }
 
@@ -138,4 +123,26 @@ async function respondStreamed(
     }
   }
   if (!res.destroyed && !plan.hold) res.end();
+}
+
+/**
+ * Listens on a free port of 127.0.0.1 and keeps track of the server's sockets: `close` destroys every one of them
+ * (a half-read stream included) and then closes the server, so nothing outlives the test.
+ */
+export async function listenOnLoopback(
+  server: Server,
+): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
+  return { port, close };
 }

@@ -8,8 +8,9 @@
 //   `reasoning` item carries its `encrypted_content`, the content this server issued, and a `function_call` of a
 //   response that reasoned comes after that response's reasoning item;
 // - with `store` on, an `item_reference` names an item of a completed response.
+
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from './httpServer.js';
 
 /** An output item of a scripted response. */
 export type ScriptItem =
@@ -73,7 +74,6 @@ export async function startStrictResponsesServer(
   script: (n: number) => ResponsesScript,
 ): Promise<StrictResponsesServer> {
   const requests: ReceivedRequest[] = [];
-  const sockets = new Set<Socket>();
   const issued: Issued = { encrypted: new Map(), reasoningOfCall: new Map(), stored: new Set() };
   let valid = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -105,20 +105,11 @@ export async function startStrictResponsesServer(
       void stream(script(valid++), received.json.store !== false, res, issued);
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server);
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 

@@ -9,8 +9,9 @@
 //   text; a `redacted_thinking` block's data is one it streamed;
 // - with `thinking` enabled, the last assistant message that uses tools starts with a thinking block;
 // - text blocks are not empty, a message's content is not empty, the first message is the user's.
+
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from './httpServer.js';
 
 /** One response of the server: the stream events (SSE payloads, in order), cut after `cutAfter` of them. */
 export interface AnthropicStep {
@@ -53,7 +54,6 @@ export async function startStrictAnthropicServer(
   steps: readonly AnthropicStep[],
 ): Promise<StrictAnthropicServer> {
   const requests: ReceivedRequest[] = [];
-  const sockets = new Set<Socket>();
   /** signature → the thinking text it was streamed with. */
   const signatures = new Map<string, string>();
   /** The redacted_thinking data streamed. */
@@ -87,20 +87,11 @@ export async function startStrictAnthropicServer(
       void stream(step, res, signatures, redacted);
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 

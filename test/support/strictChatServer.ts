@@ -18,9 +18,10 @@
 //   `reasoning_details` exactly as merged (OpenRouter, relaying Anthropic: "Invalid `signature` in `thinking`
 //   block").
 // A step can cut the connection after a number of events (the socket destroyed mid-stream).
+
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
+import { listenOnLoopback } from './httpServer.js';
 
 /** The assistant message a step amounts to once streamed whole: what a next request must carry back. */
 export interface ChatStepMessage {
@@ -82,7 +83,6 @@ export async function startStrictChatServer(options: StrictChatOptions): Promise
   const requests: ChatRequest[] = [];
   /** The messages of the steps streamed whole, by call id. */
   const completed = new Map<string, ChatStepMessage>();
-  const sockets = new Set<Socket>();
   let served = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const pieces: Buffer[] = [];
@@ -137,20 +137,11 @@ export async function startStrictChatServer(options: StrictChatOptions): Promise
       });
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 

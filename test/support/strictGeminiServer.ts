@@ -17,8 +17,9 @@
 //   name and the content's position); and every signature sent back is one this server streamed ("Corrupted
 //   thought signature.").
 // A step can cut the connection after a number of chunks (the socket destroyed mid-stream).
+
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from './httpServer.js';
 
 /** What the server streams for one request. */
 export interface GeminiStep {
@@ -69,7 +70,6 @@ const otherFields = ['thought', 'thoughtSignature', 'videoMetadata', 'partMetada
 export async function startStrictGeminiServer(options: StrictGeminiOptions): Promise<StrictGeminiServer> {
   const requests: GeminiRequest[] = [];
   const issued = new Set<string>();
-  const sockets = new Set<Socket>();
   let served = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const pieces: Buffer[] = [];
@@ -105,20 +105,11 @@ export async function startStrictGeminiServer(options: StrictGeminiOptions): Pro
       void stream(res, step ?? { chunks: [] }, issued);
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 

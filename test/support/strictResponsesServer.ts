@@ -17,8 +17,9 @@
 // Reasoning items are streamed with their `encrypted_content` only when the request asks for it (`include:
 // ['reasoning.encrypted_content']`), as the API does. A step can cut the connection after a number of events (the
 // socket destroyed mid-stream).
+
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenOnLoopback } from './httpServer.js';
 
 /** What the server streams for one request. */
 export interface ResponsesStep {
@@ -89,7 +90,6 @@ export async function startStrictResponsesServer(
 ): Promise<StrictResponsesServer> {
   const requests: ResponsesRequest[] = [];
   const issued: Issued = { encrypted: new Map(), calls: new Map() };
-  const sockets = new Set<Socket>();
   let served = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const pieces: Buffer[] = [];
@@ -126,20 +126,11 @@ export async function startStrictResponsesServer(
       void stream(res, step, encrypted, issued);
     });
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 
