@@ -4,6 +4,16 @@ import { asyncScheduler } from 'rxjs';
 
 const reset = new Error('connection reset');
 const v = { a: text('Refunding the dam'), b: text('Refund'), c: text('Refund started.'), f: finish() };
+/** Retry `retryCount` of 3 after an attempt that emitted, `delay` ms before the next attempt. */
+const r = (retryCount: number, delay: number) =>
+  retrying('connection reset', reset, {
+    delay,
+    failedAttempt: retryCount,
+    outputStarted: true,
+    retryCount,
+    maxRetries: 3,
+    errorName: 'Error',
+  });
 
 // One retry per 10-frame window, whatever the first attempts: a floor of 100 retries per second over 10 ms, and no
 // share of first attempts. The budget's default clock is performance.now(); made inside the run, it is given the
@@ -26,7 +36,7 @@ export default defineMarbles({
       label: `retryAsEvents({ count: 3, budget: ${onePerWindow} })`,
       operator: () => retryAsEvents({ count: 3, budget: budget() }),
       expected: /* */ '-a-r-b-#',
-      expectedValues: { ...v, r: retrying('connection reset', reset) },
+      expectedValues: { ...v, r: r(1, 0) },
       expectedError: new RetryBudgetExhaustedError([
         { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
         { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
@@ -40,8 +50,8 @@ export default defineMarbles({
       error: reset,
       label: `retryAsEvents({ count: 3, budget: ${onePerWindow} })`,
       operator: () => retryAsEvents({ count: 3, budget: budget() }),
-      expected: /* */ '-a-r-b-------r-c-f-|',
-      expectedValues: { ...v, r: retrying('connection reset', reset) },
+      expected: /* */ '-a-r-b-------s-c-f-|',
+      expectedValues: { ...v, r: r(1, 0), s: r(2, 0) },
       subscriptions: ['^--!', '---^---------!', '-------------^-----!'],
     },
     {
@@ -52,8 +62,8 @@ export default defineMarbles({
       error: reset,
       label: `retryAsEvents({ count: 3, delay: 5, budget: ${onePerWindow} })`,
       operator: () => retryAsEvents({ count: 3, delay: 5, budget: budget() }),
-      expected: /* */ '-a------r-b-#',
-      expectedValues: { ...v, r: retrying('connection reset', reset) },
+      expected: /* */ '-a-r------b-#',
+      expectedValues: { ...v, r: r(1, 5) },
       expectedError: new RetryBudgetExhaustedError([
         { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
         { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },

@@ -3,6 +3,16 @@ import { at, call, defineMarbles, helpDesk as h, keyed, refundArgs, text } from 
 import { keyedK, tagged as t, turnId } from './alphabet.js';
 
 const cut = new Error('connection reset');
+/** The reset of the one retry, with the facts of the retry it comes from. */
+const X = {
+  ...t.X,
+  delay: 0,
+  failedAttempt: 1,
+  outputStarted: true,
+  retryCount: 1,
+  maxRetries: 1,
+  errorName: 'Error',
+};
 
 // Attempt 2 from another provider (streamTurn's plan): Anthropic's own call id, the same refund.
 const claude = {
@@ -24,7 +34,7 @@ export default defineMarbles({
       label: "turnPipeline({ turnId: 'turn-42', retry: 1 })",
       operator: () => turnPipeline({ turnId, retry: 1 }),
       expected: /* */ '-A---D-XB---E-(KF)-|',
-      expectedValues: { ...t, K: keyedK, F: at(2, h.f) },
+      expectedValues: { ...t, X, K: keyedK, F: at(2, h.f) },
       subscriptions: ['^------!', '-------^-----------!'],
     },
     {
@@ -38,6 +48,7 @@ export default defineMarbles({
       expected: /* */ '-A---D-XM---(NF)-|',
       expectedValues: {
         ...t,
+        X,
         M: at(2, claude.m),
         N: keyed(turnId, 2, claude.n),
         F: at(2, h.f),

@@ -32,9 +32,9 @@ export function describeValue(value: unknown): string {
       return `finish ${e.reason}${paused}${attempt}${id}${describeOutput(e.output)}`;
     }
     case 'retry':
-      return `retry ${JSON.stringify(e.reason)}${attempt}`;
+      return `retry ${JSON.stringify(e.reason)}${attempt}${describeFacts(e)}`;
     case 'reset':
-      return `reset to attempt ${e.attempt} (${e.reason})`;
+      return `reset to attempt ${e.attempt} (${e.reason})${describeFacts(e)}`;
     case 'tool-result': {
       const call = (e.call ?? {}) as Record<string, unknown>;
       const error = (e.error ?? {}) as Record<string, unknown>;
@@ -55,6 +55,14 @@ export function describeValue(value: unknown): string {
       }
       return JSON.stringify(value);
   }
+}
+
+/** The wait and the count of a retry or reset, when it carries them: `, in 3 ms (retry 1 of 2)`. */
+function describeFacts(e: Record<string, unknown>): string {
+  const wait = typeof e.delay === 'number' ? `, in ${e.delay} ms` : '';
+  if (typeof e.retryCount !== 'number') return wait;
+  const cap = typeof e.maxRetries === 'number' ? ` of ${e.maxRetries}` : '';
+  return `${wait} (retry ${e.retryCount}${cap})`;
 }
 
 /**

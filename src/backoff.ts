@@ -1,5 +1,8 @@
 import { type Observable, type SchedulerLike, timer } from 'rxjs';
 
+/** A wait of {@link backoff}: a timer that emits `0` once, and says how long it waits (`delay`, in milliseconds). */
+export type BackoffTimer = Observable<0> & { readonly delay: number };
+
 /** Options of {@link backoff}. */
 export interface BackoffOptions {
   /** The delay before the first retry, in milliseconds. Default 500. */
@@ -35,7 +38,7 @@ export interface BackoffOptions {
  * @param options Delays, growth and jitter.
  * @returns A delay function: `(error, retryCount) => timer`.
  */
-export function backoff(options: BackoffOptions = {}): (error: unknown, retryCount: number) => Observable<0> {
+export function backoff(options: BackoffOptions = {}): (error: unknown, retryCount: number) => BackoffTimer {
   const {
     initialDelay = 500,
     maxDelay = 30_000,
@@ -55,6 +58,9 @@ export function backoff(options: BackoffOptions = {}): (error: unknown, retryCou
         : jitter === 'equal'
           ? capped / 2 + (random() * capped) / 2
           : capped;
-    return scheduler === undefined ? timer(Math.round(wait)) : timer(Math.round(wait), scheduler);
+    const ms = Math.round(wait);
+    const waiting = scheduler === undefined ? timer(ms) : timer(ms, scheduler);
+    // The wait says how long it is, so that `retryAsEvents` can put it on the `retry` event before it starts.
+    return Object.assign(waiting, { delay: ms });
   };
 }

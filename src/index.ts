@@ -9,7 +9,7 @@ export { accumulateTurn } from './accumulateTurn.js';
 export type { AssembledEvent } from './assembleToolCalls.js';
 export { assembleToolCalls } from './assembleToolCalls.js';
 export { attemptPipeline } from './attemptPipeline.js';
-export type { BackoffOptions } from './backoff.js';
+export type { BackoffOptions, BackoffTimer } from './backoff.js';
 export { backoff } from './backoff.js';
 export type { BufferUntilFinishOptions } from './bufferUntilFinish.js';
 export { bufferUntilFinish } from './bufferUntilFinish.js';
@@ -61,6 +61,7 @@ export type {
   ResetEvent,
   ResumeEvent,
   RetryEvent,
+  RetryFacts,
   TextEvent,
   ToolCallDeltaEvent,
   ToolCallEvent,

@@ -1,7 +1,7 @@
 import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
-import type { ResetEvent } from './types.js';
+import type { ResetEvent, RetryFacts } from './types.js';
 
 /** The events {@link resetOnRetry} emits for an input of `E`. */
 export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
@@ -9,6 +9,10 @@ export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
 /**
  * Turns each `retry` into a typed `reset` and drops stragglers of abandoned attempts and anything after a
  * finish.
+ *
+ * The reset comes where the retry comes, that is, when the attempt failed and before any wait, and it carries the
+ * retry's facts ({@link RetryFacts}: `delay`, `failedAttempt`, `outputStarted`, `retryCount`, `maxRetries`,
+ * `errorName`, `status`), those that are present with their types, so that a UI can say "retrying in 3 s" at once.
  *
  * A `reset` tells every consumer to discard what earlier attempts delivered: buffers, rendered text, pending
  * calls. An event whose `attempt` is older than the newest attempt seen arrives too late and is dropped, and so
@@ -72,11 +76,25 @@ export class ResetStage<E extends { type: string; attempt: number }> extends Sta
       this.out.next(event as Exclude<E, { type: 'retry' }>);
       return;
     }
-    const { reason } = event as unknown as { reason?: unknown };
-    this.out.next({
+    const retry = event as unknown as Record<string, unknown>;
+    const reset: ResetEvent = {
       type: 'reset',
       attempt: event.attempt,
-      reason: typeof reason === 'string' ? reason : 'retry',
-    });
+      reason: typeof retry.reason === 'string' ? retry.reason : 'retry',
+    };
+    copyFacts(retry, reset);
+    this.out.next(reset);
   }
 }
+
+/** Copies the facts of a `retry` ({@link RetryFacts}) that have their types onto its `reset`. */
+function copyFacts(retry: Record<string, unknown>, reset: ResetEvent): void {
+  for (const key of NUMBER_FACTS) {
+    const value = retry[key];
+    if (typeof value === 'number' && Number.isFinite(value)) reset[key] = value;
+  }
+  if (typeof retry.outputStarted === 'boolean') reset.outputStarted = retry.outputStarted;
+  if (typeof retry.errorName === 'string') reset.errorName = retry.errorName;
+}
+
+const NUMBER_FACTS = ['delay', 'failedAttempt', 'retryCount', 'maxRetries', 'status'] as const;

@@ -19,7 +19,8 @@ import {
 import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { NotInferred } from './internal/types.js';
 import type { RetryBudget } from './retryBudget.js';
-import type { RetryEvent } from './types.js';
+import { readProperty, readString } from './internal/describeError.js';
+import type { RetryEvent, RetryFacts } from './types.js';
 
 /** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
 export interface RetryAsEventsOptions {
@@ -29,12 +30,14 @@ export interface RetryAsEventsOptions {
    */
   count?: number;
   /**
-   * Wait before each resubscription: milliseconds, or a function of the error and the retry number (1 for
-   * the first retry) whose returned observable's first value triggers the retry. If it completes without a
-   * value, the result completes; if it errors, the result errors. See {@link backoff}. Default: resubscribe at
-   * once.
+   * Wait before each resubscription: milliseconds, or a function of the error and the retry number (1 for the
+   * first retry) that returns milliseconds or an observable whose first value triggers the retry. If that
+   * observable completes without a value, the result completes (after the `retry` event); if it errors, the result
+   * errors. The `retry` event says how long the wait is (`delay`) when it is known: a number, or an observable with a
+   * numeric `delay` property, as {@link backoff}'s timers have. Default: resubscribe at once (`delay: 0` on the
+   * event).
    */
-  delay?: number | ((error: unknown, retryCount: number) => ObservableInput<unknown>);
+  delay?: number | ((error: unknown, retryCount: number) => number | ObservableInput<unknown>);
   /** Reset the retry count when the source emits. Beware: any streamed event counts, which lifts the cap per turn. */
   resetOnSuccess?: boolean;
   /**
@@ -60,8 +63,14 @@ export interface RetryAsEventsOptions {
 const KEPT_FAILURES = 32;
 
 /**
- * Retries an errored source like RxJS `retry`, but emits a `retry` event before each resubscription instead of
+ * Retries an errored source like RxJS `retry`, but emits a `retry` event the moment an attempt fails instead of
  * splicing the next attempt silently onto the last.
+ *
+ * The event comes before the wait, so that every screen drops the abandoned attempt's output at once and can say
+ * "retrying in 3 s". Everything the wait depends on is decided first: the cap, `shouldRetry`, the budget and the
+ * delay; the event then carries the facts of the retry ({@link RetryFacts}): `delay` (milliseconds until the next
+ * attempt starts, when known), `failedAttempt`, `outputStarted` (the failed attempt had emitted values),
+ * `retryCount`, `maxRetries` (absent without a cap), the error's class (`errorName`) and HTTP `status`.
  *
  * Downstream, {@link tagAttempts} numbers the attempts from these events and {@link resetOnRetry} turns them
  * into resets. Past the cap it errors with a {@link RetriesExhaustedError} that carries the failed attempts
@@ -79,16 +88,16 @@ const KEPT_FAILURES = 32;
  *
  * ```text
  * source 1: -a-#
- * source 2: --c-f-|
- *           retryAsEvents({ count: 2 })
- * result:   -a-r-c-f-|
+ * source 2:       --c-f-|
+ *           retryAsEvents({ count: 2, delay: 3 })
+ * result:   -a-r----c-f-|
  *
  * where
  *   a = text "Refunding the dam"
  *   # = error: Error (connection reset)
  *   c = text "Refund started."
  *   f = finish stop
- *   r = retry "connection reset"
+ *   r = retry "connection reset", in 3 ms (retry 1 of 2)
  * ```
  *
  * Every case of `marbles/retryAsEvents.marbles.ts`, with pictures: `docs/operators/retryAsEvents.md`.
@@ -193,12 +202,6 @@ export function retryAsEvents<T>(
         }
       };
 
-      const resubscribe = (error: unknown, reason: string) => {
-        subscriber.next({ type: 'retry', reason, error });
-        // A consumer may unsubscribe on the retry event itself (take, takeWhile): start nothing then.
-        if (!subscriber.closed) start();
-      };
-
       const onError = (error: unknown): { retry: false } | { retry: true; reason: string } => {
         const reason = safely(() => describe(error));
         if (!reason.ok) {
@@ -237,17 +240,36 @@ export function retryAsEvents<T>(
         return { retry: true, reason: reason.value };
       };
 
-      // Runs `next` after the configured delay (at once without one).
-      const afterDelay = (error: unknown, next: () => void): void => {
-        if (delay === undefined) {
-          next();
-          return;
+      // Announces the retry at the moment of the failure, then starts the next attempt after the wait. The wait is
+      // asked for first, so that the event can say how long it is.
+      const announceAndWait = (error: unknown, reason: string, failedAttempt: number, outputStarted: boolean) => {
+        let wait: Observable<unknown> | undefined;
+        let ms: number | undefined = 0;
+        if (delay !== undefined) {
+          try {
+            const asked = typeof delay === 'number' ? delay : delay(error, retryCount);
+            if (typeof asked === 'number') {
+              ms = asked;
+              wait = timer(asked);
+            } else {
+              ms = knownDelay(asked);
+              wait = from(asked).pipe(take(1));
+            }
+          } catch (thrown) {
+            subscriber.error(thrown);
+            return;
+          }
         }
-        let wait: Observable<unknown>;
-        try {
-          wait = typeof delay === 'number' ? timer(delay) : from(delay(error, retryCount)).pipe(take(1));
-        } catch (thrown) {
-          subscriber.error(thrown);
+        subscriber.next({
+          type: 'retry',
+          reason,
+          error,
+          ...retryFacts(error, { delay: ms, failedAttempt, outputStarted, retryCount, count }),
+        });
+        // A consumer may unsubscribe on the retry event itself (take, takeWhile): start nothing then.
+        if (subscriber.closed) return;
+        if (wait === undefined) {
+          start();
           return;
         }
         let fired = false;
@@ -255,7 +277,7 @@ export function retryAsEvents<T>(
           next() {
             fired = true;
             waiting = null;
-            next();
+            start();
           },
           error: (thrown) => subscriber.error(thrown),
           complete() {
@@ -287,7 +309,9 @@ export function retryAsEvents<T>(
           error(error) {
             const decision = onError(error);
             if (!decision.retry) return;
-            const retry = () => afterDelay(error, () => resubscribe(error, decision.reason));
+            const failedAttempt = attempt;
+            const outputStarted = emitted > 0;
+            const retry = () => announceAndWait(error, decision.reason, failedAttempt, outputStarted);
             if (attemptSubscription === undefined) {
               deferred = retry;
             } else {
@@ -327,6 +351,30 @@ export function retryAsEvents<T>(
       };
     });
   };
+}
+
+/** How long a delay notifier waits, when it says so: a finite `delay` property >= 0 (as `backoff`'s timers have). */
+function knownDelay(notifier: unknown): number | undefined {
+  const ms = readProperty(notifier, 'delay');
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+/** The facts of a retry for its event: only those that are known. */
+function retryFacts(
+  error: unknown,
+  known: { delay: number | undefined; failedAttempt: number; outputStarted: boolean; retryCount: number; count: number },
+): RetryFacts {
+  const facts: RetryFacts = {};
+  if (known.delay !== undefined) facts.delay = known.delay;
+  facts.failedAttempt = known.failedAttempt;
+  facts.outputStarted = known.outputStarted;
+  facts.retryCount = known.retryCount;
+  if (Number.isFinite(known.count)) facts.maxRetries = known.count;
+  const name = readString(error, 'name');
+  if (name !== undefined && name !== '') facts.errorName = name;
+  const status = readProperty(error, 'status');
+  if (typeof status === 'number' && Number.isInteger(status)) facts.status = status;
+  return facts;
 }
 
 function safely<R>(fn: () => R): { ok: true; value: R } | { ok: false; error: unknown } {

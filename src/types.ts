@@ -108,8 +108,36 @@ export interface FinishEvent {
   output?: ProviderOutput;
 }
 
-/** A new attempt starts after this event; everything the previous attempt streamed is void. */
-export interface RetryEvent {
+/**
+ * What a retry says about the failure and the wait, as a UI or a log shows it ("retrying in 3 s (HTTP 503), retry 1
+ * of 2"). `retryAsEvents` sets every field it knows; a `retry` of your own may carry any of them, and
+ * `resetOnRetry` copies them onto its `reset`.
+ */
+export interface RetryFacts {
+  /**
+   * Milliseconds from this event until the next attempt starts: `0` for at once. Absent when the wait is not
+   * known in advance (a delay notifier of your own that does not say how long it waits).
+   */
+  delay?: number;
+  /** The attempt that failed (1 for the first). */
+  failedAttempt?: number;
+  /** Whether the failed attempt had emitted anything: its output may have reached the user. */
+  outputStarted?: boolean;
+  /** This retry's number: 1 for the turn's first retry. */
+  retryCount?: number;
+  /** The most retries the turn makes; absent when there is no cap. */
+  maxRetries?: number;
+  /** The class of the error that failed the attempt (`HttpStatusError`, `StallTimeoutError`…). */
+  errorName?: string;
+  /** The HTTP status of the response that failed the attempt, when there was one (429, 503…). */
+  status?: number;
+}
+
+/**
+ * A new attempt starts after this event; everything the previous attempt streamed is void. It comes the moment
+ * the attempt fails, before any wait: `delay` says how long until the next attempt starts.
+ */
+export interface RetryEvent extends RetryFacts {
   type: 'retry';
   /** Why the previous attempt was abandoned, for people and logs. */
   reason: string;
@@ -148,8 +176,12 @@ export type ProviderEvent =
  */
 export type Attempted<E> = E & { attempt: number };
 
-/** Tells every consumer: discard everything that attempts before `attempt` delivered. */
-export interface ResetEvent {
+/**
+ * Tells every consumer: discard everything that attempts before `attempt` delivered. It comes when the previous
+ * attempt failed, before the wait for the next one: the facts of its `retry` ({@link RetryFacts}: the delay, the
+ * retry count and cap, the error's class and status) come with it, so that a UI can say "retrying in 3 s" at once.
+ */
+export interface ResetEvent extends RetryFacts {
   type: 'reset';
   /** The attempt that starts now. */
   attempt: number;

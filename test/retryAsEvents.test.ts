@@ -26,7 +26,20 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { attemptsOf } from './support/attemptsOf.js';
 
-const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+// The facts a retry event carries (delay, retry count…) have their own tests below; the rest of this file is about
+// when events come and how attempts are counted, so it compares retry events without them.
+const FACTS = ['delay', 'failedAttempt', 'outputStarted', 'retryCount', 'maxRetries', 'errorName', 'status'];
+const withoutFacts = (frames: unknown): unknown =>
+  Array.isArray(frames)
+    ? frames.map((frame) => {
+        const value = frame?.notification?.value;
+        if (value?.type !== 'retry') return frame;
+        const stripped = Object.fromEntries(Object.entries(value).filter(([key]) => !FACTS.includes(key)));
+        return { ...frame, notification: { ...frame.notification, value: stripped } };
+      })
+    : frames;
+const newScheduler = () =>
+  new TestScheduler((actual, expected) => expect(withoutFacts(actual)).toEqual(withoutFacts(expected)));
 
 const e1 = new Error('first failed');
 const e2 = new Error('second failed');
@@ -60,13 +73,13 @@ describe('retryAsEvents: a retry event before each resubscription', () => {
     });
   });
 
-  it('with a numeric delay, waits in virtual time and emits the retry when it resubscribes', () => {
+  it('with a numeric delay, emits the retry when the attempt fails, then waits in virtual time', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold('  -a-#', v, e1);
       const second = cold('         -b-f-|', v);
       const firstSubs = '   ^--!';
       const secondSubs = '  --------^----!';
-      const expected = '    -a------rb-f-|';
+      const expected = '    -a-r-----b-f-|';
 
       expectObservable(attemptsOf(first, second).pipe(retryAsEvents({ count: 1, delay: 5 }))).toBe(
         expected,
@@ -86,7 +99,7 @@ describe('retryAsEvents: a retry event before each resubscription', () => {
       const firstSubs = '   ^!';
       const secondSubs = '  ----^!';
       const thirdSubs = '   -----------^----!';
-      const expected = '    ----r------sa-f-|';
+      const expected = '    -r---s------a-f-|';
 
       expectObservable(attemptsOf(first, second, third).pipe(retryAsEvents({ count: 2, delay }))).toBe(
         expected,
@@ -110,7 +123,7 @@ describe('retryAsEvents: a retry event before each resubscription', () => {
       const firstSubs = '   ^!';
       const secondSubs = '  ----^!';
       const thirdSubs = '   -----------^----!';
-      const expected = '    ----r------sa-f-|';
+      const expected = '    -r---s------a-f-|';
 
       const delay = backoff({ initialDelay: 3, factor: 2, jitter: 'none' });
       expectObservable(attemptsOf(first, second, third).pipe(retryAsEvents({ count: 2, delay }))).toBe(
@@ -131,7 +144,7 @@ describe('retryAsEvents: a retry event before each resubscription', () => {
       const firstSubs = '      ^--!';
       const notifierSubs = '   ---^!';
       const secondSubs = '     ----^----!';
-      const expected = '       -a--rb-f-|';
+      const expected = '       -a-r-b-f-|';
 
       const result = attemptsOf(first, second).pipe(retryAsEvents({ count: 3, delay: () => notifier }));
       expectObservable(result).toBe(expected, v);
@@ -152,20 +165,20 @@ describe('retryAsEvents: a retry event before each resubscription', () => {
         complete: resolve,
       });
     });
-    expect(values).toEqual([v.r, v.a, v.f]);
+    expect(values).toMatchObject([v.r, v.a, v.f]);
     expect(subscriptions).toBe(2);
   });
 });
 
-describe('retryAsEvents: the retry event is emitted only when it resubscribes', () => {
-  it('completes without a retry event when the delay notifier completes without a value', () => {
+describe('retryAsEvents: the retry event comes before the wait, whatever the wait then does', () => {
+  it('emits the retry, then completes when the delay notifier completes without a value', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold('     -a-#', v, e1);
       const second = cold('    -b-f-|', v);
       const notifier = cold('     ---|');
       const firstSubs = '      ^--!';
       const notifierSubs = '   ---^--!';
-      const expected = '       -a----|';
+      const expected = '       -a-r--|';
 
       const result = attemptsOf(first, second).pipe(retryAsEvents({ count: 3, delay: () => notifier }));
       expectObservable(result).toBe(expected, v);
@@ -175,12 +188,12 @@ describe('retryAsEvents: the retry event is emitted only when it resubscribes', 
     });
   });
 
-  it('completes at once when the delay notifier is EMPTY', () => {
+  it('emits the retry and completes at once when the delay notifier is EMPTY', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold('  -a-#', v, e1);
       const second = cold(' -b-f-|', v);
       const firstSubs = '   ^--!';
-      const expected = '    -a-|';
+      const expected = '    -a-(r|)';
 
       const result = attemptsOf(first, second).pipe(retryAsEvents({ count: 3, delay: () => EMPTY }));
       expectObservable(result).toBe(expected, v);
@@ -189,7 +202,7 @@ describe('retryAsEvents: the retry event is emitted only when it resubscribes', 
     });
   });
 
-  it('errors with the notifier error, without a retry event, when the delay notifier errors', () => {
+  it('emits the retry, then errors with the notifier error when the delay notifier errors', () => {
     const notifierError = new Error('circuit open');
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold('     -a-#', v, e1);
@@ -197,7 +210,7 @@ describe('retryAsEvents: the retry event is emitted only when it resubscribes', 
       const notifier = cold('     --#', undefined, notifierError);
       const firstSubs = '      ^--!';
       const notifierSubs = '   ---^-!';
-      const expected = '       -a---#';
+      const expected = '       -a-r-#';
 
       const result = attemptsOf(first, second).pipe(retryAsEvents({ count: 3, delay: () => notifier }));
       expectObservable(result).toBe(expected, v, notifierError);
@@ -215,7 +228,7 @@ describe('retryAsEvents: the retry event is emitted only when it resubscribes', 
       const unsub = '          -----!';
       const firstSubs = '      ^--!';
       const notifierSubs = '   ---^-!';
-      const expected = '       -a----';
+      const expected = '       -a-r--';
 
       const result = attemptsOf(first, second).pipe(retryAsEvents({ count: 3, delay: () => notifier }));
       expectObservable(result, unsub).toBe(expected, v);
@@ -249,7 +262,7 @@ describe('retryAsEvents: a consumer that leaves on the retry event', () => {
       const first = cold('  -a-#', v, e1);
       const second = cold(' -b-f-|', v);
       const firstSubs = '   ^--!';
-      const expected = '    -a---(r|)';
+      const expected = '    -a-(r|)';
 
       const result = attemptsOf(first, second).pipe(retryAsEvents({ count: 3, delay: 2 }), take(2));
       expectObservable(result).toBe(expected, v);
@@ -314,7 +327,7 @@ describe('retryAsEvents: synchronous sources', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const later = cold('     -a|', v);
       const laterSubs = '   --^-!';
-      const expected = '    --ra|';
+      const expected = '    r--a|';
       const source = defer(() => (++subscriptions === 1 ? throwError(() => e1) : later));
       expectObservable(source.pipe(retryAsEvents({ count: 1, delay: 2 }))).toBe(expected, v);
       expectSubscriptions(later.subscriptions).toBe(laterSubs);
@@ -650,7 +663,7 @@ describe('retryAsEvents: a delay notifier that emits synchronously', () => {
       const pending = cold('  ----------x');
       const unsub = '       -----!';
       const pendingSubs = ' -^---!';
-      const expected = '    -r----';
+      const expected = '    -(rs)';
 
       // Attempt 2 fails synchronously, while the synchronous notifier of retry 1 is still emitting.
       const source = defer(() => (++subscriptions === 1 ? first : throwError(() => e2)));
@@ -698,7 +711,7 @@ describe('retryAsEvents: thousands of synchronous failures run in a loop, not a 
     expect(result.error).toBeUndefined();
     expect(result.completed).toBe(true);
     expect(result.values).toHaveLength(FAILURES + 2);
-    expect(result.values.slice(-3)).toEqual([v.r, v.a, v.f]);
+    expect(result.values.slice(-3)).toMatchObject([v.r, v.a, v.f]);
     expect(subscriptions()).toBe(FAILURES + 1);
   });
 
@@ -900,5 +913,118 @@ describe('retryAsEvents: the message of RetriesExhaustedError', () => {
       failures: 1,
       message: 'gave up after 1 attempt(s): stalled',
     });
+  });
+});
+
+describe('retryAsEvents: the facts of a retry event', () => {
+  /** The retry events of a source that fails with `errors` in turn (after emitting `emit` first), then finishes. */
+  function retriesOf(
+    errors: unknown[],
+    options: RetryAsEventsOptions,
+    emit: (attempt: number) => boolean = () => true,
+  ): Record<string, unknown>[] {
+    const seen: Record<string, unknown>[] = [];
+    new TestScheduler(() => {}).run(({ flush }) => {
+      let subscriptions = 0;
+      const source = defer(() => {
+        const n = ++subscriptions;
+        const error = errors[n - 1];
+        if (error === undefined) return of(v.a, v.f);
+        return new Observable<unknown>((subscriber) => {
+          if (emit(n)) subscriber.next(v.b);
+          subscriber.error(error);
+        });
+      });
+      source.pipe(retryAsEvents(options)).subscribe({
+        next: (event) => {
+          if ((event as { type: string }).type === 'retry') seen.push(event as Record<string, unknown>);
+        },
+        error: () => {},
+      });
+      flush();
+    });
+    return seen;
+  }
+
+  it('without a delay: delay 0, the failed attempt, whether it had emitted, the count and the cap, the class', () => {
+    const retries = retriesOf([e1, new TypeError('fetch failed')], { count: 3 }, (n) => n === 1);
+    expect(retries).toEqual([
+      {
+        type: 'retry',
+        reason: 'first failed',
+        error: e1,
+        delay: 0,
+        failedAttempt: 1,
+        outputStarted: true,
+        retryCount: 1,
+        maxRetries: 3,
+        errorName: 'Error',
+      },
+      expect.objectContaining({
+        reason: 'fetch failed',
+        delay: 0,
+        failedAttempt: 2,
+        outputStarted: false,
+        retryCount: 2,
+        errorName: 'TypeError',
+      }),
+    ]);
+  });
+
+  it('the delay of a number, of a delay function in milliseconds, and of backoff(), known before the wait', () => {
+    expect(retriesOf([e1], { count: 1, delay: 7 })[0]?.delay).toBe(7);
+    expect(retriesOf([e1, e2], { count: 2, delay: (_e, n) => n * 100 }).map((r) => r.delay)).toEqual([
+      100, 200,
+    ]);
+    const delay = backoff({ initialDelay: 40, factor: 2, jitter: 'none' });
+    expect(retriesOf([e1, e2, e3], { count: 3, delay }).map((r) => r.delay)).toEqual([40, 80, 160]);
+  });
+
+  it('no delay for a notifier that does not say how long it waits, and none for a nonsense delay property', () => {
+    expect(retriesOf([e1], { count: 1, delay: () => timer(5) })[0]).not.toHaveProperty('delay');
+    const odd = Object.assign(timer(5), { delay: -1 });
+    expect(retriesOf([e1], { count: 1, delay: () => odd })[0]).not.toHaveProperty('delay');
+  });
+
+  it('no maxRetries without a cap; the HTTP status of an error that has one', () => {
+    const http = Object.assign(new Error('HTTP 503'), { name: 'HttpStatusError', status: 503 });
+    const [retry] = retriesOf([http], {});
+    expect(retry).not.toHaveProperty('maxRetries');
+    expect(retry).toMatchObject({ errorName: 'HttpStatusError', status: 503, retryCount: 1 });
+  });
+
+  it('reads nothing it cannot: a thrown string, a status getter that throws, a status that is not a number', () => {
+    const hostile = Object.defineProperty(new Error('boom'), 'status', {
+      get() {
+        throw new Error('no');
+      },
+    });
+    const [fromString, fromHostile, fromText] = retriesOf(
+      ['socket hang up', hostile, Object.assign(new Error('x'), { status: '503' })],
+      { count: 3 },
+    );
+    expect(fromString).not.toHaveProperty('errorName');
+    expect(fromString).not.toHaveProperty('status');
+    expect(fromHostile).toMatchObject({ errorName: 'Error' });
+    expect(fromHostile).not.toHaveProperty('status');
+    expect(fromText).not.toHaveProperty('status');
+  });
+
+  it('a delay function that throws errors the result before any retry event', () => {
+    const thrown = new Error('bad delay');
+    const events: unknown[] = [];
+    let error: unknown;
+    throwError(() => e1)
+      .pipe(
+        retryAsEvents({
+          count: 2,
+          delay: () => {
+            throw thrown;
+          },
+        }),
+      )
+      .subscribe({ next: (e) => events.push(e), error: (e) => (error = e) });
+    expect(events).toEqual([]);
+    expect(error).toBe(thrown);
   });
 });

@@ -7,6 +7,7 @@ import type {
   RepeatedToolCall,
   ResetEvent,
   RetryEvent,
+  RetryFacts,
   TextEvent,
   ToolCallDeltaEvent,
   ToolCallEvent,
@@ -55,8 +56,9 @@ export function finish(reason: FinishReason = 'stop', raw?: string): FinishEvent
 }
 
 /** A `retry` event: the source failed and is being retried (named so that it does not shadow RxJS's `retry`). */
-export function retrying(reason = 'connection reset', error?: unknown): RetryEvent {
-  return error === undefined ? { type: 'retry', reason } : { type: 'retry', reason, error };
+export function retrying(reason = 'connection reset', error?: unknown, facts?: RetryFacts): RetryEvent {
+  const event: RetryEvent = error === undefined ? { type: 'retry', reason } : { type: 'retry', reason, error };
+  return facts === undefined ? event : { ...event, ...facts };
 }
 
 /** A `reset` event that starts `attempt`. */

@@ -13,7 +13,7 @@ import {
   turnPipeline,
   UsageError,
 } from 'cleanturn';
-import { config, defer, identity, Observable, type OperatorFunction, of, Subject, tap, timer } from 'rxjs';
+import { config, defer, identity, Observable, type OperatorFunction, Subject, tap } from 'rxjs';
 import { isInstance } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
 import { HttpStatusError } from './errors.js';
@@ -216,10 +216,11 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
           shouldRetry: (error) =>
             isRetryable(error) &&
             !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter),
+          // Milliseconds (or backoff's timer, which says how long it waits): the retry event carries the delay.
           delay: (error, retryCount) => {
             const asked = isInstance(error, HttpStatusError) ? (error.retryAfterMs ?? 0) : 0;
-            if (wait === undefined) return asked > 0 ? timer(asked) : of(0);
-            return asked > 0 ? timer(asked) : wait(error, retryCount);
+            if (asked > 0 || wait === undefined) return asked;
+            return wait(error, retryCount);
           },
         },
       }),
