@@ -1007,6 +1007,21 @@ describe('retryAsEvents', () => {
     }),
   });
 
+  /** The retry after failed attempt `failed` (1-based), with the facts it carries: no delay, no status. */
+  function retryOf(failed: number, count: number, values: number[][], errors: Error[]): RetryEvent {
+    return {
+      type: 'retry',
+      reason: `boom ${failed - 1}`,
+      error: errors[failed - 1],
+      delay: 0,
+      failedAttempt: failed,
+      outputStarted: (values[failed - 1] ?? []).length > 0,
+      retryCount: failed,
+      maxRetries: count,
+      errorName: 'Error',
+    };
+  }
+
   function coldSource(values: number[][], failures: number, errors: Error[]) {
     let subscriptions = 0;
     const source$ = defer(() => {
@@ -1032,7 +1047,7 @@ describe('retryAsEvents', () => {
           const out = await lastValueFrom(source$.pipe(retryAsEvents({ count }), toArray()));
           const expected: (number | RetryEvent)[] = [];
           for (let i = 0; i <= failures; i++) {
-            if (i > 0) expected.push({ type: 'retry', reason: `boom ${i - 1}`, error: errors[i - 1] });
+            if (i > 0) expected.push(retryOf(i, count, values, errors));
             expected.push(...(values[i] as number[]));
           }
           expect(out).toEqual(expected);
@@ -1068,7 +1083,7 @@ describe('retryAsEvents', () => {
           // What was seen before the error: count + 1 attempts separated by count retries.
           const expected: (number | RetryEvent)[] = [];
           for (let i = 0; i <= count; i++) {
-            if (i > 0) expected.push({ type: 'retry', reason: `boom ${i - 1}`, error: errors[i - 1] });
+            if (i > 0) expected.push(retryOf(i, count, values, errors));
             expected.push(...(values[i] as number[]));
           }
           expect(result.values).toEqual(expected);

@@ -219,7 +219,14 @@ describe('requireFinish before retryAsEvents', () => {
       const result = source.pipe(requireFinish(), retryAsEvents({ count: 1 }));
       expectObservable(result).toBe(expected, {
         ...v,
-        R: retrying('the stream completed without a finish event', new MissingFinishError()),
+        R: retrying('the stream completed without a finish event', new MissingFinishError(), {
+          delay: 0,
+          failedAttempt: 1,
+          outputStarted: true,
+          retryCount: 1,
+          maxRetries: 1,
+          errorName: 'MissingFinishError',
+        }),
       });
       expectSubscriptions(cutOff.subscriptions).toBe(cutOffSubs);
       expectSubscriptions(whole.subscriptions).toBe(wholeSubs);

@@ -25,19 +25,10 @@ import {
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { attemptsOf } from './support/attemptsOf.js';
+import { withoutFacts } from './support/withoutFacts.js';
 
 // The facts a retry event carries (delay, retry count…) have their own tests below; the rest of this file is about
 // when events come and how attempts are counted, so it compares retry events without them.
-const FACTS = ['delay', 'failedAttempt', 'outputStarted', 'retryCount', 'maxRetries', 'errorName', 'status'];
-const withoutFacts = (frames: unknown): unknown =>
-  Array.isArray(frames)
-    ? frames.map((frame) => {
-        const value = frame?.notification?.value;
-        if (value?.type !== 'retry') return frame;
-        const stripped = Object.fromEntries(Object.entries(value).filter(([key]) => !FACTS.includes(key)));
-        return { ...frame, notification: { ...frame.notification, value: stripped } };
-      })
-    : frames;
 const newScheduler = () =>
   new TestScheduler((actual, expected) => expect(withoutFacts(actual)).toEqual(withoutFacts(expected)));
 

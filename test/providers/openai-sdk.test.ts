@@ -83,7 +83,18 @@ function expectCleanHelpDeskTurn(turn: Turn, callId: string) {
   expect(turn.state?.text).toBe('Checking order ORD-7781. ');
   expect(turn.state?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
   expect(turn.events.filter((e) => e.type === 'reset')).toEqual([
-    { type: 'reset', attempt: 2, reason: expect.any(String) },
+    {
+      type: 'reset',
+      attempt: 2,
+      reason: expect.any(String),
+      // The facts of the retry: attempt 1 failed after the user read its text; retried at once, 1 of 2.
+      delay: 0,
+      failedAttempt: 1,
+      outputStarted: true,
+      retryCount: 1,
+      maxRetries: 2,
+      errorName: expect.any(String),
+    },
   ]);
   const released = turn.events.filter((e) => e.type === 'tool-call');
   expect(released).toEqual([

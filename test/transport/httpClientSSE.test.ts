@@ -138,7 +138,17 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     expect(turn.error).toBeUndefined();
     expect(turn.read).toBe(cleanText);
     expect(turn.resets).toEqual([
-      { type: 'reset', attempt: 2, reason: expect.stringMatching(/^the stream broke: /) },
+      {
+        type: 'reset',
+        attempt: 2,
+        reason: expect.stringMatching(/^the stream broke: /),
+        delay: 0,
+        failedAttempt: 1,
+        outputStarted: true,
+        retryCount: 1,
+        maxRetries: 2,
+        errorName: 'ConnectionError',
+      },
     ]);
     expect(server.requests).toHaveLength(2);
     expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-test');
@@ -330,6 +340,12 @@ describe("httpClientSSE behind an interceptor's retry() (a real HttpClient, with
         type: 'reset',
         attempt: 2,
         reason: expect.stringMatching(/^the request was sent again after \d+ characters/),
+        delay: 0,
+        failedAttempt: 1,
+        outputStarted: true,
+        retryCount: 1,
+        maxRetries: 2,
+        errorName: 'ResponseRestartError',
       },
     ]);
     expect(turn.events.filter((e) => e.type === 'tool-call').map((e) => [e.attempt, e.id])).toEqual([
