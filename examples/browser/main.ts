@@ -1,5 +1,10 @@
 // One stream of provider events, four policies side by side: what each renders, and which refunds each ran. Then
 // the app crashes after the refund ran and before it was recorded, and runs the turn again on restart.
+//
+// Between a failed attempt and the next one the client waits `retryDelay` milliseconds (a query parameter of the
+// page, `?retryDelay=5000`; default 2000). During the wait each reset-aware column says "retrying in 2 s (…)",
+// and shows the abandoned attempt's text the way its view reducer presents a reset: rolled back, or struck through
+// and labelled interrupted until the next attempt's text replaces it.
 
 import {
   type AssembledEvent,
@@ -13,21 +18,32 @@ import {
   type PolicyEvent,
   type ProviderEvent,
   RetriesExhaustedError,
+  type RetryEvent,
   resetOnlyPolicy,
   retryAsEvents,
   type TurnState,
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandler } from 'cleanturn/effects';
+import {
+  initialView,
+  type ResetPresentation,
+  retryMessage,
+  type TurnView,
+  type ViewEvent,
+  viewReducer,
+} from 'cleanturn/renderers';
 import { fromSSE, sseJson } from 'cleanturn/transport';
 import {
   concat,
   defer,
+  distinctUntilChanged,
   filter,
   merge,
   type Observable,
   type OperatorFunction,
   Subject,
   type Subscription,
+  scan,
   share,
   takeUntil,
   tap,
@@ -37,6 +53,15 @@ import {
 const turnId = 'turn-42';
 /** How long a ledger claim holds: after the crash, the restart waits up to this long for the crashed run's claim. */
 const leaseMs = 1500;
+
+/**
+ * How long the client waits between a failed attempt and the next one, in milliseconds: the page's `retryDelay`
+ * query parameter (`?retryDelay=5000`), default 2000. The reset comes before the wait, and says how long it is.
+ */
+const retryDelayMs = ((value: string | null) => {
+  const ms = value === null ? Number.NaN : Number(value);
+  return Number.isFinite(ms) && ms >= 0 ? ms : 2000;
+})(new URLSearchParams(location.search).get('retryDelay'));
 
 /** One column of the comparison. */
 type Column = {
@@ -48,6 +73,12 @@ type Column = {
   holds: boolean;
   /** Rule 3 is played on this column: its app crashes after the refund, before recording it, and restarts. */
   restarts: boolean;
+  /**
+   * How the column's view reducer (`viewReducer({ onReset })`) presents the abandoned attempt at a reset: its text
+   * disappears (`rollback`), or stays struck through and labelled interrupted until the next attempt's text
+   * arrives (`mark`). Absent when the policy emits no resets.
+   */
+  onReset?: ResetPresentation;
 } & (
   | {
       /** Every tool call the policy emits asks the payment service for a refund, with no idempotency key. */
@@ -76,6 +107,7 @@ const columns: Column[] = [
     note: 'Clear the text when the retry starts; run calls at once.',
     holds: false,
     restarts: false,
+    onReset: 'rollback',
     kind: 'policy',
     policy: resetOnlyPolicy,
   },
@@ -85,6 +117,7 @@ const columns: Column[] = [
     note: 'Run calls only after their attempt finishes. No memory of what ran.',
     holds: true,
     restarts: true,
+    onReset: 'rollback',
     kind: 'policy',
     policy: lateExecutionPolicy,
   },
@@ -94,6 +127,7 @@ const columns: Column[] = [
     note: '+ effect keys from meaning; executeTools with a ledger.',
     holds: true,
     restarts: true,
+    onReset: 'mark',
     kind: 'clean-turn',
   },
 ];
@@ -117,7 +151,8 @@ function providerEvents(run: string): Observable<AssembledEvent<ProviderEvent>> 
     attemptPipeline(sseJson<ProviderEvent>()),
   );
   // share(): the four policies and the wire view read the same attempts; the request is made once per attempt.
-  return oneAttempt.pipe(retryAsEvents({ count: 2 }), share());
+  // The retry event comes the moment an attempt fails, before the wait, and carries its delay.
+  return oneAttempt.pipe(retryAsEvents({ count: 2, delay: retryDelayMs }), share());
 }
 
 /** A refund the payment service made. */
@@ -165,8 +200,12 @@ interface CallView {
 interface ColumnState {
   payments: PaymentService;
   calls: CallView[];
-  /** The turn as the user reads it: the first run's, then the restart's. */
+  /** The turn as accumulated (its attempts and finish): the first run's, then the restart's. */
   turns: TurnState<unknown>[];
+  /** What the user reads, as the column's view reducer computes it: the first run's, then the restart's. */
+  views: TurnView[];
+  /** When the notice of the latest view appeared (`performance.now()`), for the countdown of its wait. */
+  noticeSince: number;
 }
 
 /** The provider stream of one run as it came: each attempt's text, and the attempt that sent each call. */
@@ -206,6 +245,13 @@ const wire = byId<HTMLOListElement>('wire');
 interface ColumnView {
   column: Column;
   card: HTMLElement;
+  /** The box of what the user reads: the notice, the interrupted attempt and the live text. */
+  reads: HTMLElement;
+  notice: HTMLElement;
+  /** The abandoned attempt's text, shown by `onReset: 'mark'` until the next attempt's text arrives. */
+  interrupted: HTMLElement;
+  interruptedText: HTMLElement;
+  /** The live attempt's text. */
   text: HTMLElement;
   count: HTMLElement;
   calls: HTMLElement;
@@ -215,10 +261,36 @@ interface ColumnView {
   state: ColumnState;
 }
 
-const emptyState = (): ColumnState => ({ payments: new PaymentService(), calls: [], turns: [] });
+const emptyState = (): ColumnState => ({
+  payments: new PaymentService(),
+  calls: [],
+  turns: [],
+  views: [],
+  noticeSince: 0,
+});
 
 const views = columns.map((column): ColumnView => {
-  const text = element('p', { className: 'reads', data: { role: 'text' } });
+  const notice = element('span', { className: 'notice', data: { role: 'notice' } });
+  const interruptedText = element('s', { data: { role: 'interrupted-text' } });
+  const interrupted = element('span', { className: 'interrupted', data: { role: 'interrupted' } }, [
+    element('span', { className: 'label', text: 'interrupted' }),
+    interruptedText,
+  ]);
+  const text = element('span', { className: 'text', data: { role: 'text' } });
+  const reads = element('p', { className: 'reads', data: { role: 'reads' } }, [notice, interrupted, text]);
+  const presentation =
+    column.onReset === undefined
+      ? []
+      : [
+          element('code', {
+            className: 'presentation',
+            text: `onReset: '${column.onReset}'`,
+            title:
+              column.onReset === 'mark'
+                ? "viewReducer({ onReset: 'mark' }): at a reset the abandoned text stays, struck through and labelled interrupted, until the next attempt's text replaces it"
+                : "viewReducer({ onReset: 'rollback' }): at a reset the abandoned text disappears",
+          }),
+        ];
   const count = element('span', { className: 'count', data: { role: 'refund-count' } });
   const calls = element('ul', { className: 'refunds', data: { role: 'calls' } });
   const attempts = element('ul', { className: 'attempts', data: { role: 'attempts' } });
@@ -226,8 +298,8 @@ const views = columns.map((column): ColumnView => {
   const card = element('article', { className: 'card', data: { policy: column.id } }, [
     element('h2', { text: column.title }),
     element('p', { className: 'note', text: column.note }),
-    element('h3', { text: 'What the user reads' }),
-    text,
+    element('h3', {}, ['What the user reads', ...presentation]),
+    reads,
     element('h3', {}, ['Refunds made ', count]),
     calls,
     element('h3', { text: 'Attempts (each one is billed)' }),
@@ -235,13 +307,76 @@ const views = columns.map((column): ColumnView => {
     verdict,
   ]);
   byId('columns').append(card);
-  return { column, card, text, count, calls, attempts, verdict, state: emptyState() };
+  return {
+    column,
+    card,
+    reads,
+    notice,
+    interrupted,
+    interruptedText,
+    text,
+    count,
+    calls,
+    attempts,
+    verdict,
+    state: emptyState(),
+  };
 });
+
+/**
+ * What the user reads in a column: the live attempt's text; during the wait for a retry the notice
+ * (`retryMessage`, counting down); with `onReset: 'mark'` the abandoned attempt's text, struck through, until the
+ * next attempt's text arrives.
+ */
+function renderReads(view: ColumnView) {
+  const shown = view.state.views.at(-1) ?? initialView;
+  view.text.textContent = shown.text;
+  const abandoned = shown.interrupted;
+  view.interrupted.hidden = abandoned === undefined;
+  view.interruptedText.textContent = abandoned?.text ?? '';
+  view.interrupted.title =
+    abandoned === undefined ? '' : `attempt ${abandoned.attempt} was abandoned: ${abandoned.reason}`;
+  if (abandoned === undefined) delete view.interrupted.dataset.attempt;
+  else view.interrupted.dataset.attempt = String(abandoned.attempt);
+  renderNotice(view);
+}
+
+/** The column's retry notice, with the time left of its wait; hidden when there is none. */
+function renderNotice(view: ColumnView) {
+  const notice = view.state.views.at(-1)?.notice;
+  const retrying = notice?.type === 'retrying' ? notice : undefined;
+  view.notice.hidden = retrying === undefined;
+  view.notice.textContent =
+    retrying === undefined
+      ? ''
+      : retryMessage(
+          retrying,
+          retrying.delay === undefined
+            ? {}
+            : { remaining: retrying.delay - (performance.now() - view.state.noticeSince) },
+        );
+  tickWhileWaiting();
+}
+
+/** The timer that counts the notices down; set while any column shows one. */
+let countdown: ReturnType<typeof setInterval> | undefined;
+
+function tickWhileWaiting() {
+  const waiting = views.some((view) => !view.notice.hidden);
+  if (waiting && countdown === undefined) {
+    countdown = setInterval(() => {
+      for (const view of views) renderNotice(view);
+    }, 200);
+  } else if (!waiting && countdown !== undefined) {
+    clearInterval(countdown);
+    countdown = undefined;
+  }
+}
 
 function renderColumn(view: ColumnView, sources: readonly SourceRun[]) {
   const { state } = view;
   const turn = state.turns.at(-1);
-  view.text.textContent = turn?.text ?? '';
+  renderReads(view);
   const n = state.payments.refunds.length;
   const refunded = state.calls.filter((call) => call.status === 'refunded');
   /** A refund whose key an earlier refund had: the same refund again. */
@@ -294,7 +429,11 @@ function renderColumn(view: ColumnView, sources: readonly SourceRun[]) {
     );
   }
   view.attempts.replaceChildren(
-    ...state.turns.flatMap((run, i) => run.attempts.map((record) => describeAttempt(record, i > 0))),
+    ...state.turns.flatMap((run, i) => {
+      const notice = state.views[i]?.notice;
+      const waitsFor = notice?.type === 'retrying' ? notice.attempt : undefined;
+      return run.attempts.map((record) => describeAttempt(record, i > 0, record.attempt === waitsFor));
+    }),
   );
   view.verdict.textContent = verdict(state, sources);
 }
@@ -318,15 +457,20 @@ function verdict(state: ColumnState, sources: readonly SourceRun[]): string {
   );
 }
 
-function describeAttempt(record: AttemptRecord, restarted: boolean): HTMLElement {
+/**
+ * One attempt under the column. `waiting`: the attempt has not started yet, its retry's wait is under way (the
+ * record says `streaming` from the reset on).
+ */
+function describeAttempt(record: AttemptRecord, restarted: boolean, waiting: boolean): HTMLElement {
+  const outcome = waiting && record.outcome === 'streaming' ? 'waiting' : record.outcome;
   const usage =
     record.usage === undefined
       ? `usage not reported${record.outcome === 'abandoned' ? ', billed anyway' : ''}`
       : `${record.usage.inputTokens ?? '?'} + ${record.usage.outputTokens ?? '?'} tokens`;
   const calls = `${record.toolCalls} call${record.toolCalls === 1 ? '' : 's'}`;
-  const label = `${restarted ? 'restart ' : ''}#${record.attempt} ${record.outcome}`;
-  return element('li', { data: { role: 'attempt', outcome: record.outcome } }, [
-    element('span', { className: `outcome ${record.outcome}`, text: label }),
+  const label = `${restarted ? 'restart ' : ''}#${record.attempt} ${outcome === 'waiting' ? 'waiting to start' : outcome}`;
+  return element('li', { data: { role: 'attempt', outcome } }, [
+    element('span', { className: `outcome ${outcome}`, text: label }),
     ` ${record.textLength} chars · ${calls} · ${usage}`,
     ...(record.reason === undefined ? [] : [element('span', { className: 'reason', text: record.reason })]),
   ]);
@@ -347,18 +491,22 @@ function showOnWire(event: AssembledEvent<ProviderEvent>) {
     case 'finish':
       return chip('finish', `finish: ${event.reason}`);
     case 'retry':
-      return chip('retry', `retry: ${event.reason}`);
+      return chip(
+        'retry',
+        `retry: ${event.reason}${event.delay === undefined ? '' : ` · next attempt in ${event.delay} ms`}`,
+      );
   }
 }
 
-type State = 'idle' | 'streaming' | 'restarting' | 'finished' | 'failed';
+/** What the page is doing; `retrying`: an attempt failed, and the next one starts after the wait. */
+type State = 'idle' | 'streaming' | 'retrying' | 'restarting' | 'finished' | 'failed';
 
 function setState(state: State, message: string) {
-  const live = state === 'streaming' || state === 'restarting';
+  const live = state === 'streaming' || state === 'retrying' || state === 'restarting';
   document.body.dataset.state = state;
   status.textContent = message;
   startButton.disabled = live;
-  breakButton.disabled = !live;
+  breakButton.disabled = state !== 'streaming' && state !== 'restarting';
   startButton.textContent = state === 'idle' ? 'Start the turn' : 'Run it again';
   for (const view of views) view.card.classList.toggle('live', live);
 }
@@ -395,6 +543,19 @@ function runColumn(
     state.turns[run] = turn;
     render();
   });
+  // What the user reads: the column's view reducer over its policy's events. The reducer returns the same view
+  // for an event that changes nothing on screen.
+  const reduce = viewReducer({ onReset: column.onReset ?? 'rollback' });
+  const read = (turn$: Observable<ViewEvent>) =>
+    turn$.pipe(
+      scan(reduce, initialView),
+      distinctUntilChanged(),
+      tap((shown) => {
+        if (shown.notice !== state.views[run]?.notice) state.noticeSince = performance.now();
+        state.views[run] = shown;
+        render();
+      }),
+    );
 
   if (column.kind === 'policy') {
     const turn$ = events$.pipe(column.policy(), share());
@@ -415,7 +576,7 @@ function runColumn(
         else render();
       }),
     );
-    return merge(turn$.pipe(accumulateTurn(), show), refunds$.pipe(takeUntil(crashed)));
+    return merge(turn$.pipe(accumulateTurn(), show), read(turn$), refunds$.pipe(takeUntil(crashed)));
   }
 
   // The handler passes the effect key to the payment service as its idempotency key, as the docs recommend: after
@@ -475,7 +636,7 @@ function runColumn(
       render();
     }),
   );
-  return merge(turn$.pipe(accumulateTurn(), show), executed$.pipe(takeUntil(crashed)));
+  return merge(turn$.pipe(accumulateTurn(), show), read(turn$), executed$.pipe(takeUntil(crashed)));
 }
 
 let running: Subscription | undefined;
@@ -501,21 +662,35 @@ function start() {
       const source: SourceRun = { texts: [''], sent: new Map() };
       sources[index] = source;
       const state: State = index === 0 ? 'streaming' : 'restarting';
-      const prefix = index === 0 ? '' : 'After the restart: ';
+      /** A line of the status, after the restart prefixed as such. */
+      const say = (line: string) =>
+        index === 0 ? `${line.charAt(0).toUpperCase()}${line.slice(1)}` : `After the restart: ${line}`;
       const events$ = providerEvents(run);
+      /** The retry whose wait is under way: set from the retry until the next attempt's first event. */
+      let waitingFor: RetryEvent | undefined;
       const wireView = events$.pipe(
         tap((event) => {
           showOnWire(event);
-          if (event.type === 'text') source.texts[source.texts.length - 1] += event.text;
-          if (event.type === 'tool-call') source.sent.set(event.id, source.texts.length);
+          const attempt = source.texts.length;
           if (event.type === 'retry') {
             source.texts.push('');
-            const attempt = source.texts.length;
+            waitingFor = event;
+            const wait = event.delay === undefined ? '' : ` in ${event.delay / 1000} s`;
+            setState(
+              'retrying',
+              say(`attempt ${attempt} broke (${event.reason}). Attempt ${attempt + 1} starts${wait}…`),
+            );
+            return;
+          }
+          if (waitingFor !== undefined) {
             setState(
               state,
-              `${prefix}attempt ${attempt - 1} broke (${event.reason}). Attempt ${attempt} is streaming…`,
+              say(`attempt ${attempt - 1} broke (${waitingFor.reason}). Attempt ${attempt} is streaming…`),
             );
+            waitingFor = undefined;
           }
+          if (event.type === 'text') source.texts[attempt - 1] += event.text;
+          if (event.type === 'tool-call') source.sent.set(event.id, attempt);
         }),
       );
       const apps = views

@@ -3,6 +3,8 @@
 //
 //   npm run demo:browser             (PORT=5173 npm run demo:browser for a fixed port)
 //
+// The page waits 2 s between a broken attempt and the next one; `?retryDelay=5000` on its address makes it 5 s.
+//
 // Routes:
 //   GET  /                             the built page and its assets
 //   POST /turn?run=ID   one attempt of the turn; the server counts attempts per run: the first request

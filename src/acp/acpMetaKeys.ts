@@ -1,10 +1,13 @@
+import type { RetryFacts } from 'cleanturn';
+
 /**
  * The `_meta` keys that {@link toAcpUpdates} writes, namespaced by the package name as ACP's extensibility
  * rules ask (`_meta` keys of one implementation must not collide with another's or with future protocol
  * fields).
  *
  * - `reset` (on the update that announces a reset: with ACP v1 the first, empty chunk of the new attempt's
- *   message; with v2 the `agent_message` replacement): an {@link AcpResetMeta}. A v1 editor that knows it
+ *   message; with v2 the `agent_message` replacement): an {@link AcpResetMeta}, with the wait until the next
+ *   attempt (`delay`) and the other facts of the retry when the reset has them. A v1 editor that knows it
  *   removes the message named in `supersedes` (or collapses it into a "retried" marker); one that does not
  *   shows both messages, the abandoned one first. A v2 editor needs nothing from it: the replacement has
  *   cleared the text; it may show that the answer was retried.
@@ -30,8 +33,13 @@ export const acpMetaKeys = {
   inDoubt: 'cleanturn/inDoubt',
 } as const;
 
-/** The value under `_meta['cleanturn/reset']`: a retry happened, and what it voids. */
-export interface AcpResetMeta {
+/**
+ * The value under `_meta['cleanturn/reset']`: a retry happened, and what it voids. It also carries the facts of the
+ * reset ({@link RetryFacts}), each only when the reset had it: `delay` (milliseconds until the next attempt
+ * starts, so that an editor can say "retrying in 3 s" at once), `failedAttempt`, `outputStarted`, `retryCount`,
+ * `maxRetries`, `errorName` and `status`.
+ */
+export interface AcpResetMeta extends RetryFacts {
   /** The attempt that starts now. */
   attempt: number;
   /** Why the previous attempt was abandoned, for people and logs. */

@@ -3,6 +3,8 @@ import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experim
 import {
   AttemptTracker,
   type ReleasedCall,
+  type ResetEvent,
+  type RetryFacts,
   type ToolResultLike,
   type TurnEvent,
   toolResultStatus,
@@ -59,12 +61,14 @@ export type AcpV2Notification = UpdateSessionNotification;
  * reason.
  *
  * ACP v1 cannot take back a chunk. On `reset` it starts a new message at once, with an empty chunk whose
- * `_meta['cleanturn/reset']` is `{ attempt, reason, supersedes }` ({@link AcpResetMeta}): an editor that
+ * `_meta['cleanturn/reset']` is `{ attempt, reason, supersedes }` and the facts of the retry that the reset
+ * carries (`delay` until the next attempt, `retryCount`, `maxRetries`, `status`…: {@link AcpResetMeta}): an editor that
  * knows the key drops the superseded message (or collapses it into a "retried" marker); one that does not
  * shows the abandoned text above the new message. With `protocol: 'v2'` the draft's message replacement
  * clears the abandoned text in place, and every v2 editor drops it; an
  * `agent_thought` replacement clears the abandoned reasoning the same way. In v1 the reset meta names the
- * abandoned attempt's thought in `supersedesThought`.
+ * abandoned attempt's thought in `supersedesThought`. The reset comes when the attempt failed, before the wait:
+ * an editor can say "retrying in 3 s (HTTP 503)" from the meta at once, in either protocol.
  *
  * ```text
  * source:   -A-D-X-B-E-K-F-|
@@ -163,7 +167,11 @@ abstract class Translator<N> {
     // An event of a newer attempt without a reset before it still starts over.
     const updates =
       step === 'newer'
-        ? this.startAttempt(event.attempt, event.type === 'reset' ? event.reason : 'retry')
+        ? this.startAttempt(
+            event.attempt,
+            event.type === 'reset' ? event.reason : 'retry',
+            event.type === 'reset' ? retryFacts(event) : {},
+          )
         : [];
     if (event.type === 'text' && event.text !== '') {
       const message = this.messageId();
@@ -243,20 +251,21 @@ abstract class Translator<N> {
     return fields;
   }
 
-  /** The meta of the update that announces a reset. */
+  /** The meta of the update that announces a reset: its keys, then the facts of the retry. */
   protected resetMeta(
     attempt: number,
     reason: string,
+    facts: RetryFacts,
     supersedes: string | undefined,
     supersedesThought?: string,
   ): Meta {
     const meta: AcpResetMeta = { attempt, reason };
     if (supersedes !== undefined) meta.supersedes = supersedes;
     if (supersedesThought !== undefined) meta.supersedesThought = supersedesThought;
-    return { [acpMetaKeys.reset]: meta };
+    return { [acpMetaKeys.reset]: { ...meta, ...facts } };
   }
 
-  protected abstract startAttempt(attempt: number, reason: string): N[];
+  protected abstract startAttempt(attempt: number, reason: string, facts: RetryFacts): N[];
   protected abstract chunk(messageId: string, text: string): N;
   protected abstract thoughtChunk(messageId: string, text: string): N;
   protected abstract toolCall(call: ReleasedCall): N;
@@ -265,7 +274,7 @@ abstract class Translator<N> {
 
 /** ACP v1: a reset starts a new message; the reset meta names the one it supersedes. */
 class V1Translator extends Translator<AcpNotification> {
-  protected startAttempt(attempt: number, reason: string): AcpNotification[] {
+  protected startAttempt(attempt: number, reason: string, facts: RetryFacts): AcpNotification[] {
     const supersedes = this.shown ? this.message : undefined;
     const supersedesThought = this.thoughtShown ? this.thought : undefined;
     this.message = undefined;
@@ -278,7 +287,7 @@ class V1Translator extends Translator<AcpNotification> {
         sessionUpdate: 'agent_message_chunk',
         messageId: message,
         content: { type: 'text', text: '' },
-        _meta: this.resetMeta(attempt, reason, supersedes, supersedesThought),
+        _meta: this.resetMeta(attempt, reason, facts, supersedes, supersedesThought),
       }),
     ];
   }
@@ -311,7 +320,7 @@ class V1Translator extends Translator<AcpNotification> {
 
 /** The ACP v2 draft: one message per turn, whose content a reset replaces with nothing. */
 class V2Translator extends Translator<AcpV2Notification> {
-  protected startAttempt(attempt: number, reason: string): AcpV2Notification[] {
+  protected startAttempt(attempt: number, reason: string, facts: RetryFacts): AcpV2Notification[] {
     const message = this.messageId();
     this.shown = true;
     // The replacement itself clears the abandoned text: there is no other message to supersede.
@@ -320,7 +329,7 @@ class V2Translator extends Translator<AcpV2Notification> {
         sessionUpdate: 'agent_message',
         messageId: message,
         content: [],
-        _meta: this.resetMeta(attempt, reason, undefined),
+        _meta: this.resetMeta(attempt, reason, facts, undefined),
       }),
     ];
     // The abandoned reasoning is cleared the same way, in the thought it streamed to.
@@ -353,4 +362,25 @@ class V2Translator extends Translator<AcpV2Notification> {
   private notify(update: AcpV2Notification['update']): AcpV2Notification {
     return { sessionId: this.options.sessionId, update };
   }
+}
+
+/** The facts of a retry, in the order of {@link RetryFacts}: the numbers finite, the flag a boolean, the class a string. */
+const factTypes = {
+  delay: 'number',
+  failedAttempt: 'number',
+  outputStarted: 'boolean',
+  retryCount: 'number',
+  maxRetries: 'number',
+  errorName: 'string',
+  status: 'number',
+} as const satisfies Record<keyof RetryFacts, 'number' | 'boolean' | 'string'>;
+
+/** The facts a reset carries with their types; a fact of another type (a reset made by hand) is left out. */
+function retryFacts(reset: ResetEvent): RetryFacts {
+  const facts: Record<string, unknown> = {};
+  for (const [name, type] of Object.entries(factTypes)) {
+    const value: unknown = reset[name as keyof RetryFacts];
+    if (typeof value === type && (type !== 'number' || Number.isFinite(value))) facts[name] = value;
+  }
+  return facts as RetryFacts;
 }

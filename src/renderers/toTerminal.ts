@@ -3,13 +3,16 @@ import {
   describeError,
   type KeyedToolCall,
   type RepeatedToolCall,
+  type ResetEvent,
   type ToolCallEvent,
   type ToolResultLike,
   toolResultStatus,
 } from 'cleanturn';
 import { defer, filter, map, type OperatorFunction } from 'rxjs';
 import { cellWidth, isControl } from './internal/cells.js';
+import { type ResetPresentation, resetPresentation } from './internal/options.js';
 import type { ViewEvent } from './reduceView.js';
+import { retryMessage } from './retryMessage.js';
 
 /** Options of {@link toTerminal}. */
 export interface ToTerminalOptions {
@@ -24,11 +27,20 @@ export interface ToTerminalOptions {
    * used with `tty`.
    */
   columns?: number;
+  /**
+   * What a reset does with the abandoned attempt's lines ({@link ResetPresentation}): `'rollback'` (the default)
+   * erases them on a TTY; `'mark'` keeps them, struck through on a TTY, under a `✗ attempt 1 interrupted` line.
+   * Without a TTY nothing is erased either way; `'mark'` adds the interrupted line.
+   */
+  onReset?: ResetPresentation;
 }
 
 /** Select Graphic Rendition: faint on, and back to normal intensity. */
 const DIM = '\x1b[2m';
 const UNDIM = '\x1b[22m';
+/** Select Graphic Rendition: crossed out on, and off. */
+const STRIKE = '\x1b[9m';
+const UNSTRIKE = '\x1b[29m';
 /** What begins each line of the model's reasoning, setting it apart from the answer. */
 const THINKING = '│ ';
 /** Longest argument JSON shown on a call's line. */
@@ -42,7 +54,13 @@ const ARGS_SHOWN = 80;
  * `columns`), and a reset moves the cursor back to where the turn's output began and erases everything
  * below it (`CR`, `CSI n A`, `CSI J`), then prints a faint `↺ attempt 2 (connection reset)` line; the new
  * attempt writes under it. Without `tty` nothing can be taken back: a reset prints the same marker line,
- * and a reader (person or program) discards what came before it. Released tool calls and their results get
+ * and a reader (person or program) discards what came before it. The reset comes when the attempt failed, before
+ * the wait for the next one: when it carries the wait, the count or a status, its line says so at once,
+ * `↺ attempt 2 · retrying in 3 s (HTTP 503), retry 1 of 2` (see `retryMessage`).
+ *
+ * With `onReset: 'mark'` the abandoned lines stay: on a TTY the renderer prints them again over themselves,
+ * struck through, and a faint `✗ attempt 1 interrupted` line follows them before the marker line; without a TTY
+ * the interrupted line alone. A later reset leaves them alone and marks only the attempt after them. Released tool calls and their results get
  * a line each (a repeat, whose effect already ran under its key, as `↻ … already done`). The model's
  * reasoning is set apart from the answer: it starts on a line of its own, each of its lines begins with `│ `
  * (faint on a TTY), and the answer text after it starts on a new line; a reset takes it back with the rest. Events of abandoned
@@ -91,10 +109,12 @@ const ARGS_SHOWN = 80;
  * ```
  *
  * @see {@link turnView} for UIs that redraw from a snapshot instead.
- * @param options `tty` and `columns`.
+ * @param options `tty`, `columns` and `onReset`.
  * @returns An operator from the turn (and tool results) to the strings to write.
+ * @throws UsageError when `onReset` is neither `'rollback'` nor `'mark'`.
  */
 export function toTerminal(options: ToTerminalOptions = {}): OperatorFunction<ViewEvent, string> {
+  const onReset = resetPresentation('toTerminal', options);
   const tty = options.tty === true;
   const columns =
     options.columns !== undefined && Number.isFinite(options.columns) && options.columns >= 1
@@ -102,7 +122,7 @@ export function toTerminal(options: ToTerminalOptions = {}): OperatorFunction<Vi
       : 80;
   return function toTerminalOperator(source) {
     return defer(() => {
-      const screen = new TerminalScreen(tty, columns);
+      const screen = new TerminalScreen(tty, columns, onReset);
       return source.pipe(
         map((event) => screen.render(event)),
         filter((chunk) => chunk !== ''),
@@ -121,39 +141,59 @@ class TerminalScreen {
   private col = 0;
   /** Whether the last thing printed was reasoning: its lines carry the `│ ` mark, and text after it starts a line. */
   private thinking = false;
+  /** The attempt whose output is on the screen since the last marker line. */
+  private live = 1;
+  /** The row where the live attempt's own output began (under its marker line). */
+  private attemptRow = 0;
+  /**
+   * With `mark` on a TTY: what the live attempt printed, as written, to print again struck through on a reset; the
+   * cursor's column when it began is 0.
+   */
+  private shown = '';
 
   constructor(
     private readonly tty: boolean,
     private readonly columns: number,
+    private readonly onReset: ResetPresentation,
   ) {}
 
   /** The string to write for `event`; empty when it shows nothing. */
   render(event: ViewEvent): string {
     if (event.type === 'tool-result')
-      return this.attempts.isLive(event.call.attempt) ? this.line(resultLine(event)) : '';
+      return this.attempts.isLive(event.call.attempt) ? this.keep(this.line(resultLine(event))) : '';
     const step = this.attempts.step(event);
     if (step === 'stale') return '';
     // An event of a newer attempt without a reset before it still starts over.
     const start =
       step === 'newer'
-        ? this.startAttempt(event.attempt, event.type === 'reset' ? event.reason : 'retry')
+        ? this.startAttempt(
+            event.attempt,
+            event.type === 'reset' ? event : { type: 'reset', attempt: event.attempt, reason: 'retry' },
+          )
         : '';
+    return start + this.keep(this.show(event));
+  }
+
+  /** `printed`, kept to strike through on a reset when the abandoned attempt's lines stay marked. */
+  private keep(printed: string): string {
+    if (this.tty && this.onReset === 'mark') this.shown += printed;
+    return printed;
+  }
+
+  /** The string to write for an event of the live attempt. */
+  private show(event: Exclude<ViewEvent, { type: 'tool-result' }>): string {
     switch (event.type) {
       case 'text':
-        if (event.text === '') return start;
-        return start + this.answer() + this.print(event.text);
+        return event.text === '' ? '' : this.answer() + this.print(event.text);
       case 'reasoning':
-        return start + this.reason(event.text);
+        return this.reason(event.text);
       case 'tool-call':
       case 'tool-call-repeat':
-        return start + this.line(callLine(event));
+        return this.line(callLine(event));
       case 'finish':
-        return (
-          start +
-          (typeof event.refusal === 'string' ? this.line(`⊘ refused: ${event.refusal}`) : this.endLine())
-        );
+        return typeof event.refusal === 'string' ? this.line(`⊘ refused: ${event.refusal}`) : this.endLine();
       default:
-        return start;
+        return '';
     }
   }
 
@@ -182,18 +222,43 @@ class TerminalScreen {
     return out + (this.tty ? DIM + printed + UNDIM : printed);
   }
 
-  /** Takes back the abandoned attempt's output (on a TTY) and prints the marker line. */
-  private startAttempt(attempt: number, reason: string): string {
-    let erase: string;
-    if (this.tty) {
-      erase = `\r${this.row > 0 ? `\x1b[${this.row}A` : ''}\x1b[J`;
+  /**
+   * Takes back the abandoned attempt's output (on a TTY), or marks it interrupted (`mark`), and prints the marker
+   * line with the wait.
+   */
+  private startAttempt(attempt: number, reset: ResetEvent): string {
+    const abandoned = this.live;
+    this.live = attempt;
+    const printedAny = this.row > this.attemptRow || this.col > 0;
+    let out: string;
+    if (this.onReset === 'mark') {
+      out = this.tty ? this.strikeThrough() : this.endLine();
+      this.thinking = false;
+      if (printedAny) out += this.line(`✗ attempt ${abandoned} interrupted`);
+      // What is above stays: a later reset goes back no further than here.
+      this.row = 0;
+    } else if (this.tty) {
+      out = `\r${this.row > 0 ? `\x1b[${this.row}A` : ''}\x1b[J`;
       this.row = 0;
       this.col = 0;
     } else {
-      erase = this.endLine();
+      out = this.endLine();
     }
     this.thinking = false;
-    return erase + this.line(`↺ attempt ${attempt} (${reason})`);
+    out += this.line(markerLine(attempt, reset));
+    this.attemptRow = this.row;
+    this.shown = '';
+    return out;
+  }
+
+  /**
+   * The live attempt's output printed again over itself, crossed out: the same characters in the same cells, so
+   * the cursor ends where it was.
+   */
+  private strikeThrough(): string {
+    if (this.shown === '') return '';
+    const up = this.row - this.attemptRow;
+    return `\r${up > 0 ? `\x1b[${up}A` : ''}${STRIKE}${this.shown}${UNSTRIKE}${this.endLine()}`;
   }
 
   /** `text` on a line of its own, faint on a TTY. */
@@ -247,6 +312,17 @@ class TerminalScreen {
     this.col += width;
     return char;
   }
+}
+
+/**
+ * The line that starts an attempt: `↺ attempt 2 (connection reset)`, or with the wait, the count or a status,
+ * `↺ attempt 2 · retrying in 3 s (HTTP 503), retry 1 of 2`.
+ */
+function markerLine(attempt: number, reset: ResetEvent): string {
+  const known = (value: unknown) => typeof value === 'number' && Number.isFinite(value);
+  return known(reset.delay) || known(reset.retryCount) || known(reset.status)
+    ? `↺ attempt ${attempt} · ${retryMessage(reset)}`
+    : `↺ attempt ${attempt} (${reset.reason})`;
 }
 
 /** A released call's line: name, arguments (shortened) and effect key. */

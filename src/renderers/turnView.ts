@@ -1,13 +1,19 @@
 import { distinctUntilChanged, filter, type OperatorFunction, scan } from 'rxjs';
-import { initialView, reduceView, type TurnView, type ViewEvent } from './reduceView.js';
+import { resetPresentation } from './internal/options.js';
+import { initialView, type TurnView, type ViewEvent, type ViewOptions, viewReducer } from './reduceView.js';
+
+/** Options of {@link turnView}: those of {@link viewReducer}. */
+export type TurnViewOptions = ViewOptions;
 
 /**
  * Folds the turn into what a user should see now, emitting an immutable view snapshot whenever it changes.
  *
  * The operator form of {@link reduceView} for UIs that subscribe: a web chat sets its bubble's text from
  * `view.text`, a terminal redraws, a log tailer prints. A `reset` empties the text and the calls and shows a
- * "retrying" notice until the new attempt has something to show; events that change nothing (usage, late
- * events of abandoned attempts) emit nothing. Snapshots share what did not change with the one before.
+ * "retrying" notice with the reset's facts (the wait, the retry count, the cause) until the new attempt has
+ * something to show; with `onReset: 'mark'` the abandoned text and reasoning stay in `view.interrupted` until the
+ * new attempt's first text or reasoning. Events that change nothing (usage, late events of abandoned attempts)
+ * emit nothing. Snapshots share what did not change with the one before.
  *
  * ```text
  * source:   -A-D-X-B-E-K-F-|
@@ -38,22 +44,26 @@ import { initialView, reduceView, type TurnView, type ViewEvent } from './reduce
  * ## Example
  * ```ts
  * import { cleanTurn } from 'cleanturn';
- * import { turnView } from 'cleanturn/renderers';
+ * import { retryMessage, turnView } from 'cleanturn/renderers';
  *
  * providerEvents$.pipe(cleanTurn({ turnId: 'turn-42' }), turnView()).subscribe((view) => {
  *   bubble.textContent = view.text;
- *   banner.textContent = view.notice ? `Retrying (${view.notice.reason})…` : '';
+ *   banner.textContent = view.notice?.type === 'retrying' ? retryMessage(view.notice) : '';
  *   chips.replaceChildren(...view.toolCalls.map((call) => chip(call.name, call.status)));
  * });
  * ```
  *
- * @see {@link reduceView} for the state changes, event by event.
+ * @see {@link reduceView} for the state changes, event by event; {@link retryMessage} for the notice in words.
+ * @param options `onReset`: `'rollback'` (the default) drops the abandoned attempt's text at the reset; `'mark'`
+ *   keeps it in `view.interrupted` until the new attempt's first text or reasoning.
  * @returns An operator from the turn (and tool results) to view snapshots.
+ * @throws UsageError when `options` is not an object or `onReset` is neither `'rollback'` nor `'mark'`.
  */
-export function turnView(): OperatorFunction<ViewEvent, TurnView> {
+export function turnView(options?: TurnViewOptions): OperatorFunction<ViewEvent, TurnView> {
+  const reduce = viewReducer({ onReset: resetPresentation('turnView', options) });
   return function turnViewOperator(source) {
     return source.pipe(
-      scan((view: TurnView, event: ViewEvent) => reduceView(view, event), initialView),
+      scan((view: TurnView, event: ViewEvent) => reduce(view, event), initialView),
       distinctUntilChanged(),
       // Nothing to show yet: events before the first change leave the initial view.
       filter((view) => view !== initialView),

@@ -57,13 +57,19 @@ export function finish(reason: FinishReason = 'stop', raw?: string): FinishEvent
 
 /** A `retry` event: the source failed and is being retried (named so that it does not shadow RxJS's `retry`). */
 export function retrying(reason = 'connection reset', error?: unknown, facts?: RetryFacts): RetryEvent {
-  const event: RetryEvent = error === undefined ? { type: 'retry', reason } : { type: 'retry', reason, error };
+  const event: RetryEvent =
+    error === undefined ? { type: 'retry', reason } : { type: 'retry', reason, error };
   return facts === undefined ? event : { ...event, ...facts };
 }
 
-/** A `reset` event that starts `attempt`. */
-export function reset(attempt: number, reason = 'connection reset'): ResetEvent {
-  return { type: 'reset', attempt, reason };
+/**
+ * A `reset` event that starts `attempt`, with the facts of its retry when given (`{ delay: 3000, retryCount: 1 }`),
+ * as `resetOnRetry` copies them from a `retry` of `retryAsEvents`.
+ */
+export function reset(attempt: number, reason = 'connection reset', facts?: RetryFacts): ResetEvent {
+  return facts === undefined
+    ? { type: 'reset', attempt, reason }
+    : { type: 'reset', attempt, reason, ...facts };
 }
 
 /** Stamps an attempt number on an event, as `tagAttempts` does. */

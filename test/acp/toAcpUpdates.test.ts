@@ -393,3 +393,79 @@ standardChecks<AcpSourceEvent>({
     { callback: 'messageId', make: (fail) => toAcpUpdates({ sessionId, protocol: 'v2', messageId: fail }) },
   ],
 });
+
+describe('toAcpUpdates: the facts of a reset, for an editor that says "retrying in 3 s"', () => {
+  const facts = {
+    delay: 3000,
+    failedAttempt: 1,
+    outputStarted: true,
+    retryCount: 1,
+    maxRetries: 2,
+    errorName: 'HttpStatusError',
+    status: 503,
+  };
+  const events: TurnEvent[] = [
+    at(1, text('Refunding the dam')),
+    reset(2, 'HTTP 503 Service Unavailable', facts),
+    at(2, text('Refund started.')),
+  ];
+
+  it('v1: the reset meta carries the wait and the facts beside its existing keys', () => {
+    const updates = all(from(events).pipe(toAcpUpdates({ sessionId, messageId })));
+    expect(updates[1]?.update._meta?.[acpMetaKeys.reset]).toEqual({
+      attempt: 2,
+      reason: 'HTTP 503 Service Unavailable',
+      supersedes: 'msg-1',
+      ...facts,
+    });
+  });
+
+  it('v2: the replacement that clears the message carries them in the same meta', () => {
+    const updates = all(from(events).pipe(toAcpUpdates({ sessionId, messageId, protocol: 'v2' })));
+    expect(updates[1]?.update).toMatchObject({
+      sessionUpdate: 'agent_message',
+      messageId: 'msg-1',
+      content: [],
+    });
+    const meta = (updates[1]?.update as { _meta?: Record<string, unknown> } | undefined)?._meta;
+    expect(meta?.[acpMetaKeys.reset]).toEqual({
+      attempt: 2,
+      reason: 'HTTP 503 Service Unavailable',
+      ...facts,
+    });
+  });
+
+  it('a reset without facts keeps the meta as before: attempt, reason, supersedes', () => {
+    const plain = all(
+      from([at(1, text('Refunding the dam')), reset(2, 'connection reset')] as TurnEvent[]).pipe(
+        toAcpUpdates({ sessionId, messageId }),
+      ),
+    );
+    expect(plain[1]?.update._meta?.[acpMetaKeys.reset]).toStrictEqual({
+      attempt: 2,
+      reason: 'connection reset',
+      supersedes: 'msg-1',
+    });
+  });
+
+  it('leaves out a fact of the wrong type, so that the meta is what its type says', () => {
+    const odd = reset(2, 'x', { delay: 'soon' as unknown as number, status: 503 });
+    const updates = all(from([odd] as TurnEvent[]).pipe(toAcpUpdates({ sessionId, messageId })));
+    expect(updates[0]?.update._meta?.[acpMetaKeys.reset]).toStrictEqual({
+      attempt: 2,
+      reason: 'x',
+      status: 503,
+    });
+  });
+
+  it('a reset without an event of its own (a newer attempt straight away) has no facts to carry', () => {
+    const updates = all(
+      from([at(1, text('a')), at(2, text('b'))] as TurnEvent[]).pipe(toAcpUpdates({ sessionId, messageId })),
+    );
+    expect(updates[1]?.update._meta?.[acpMetaKeys.reset]).toStrictEqual({
+      attempt: 2,
+      reason: 'retry',
+      supersedes: 'msg-1',
+    });
+  });
+});

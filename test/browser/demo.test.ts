@@ -7,10 +7,18 @@ import { type DemoServer, startDemoServer } from '../../examples/browser/serve.j
 // The browser demo end to end: the page streams the help-desk turn from the demo server over a real socket, the
 // test breaks that socket after attempt 1's refund, the app crashes after attempt 2's refund and before recording
 // it, and runs the turn again. Each column must show a different outcome: the rule its policy fails, or none.
+// During the wait between the broken attempt and the next one, the columns with resets show the retry notice, and
+// none shows the abandoned text as live text: rolled back, or struck through and labelled interrupted.
 
 const executablePath = '/usr/bin/chromium';
 const hasChromium = existsSync(executablePath);
 const screenshot = 'test/artifacts/browser-demo.png';
+const retryingScreenshot = 'test/artifacts/browser-demo-retrying.png';
+/**
+ * The page's wait between a broken attempt and the next one: long enough for the test to read the page and take
+ * its screenshot inside it, however slow the machine.
+ */
+const retryDelayMs = 5000;
 
 const missing = `${executablePath} not found (apt-get install chromium fonts-liberation)`;
 
@@ -33,11 +41,27 @@ interface ColumnView {
   attempts: string[];
   /** One line: what the user reads and how many refunds ran. */
   verdict: string;
+  /** The retry notice, when it is visible. */
+  notice: string | undefined;
+  /** The abandoned attempt's text, when it is visible, marked interrupted. */
+  interrupted:
+    | {
+        attempt: string;
+        label: string;
+        text: string;
+        /** The computed `text-decoration-line` of the abandoned text. */
+        decoration: string;
+      }
+    | undefined;
+  /** Everything the user can read in the text box: notice, interrupted attempt and live text. */
+  reads: string;
 }
 
 const clean = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
 const glued = `Checking order ORD-7781. Refunding the dam${clean}`;
 const key = '4d02b5b61ea1afa1';
+const abandoned = 'Checking order ORD-7781. Refunding the dam';
+const notice = /^retrying in \d s \(.+\), retry 1 of 2$/;
 
 describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
   let server: DemoServer | undefined;
@@ -66,13 +90,13 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
     await server?.close();
   });
 
-  it('shows four different outcomes: a broken connection, then a crash after the refund and a restart', async () => {
+  it('shows four different outcomes: a broken connection, the retry notice during the wait, then a crash after the refund and a restart', async () => {
     if (browser === undefined || server === undefined) throw new Error('the setup failed');
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     const pageErrors: string[] = [];
     page.on('pageerror', (error) => pageErrors.push(error.message));
 
-    await page.goto(server.url);
+    await page.goto(`${server.url}?retryDelay=${retryDelayMs}`);
     expect(await page.textContent('body')).toContain('MemoryEffectLedger');
     await page.click('#start');
 
@@ -92,10 +116,55 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
 
     await page.click('#break');
 
+    // The wait before attempt 2. The naive policy emits no resets: it still shows attempt 1's text as live text,
+    // with no notice. The columns with resets say "retrying in 5 s (…), retry 1 of 2"; Reset on retry and late
+    // execution (onReset: 'rollback') show nothing of attempt 1, cleanTurn (onReset: 'mark') shows it struck
+    // through and labelled interrupted, apart from its live text, which is empty.
+    await page.waitForFunction(() => document.body.dataset.state === 'retrying', undefined, {
+      timeout: 10_000,
+    });
+    const naiveWaiting = await column(page, 'naive');
+    expect(naiveWaiting).toMatchObject({ text: abandoned, notice: undefined, interrupted: undefined });
+    for (const policy of ['reset-only', 'late-execution']) {
+      const rolledBack = await column(page, policy);
+      expect(rolledBack).toMatchObject({ text: '', interrupted: undefined });
+      expect(rolledBack.notice).toMatch(notice);
+      expect(rolledBack.reads).not.toContain('Refunding the dam');
+      expect(rolledBack.attempts).toEqual([
+        expect.stringMatching(/^#1 abandoned/),
+        expect.stringMatching(/^#2 waiting to start/),
+      ]);
+    }
+    const marked = await column(page, 'clean-turn');
+    expect(marked.text).toBe('');
+    expect(marked.notice).toMatch(notice);
+    expect(marked.interrupted).toEqual({
+      attempt: '1',
+      label: 'interrupted',
+      text: abandoned,
+      decoration: 'line-through',
+    });
+    expect(await page.textContent('#status')).toMatch(/^Attempt 1 broke \(.+\)\. Attempt 2 starts in 5 s…$/);
+
+    mkdirSync(dirname(retryingScreenshot), { recursive: true });
+    await page.screenshot({ path: retryingScreenshot, fullPage: true });
+    expect(existsSync(retryingScreenshot) && statSync(retryingScreenshot).size > 10_000).toBe(true);
+    // Still waiting after the screenshot: it shows the wait, with the notices.
+    expect(await page.evaluate(() => document.body.dataset.state)).toBe('retrying');
+    expect((await column(page, 'clean-turn')).notice).toMatch(notice);
+
+    // Attempt 2's first text replaces the interrupted attempt and clears the notice.
+    await page.waitForFunction(
+      () => document.querySelector('[data-policy="clean-turn"] [data-role="text"]')?.textContent !== '',
+      undefined,
+      { timeout: retryDelayMs + 10_000 },
+    );
+    expect(await column(page, 'clean-turn')).toMatchObject({ notice: undefined, interrupted: undefined });
+
     // Attempt 2 finishes, its refund runs, the app crashes before recording it and runs the turn again. The
     // restart's call finds the crashed run's claim in the ledger and waits for its lease.
     const waiting = await page.waitForSelector('[data-policy="clean-turn"] [data-status="waiting"]', {
-      timeout: 10_000,
+      timeout: 15_000,
     });
     expect(await waiting.textContent()).toContain('still claimed by the crashed run');
 
@@ -139,6 +208,7 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
     // nothing new.
     const cleanTurn = await column(page, 'clean-turn');
     expect(cleanTurn.text).toBe(clean);
+    expect(cleanTurn).toMatchObject({ notice: undefined, interrupted: undefined, reads: clean });
     expect(cleanTurn.calls).toEqual([
       { id: 'c7', key, status: 'refunded', sent: 'sent in attempt 2' },
       { id: 'c11', key, status: 'already-refunded', sent: 'sent after the restart' },
@@ -170,22 +240,41 @@ describe.skipIf(!hasChromium)('browser demo (headless Chromium)', () => {
 
     expect(pageErrors).toEqual([]);
     await page.close();
-  }, 40_000);
+  }, 60_000);
 });
 
 /** Reads one column of the page. */
 function column(page: Page, policy: string): Promise<ColumnView> {
-  return page.$eval(`[data-policy="${policy}"]`, (card) => ({
-    text: card.querySelector('[data-role="text"]')?.textContent ?? '',
-    calls: Array.from(card.querySelectorAll<HTMLElement>('[data-role="call"]'), (li) => ({
-      id: li.dataset.callId ?? '',
-      key: li.dataset.effectKey ?? '',
-      status: li.dataset.status ?? '',
-      sent: li.querySelector('[data-role="sent"]')?.textContent ?? '',
-    })),
-    count: card.querySelector('[data-role="refund-count"]')?.textContent ?? '',
-    crashed: card.querySelector('[data-role="crash"]') !== null,
-    attempts: Array.from(card.querySelectorAll('[data-role="attempt"]'), (li) => li.textContent ?? ''),
-    verdict: card.querySelector('[data-role="verdict"]')?.textContent ?? '',
-  }));
+  return page.$eval(`[data-policy="${policy}"]`, (card) => {
+    /** `node` when it is rendered (not hidden) with a size. */
+    const visible = <T extends Element>(node: T | null): T | undefined =>
+      node?.checkVisibility() && node.getBoundingClientRect().height > 0 ? node : undefined;
+    const interrupted = visible(card.querySelector<HTMLElement>('[data-role="interrupted"]'));
+    const struck = interrupted?.querySelector('s') ?? null;
+    return {
+      text: card.querySelector('[data-role="text"]')?.textContent ?? '',
+      calls: Array.from(card.querySelectorAll<HTMLElement>('[data-role="call"]'), (li) => ({
+        id: li.dataset.callId ?? '',
+        key: li.dataset.effectKey ?? '',
+        status: li.dataset.status ?? '',
+        sent: li.querySelector('[data-role="sent"]')?.textContent ?? '',
+      })),
+      count: card.querySelector('[data-role="refund-count"]')?.textContent ?? '',
+      crashed: card.querySelector('[data-role="crash"]') !== null,
+      attempts: Array.from(card.querySelectorAll('[data-role="attempt"]'), (li) => li.textContent ?? ''),
+      verdict: card.querySelector('[data-role="verdict"]')?.textContent ?? '',
+      notice: visible(card.querySelector('[data-role="notice"]'))?.textContent ?? undefined,
+      interrupted:
+        interrupted === undefined
+          ? undefined
+          : {
+              attempt: interrupted.dataset.attempt ?? '',
+              label: interrupted.querySelector('.label')?.textContent ?? '',
+              text: struck?.textContent ?? '',
+              decoration: struck === null ? '' : getComputedStyle(struck).textDecorationLine,
+            },
+      // biome-ignore lint/performance/useDomNodeTextContent: the rendered text, without the hidden parts
+      reads: card.querySelector<HTMLElement>('[data-role="reads"]')?.innerText ?? '',
+    };
+  });
 }

@@ -296,11 +296,139 @@ describe('toTerminal without a TTY (pipes, files, log tailers)', () => {
   });
 });
 
+const waitFacts = { delay: 3000, retryCount: 1, maxRetries: 2, status: 503, failedAttempt: 1 };
+const notice = '↺ attempt 2 · retrying in 3 s (HTTP 503), retry 1 of 2';
+
+describe('toTerminal: the wait before the next attempt', () => {
+  const events: ViewEvent[] = [
+    at(1, text('Refunding the dam')),
+    reset(2, 'HTTP 503 Service Unavailable', waitFacts),
+    at(2, text('Refund started.')),
+  ];
+
+  it('on a TTY the reset line says at once how long the wait is, why, and which retry', () => {
+    const columns = 80;
+    const chunks = chunksOf(from(events), { tty: true, columns });
+    const { screens } = play(chunks, columns);
+    expect(screens[1]).toEqual([prompt, notice]);
+    expect(screens[2]).toEqual([prompt, notice, 'Refund started.']);
+  });
+
+  it('without a TTY the marker line says the same', () => {
+    expect(chunksOf(from(events), {}).join('').split('\n')).toEqual([
+      'Refunding the dam',
+      notice,
+      'Refund started.',
+    ]);
+  });
+
+  it('a reset without facts prints the marker as before', () => {
+    const plain: ViewEvent[] = [
+      at(1, text('Refunding the dam')),
+      reset(2, 'connection reset', { errorName: 'TypeError' }),
+    ];
+    expect(chunksOf(from(plain), {})).toEqual(['Refunding the dam', '\n↺ attempt 2 (connection reset)\n']);
+  });
+
+  it('says "retrying now" for a retry without a wait', () => {
+    const now: ViewEvent[] = [at(1, text('x')), reset(2, 'connection reset', { delay: 0, retryCount: 1 })];
+    expect(chunksOf(from(now), {}).at(-1)).toBe('\n↺ attempt 2 · retrying now (connection reset), retry 1\n');
+  });
+});
+
+describe("toTerminal({ onReset: 'mark' }): the abandoned lines stay, marked interrupted", () => {
+  const events: ViewEvent[] = [
+    at(1, text('Checking order ORD-7781. Refunding the dam')),
+    reset(2, 'HTTP 503 Service Unavailable', waitFacts),
+    at(2, text('Checking order ORD-7781. ')),
+    at(2, text('Refund started.')),
+  ];
+
+  it('on a TTY it strikes the abandoned rows through where they are, then says interrupted and the wait', () => {
+    const columns = 30;
+    const chunks = chunksOf(from(events), { tty: true, columns, onReset: 'mark' });
+    const { screens } = play(chunks, columns);
+    const abandoned = rows('Checking order ORD-7781. Refunding the dam', columns);
+    expect(screens[1]).toEqual([prompt, ...abandoned, '✗ attempt 1 interrupted', ...rows(notice, columns)]);
+    expect(screens.at(-1)).toEqual([
+      prompt,
+      ...abandoned,
+      '✗ attempt 1 interrupted',
+      ...rows(notice, columns),
+      ...rows('Checking order ORD-7781. Refund started.', columns),
+    ]);
+    // The rows are printed again over themselves, struck through: up one row, strike on, the same text, strike off.
+    expect(
+      chunks[1]?.startsWith('\r\x1b[1A\x1b[9mChecking order ORD-7781. Refunding the dam\x1b[29m\r\n'),
+    ).toBe(true);
+    expect(chunks[1]).not.toContain('\x1b[J');
+  });
+
+  it('a second reset marks the second attempt, and never touches the first one', () => {
+    const columns = 50;
+    const twice: ViewEvent[] = [
+      at(1, text('Refunding the dam')),
+      reset(2, 'connection reset'),
+      at(2, text('Refund started')),
+      reset(3, 'stalled', { delay: 500 }),
+      at(3, text('Refund started.')),
+    ];
+    const { terminal } = play(chunksOf(from(twice), { tty: true, columns, onReset: 'mark' }), columns);
+    expect(terminal.screen).toEqual([
+      prompt,
+      'Refunding the dam',
+      '✗ attempt 1 interrupted',
+      '↺ attempt 2 (connection reset)',
+      'Refund started',
+      '✗ attempt 2 interrupted',
+      '↺ attempt 3 · retrying in 0.5 s (stalled)',
+      'Refund started.',
+    ]);
+  });
+
+  it('an attempt that printed nothing has nothing to mark', () => {
+    const quiet: ViewEvent[] = [at(1, usage(10, 0)), reset(2, 'stalled'), at(2, text('ok'))];
+    expect(chunksOf(from(quiet), { onReset: 'mark' })).toEqual(['↺ attempt 2 (stalled)\n', 'ok']);
+  });
+
+  it('without a TTY it prints the interrupted line before the marker; nothing is taken back either way', () => {
+    const output = chunksOf(from(events), { onReset: 'mark' }).join('');
+    expect(output.split('\n')).toEqual([
+      'Checking order ORD-7781. Refunding the dam',
+      '✗ attempt 1 interrupted',
+      notice,
+      'Checking order ORD-7781. Refund started.',
+    ]);
+  });
+
+  it('refuses a presentation it does not know, with a UsageError', () => {
+    // @ts-expect-error not a presentation
+    expect(() => toTerminal({ onReset: 'erase' })).toThrow(
+      "toTerminal: onReset must be 'rollback' or 'mark', not \"erase\"",
+    );
+  });
+});
+
 standardChecks<ViewEvent>({
   name: 'toTerminal',
   make: () => toTerminal(),
   values: { a: at(1, text('Refund ')), b: at(1, text('started.')), c: at(1, finish()) },
   expected: { a: 'Refund ', b: 'started.', c: '\n' },
+});
+
+standardChecks<ViewEvent>({
+  name: "toTerminal({ tty: true, onReset: 'mark' })",
+  make: () => toTerminal({ tty: true, columns: 80, onReset: 'mark' }),
+  values: {
+    a: at(1, text('Refunding the dam')),
+    b: reset(2, 'connection reset', { delay: 0 }),
+    c: at(2, text('Refund')),
+  },
+  expected: {
+    a: 'Refunding the dam',
+    b: '\r\x1b[9mRefunding the dam\x1b[29m\r\n\x1b[2m✗ attempt 1 interrupted\x1b[22m\r\n\x1b[2m↺ attempt 2 · retrying now (connection reset)\x1b[22m\r\n',
+    c: 'Refund',
+  },
 });
 
 standardChecks<ViewEvent>({

@@ -8,6 +8,7 @@ import {
   naivePolicy,
   type ProviderEvent,
   type ResetEvent,
+  type RetryFacts,
   type TurnEvent,
 } from 'cleanturn';
 import {
@@ -21,15 +22,23 @@ import {
 } from 'cleanturn/acp';
 import type { ToolResultEvent } from 'cleanturn/effects';
 import {
+  type InterruptedAttempt,
   initialView,
+  type ResetPresentation,
+  type RetryMessageFacts,
+  type RetryNotice,
   reduceView,
+  retryMessage,
   type ToolCallView,
   type ToolCallViewStatus,
   type ToolResultLike,
   type TurnView,
+  type TurnViewOptions,
   toTerminal,
   turnView,
   type ViewEvent,
+  type ViewOptions,
+  viewReducer,
 } from 'cleanturn/renderers';
 import type { Observable, OperatorFunction } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
@@ -55,6 +64,9 @@ describe('cleanturn/renderers', () => {
 
   test('reduceView is a reducer over views', () => {
     expectTypeOf(reduceView).toEqualTypeOf<(view: TurnView, event: ViewEvent) => TurnView>();
+    expectTypeOf(viewReducer).toEqualTypeOf<
+      (options?: ViewOptions) => (view: TurnView, event: ViewEvent) => TurnView
+    >();
     expectTypeOf(initialView).toEqualTypeOf<TurnView>();
   });
 
@@ -67,12 +79,51 @@ describe('cleanturn/renderers', () => {
       'released' | 'repeat' | 'running' | 'completed' | 'failed'
     >();
     expectTypeOf<NonNullable<TurnView['notice']>>().toEqualTypeOf<
-      | { type: 'retrying'; attempt: number; reason: string }
-      | { type: 'resuming'; attempt: number; reason: string }
+      RetryNotice | { type: 'resuming'; attempt: number; reason: string }
     >();
+    expectTypeOf<RetryNotice>().toEqualTypeOf<{
+      type: 'retrying';
+      attempt: number;
+      reason: string;
+      delay?: number;
+      failedAttempt?: number;
+      retryCount?: number;
+      maxRetries?: number;
+      errorName?: string;
+      status?: number;
+    }>();
+    expectTypeOf<TurnView['interrupted']>().toEqualTypeOf<InterruptedAttempt | undefined>();
+    expectTypeOf<InterruptedAttempt>().toEqualTypeOf<{
+      readonly attempt: number;
+      readonly text: string;
+      readonly reasoning: string;
+      readonly reason: string;
+    }>();
     const view = initialView;
     // @ts-expect-error a snapshot is never mutated
     view.text = 'changed';
+  });
+
+  test('the presentation of a reset is an option of turnView, reduceView and toTerminal', () => {
+    expectTypeOf<ResetPresentation>().toEqualTypeOf<'rollback' | 'mark'>();
+    expectTypeOf<TurnViewOptions>().toEqualTypeOf<ViewOptions>();
+    expectTypeOf<ViewOptions['onReset']>().toEqualTypeOf<ResetPresentation | undefined>();
+    expectTypeOf(turn$.pipe(turnView({ onReset: 'mark' }))).toEqualTypeOf<Observable<TurnView>>();
+    expectTypeOf(turn$.pipe(toTerminal({ tty: true, onReset: 'mark' }))).toEqualTypeOf<Observable<string>>();
+    viewReducer({ onReset: 'mark' })(initialView, {} as ViewEvent);
+    // @ts-expect-error not a presentation
+    turnView({ onReset: 'strike' });
+    // @ts-expect-error not a presentation
+    toTerminal({ onReset: 'erase' });
+  });
+
+  test('retryMessage reads a notice or a reset, and says it in one line', () => {
+    expectTypeOf(retryMessage).parameter(0).toEqualTypeOf<RetryMessageFacts>();
+    expectTypeOf<RetryNotice>().toExtend<RetryMessageFacts>();
+    expectTypeOf<ResetEvent>().toExtend<RetryMessageFacts>();
+    expectTypeOf(retryMessage({ reason: 'x' }, { remaining: 1000 })).toEqualTypeOf<string>();
+    // @ts-expect-error the reason is required
+    retryMessage({ delay: 1000 });
   });
 
   test('toTerminal emits the strings to write', () => {
@@ -136,7 +187,15 @@ describe('cleanturn/acp', () => {
       reason: string;
       supersedes?: string;
       supersedesThought?: string;
+      delay?: number;
+      failedAttempt?: number;
+      outputStarted?: boolean;
+      retryCount?: number;
+      maxRetries?: number;
+      errorName?: string;
+      status?: number;
     }>();
+    expectTypeOf<AcpResetMeta>().toExtend<RetryFacts>();
   });
 });
 
