@@ -5,7 +5,7 @@
  * @module
  */
 
-import { describeError, readProperty } from './internal/describeError.js';
+import { describeError, oneLine, readProperty } from './internal/describeError.js';
 
 /** The base class of every error raised by cleanturn. */
 export class CleanturnError extends Error {
@@ -78,6 +78,44 @@ export class MissingFinishError extends CleanturnError {
   }
 }
 
+/**
+ * Why an attempt that finished is of no use, as the checks of `requireUsable` name it: the model refused or its
+ * output was filtered (`refusal`), it answered nothing (`empty`), the provider could not read the call it made
+ * (`malformed-call`: Gemini's `MALFORMED_FUNCTION_CALL`), or a call's arguments fail the tool's schema
+ * (`invalid-arguments`). A check of your own names its own code.
+ */
+export type UnusableCode = 'refusal' | 'empty' | 'malformed-call' | 'invalid-arguments' | (string & {});
+
+/**
+ * An attempt finished but cannot be used (a refusal, an empty answer, a malformed or invalid tool call):
+ * `requireUsable` raises it in place of the attempt's `finish`, so that {@link retryAsEvents} retries the attempt
+ * like a failed connection, counted against the same cap and budget. Retryable.
+ *
+ * The message reads `attempt <n> is unusable (<code>): <reason>` (`the attempt is unusable (<code>): <reason>` on a
+ * stream without attempt numbers); it is the reason of the `retry` and of the `reset` that follow.
+ */
+export class UnusableAttemptError extends CleanturnError {
+  /** Which check failed: `refusal`, `empty`, `malformed-call`, `invalid-arguments`, or a code of your own. */
+  readonly code: UnusableCode;
+  /** What the check found, for people and logs: `the model refused: "I can't help with that."`. */
+  readonly reason: string;
+  /** The attempt that finished unusable, when the stream carried attempt numbers. */
+  readonly attempt: number | undefined;
+
+  /**
+   * @param code Which check failed.
+   * @param reason What it found.
+   * @param attempt The attempt, when the stream carried attempt numbers.
+   */
+  constructor(code: UnusableCode, reason: string, attempt?: number) {
+    const which = attempt === undefined ? 'the attempt' : `attempt ${attempt}`;
+    super(`${which} is unusable (${code}): ${reason}`, { retryable: true });
+    this.code = code;
+    this.reason = reason;
+    this.attempt = attempt;
+  }
+}
+
 /** What happened to one attempt that failed, as recorded by {@link retryAsEvents}. */
 export interface FailedAttempt {
   /**
@@ -97,7 +135,7 @@ export interface FailedAttempt {
  * The last attempt failed and no further attempt is allowed: the retry cap was reached, or (the subclass
  * {@link RetryBudgetExhaustedError}) a shared retry budget refused the retry.
  *
- * The message reads `gave up after <failures> attempt(s): <reason of the last attempt>` (without the colon and
+ * The message is one line: `gave up after <failures> attempt(s): <reason of the last attempt>` (without the colon and
  * reason when the reason is empty).
  */
 export class RetriesExhaustedError extends CleanturnError {
@@ -119,7 +157,9 @@ export class RetriesExhaustedError extends CleanturnError {
    * @param failures How many attempts failed in total (default: `attempts.length`).
    */
   constructor(attempts: readonly FailedAttempt[], failures: number = attempts.length) {
-    const reason = attempts[attempts.length - 1]?.reason ?? '';
+    // One line, whatever the reason holds (a body with line breaks, a terminal escape): the record keeps it as it was.
+    const last = attempts[attempts.length - 1]?.reason;
+    const reason = typeof last === 'string' ? oneLine(last) : '';
     const summary = `gave up after ${failures} attempt(s)`;
     // No `cause`: the last failure is in the message already and its error in `attempts`; a cause would make every
     // printer of error chains repeat it.
@@ -217,7 +257,8 @@ export function isRetryable(error: unknown): boolean {
   return readProperty(error, 'retryable') !== false;
 }
 
-function preview(text: string): string {
+/** A string for a message: quoted, and shortened past 80 characters. @internal */
+export function preview(text: string): string {
   return text.length <= 80
     ? JSON.stringify(text)
     : `${JSON.stringify(text.slice(0, 80))}… (${text.length} chars)`;

@@ -18,7 +18,7 @@ export { cleanTurn } from './cleanTurn.js';
 export type { DedupeByEffectKeyOptions, EffectKeyLookup, WithEffectKeys } from './dedupeByEffectKey.js';
 export { dedupeByEffectKey } from './dedupeByEffectKey.js';
 export { effectKey } from './effectKey.js';
-export type { FailedAttempt, ToolCallAssemblyProblem } from './errors.js';
+export type { FailedAttempt, ToolCallAssemblyProblem, UnusableCode } from './errors.js';
 // Errors
 export {
   CleanturnError,
@@ -29,6 +29,7 @@ export {
   RetriesExhaustedError,
   RetryBudgetExhaustedError,
   ToolCallAssemblyError,
+  UnusableAttemptError,
   UsageError,
 } from './errors.js';
 export type { NextStep } from './nextStep.js';
@@ -36,6 +37,13 @@ export { nextStep } from './nextStep.js';
 // Policies of the help-desk comparison
 export { lateExecutionPolicy, naivePolicy, resetOnlyPolicy } from './policies.js';
 export { requireFinish } from './requireFinish.js';
+export type {
+  FinishedAttempt,
+  RequireUsableOptions,
+  UnusableVerdict,
+  UsableCheck,
+} from './requireUsable.js';
+export { requireUsable } from './requireUsable.js';
 export type { WithResets } from './resetOnRetry.js';
 export { resetOnRetry } from './resetOnRetry.js';
 export type { RetryAsEventsOptions } from './retryAsEvents.js';

@@ -19,6 +19,7 @@ import {
   type RetryBudget,
   RetryBudgetExhaustedError,
   requireFinish,
+  requireUsable,
   resetOnlyPolicy,
   resetOnRetry,
   retryAsEvents,
@@ -240,6 +241,29 @@ check<AssembledEvent<ProviderEvent>>({
   emptyError: new MissingFinishError(),
 });
 
+// biome-ignore format: aligned diagrams
+check<AssembledEvent<ProviderEvent>>({
+  name: 'requireUsable',
+  make: () => requireUsable({ validateArgs: () => undefined }),
+  values: { a: text('Checking'), b: refund, c: finish('tool-calls') },
+  expected: { a: text('Checking'), b: refund, c: finish('tool-calls') },
+  // The checks run at the finish.
+  throwing: [
+    {
+      callback: 'validateArgs', make: (fail) => requireUsable({ validateArgs: fail }),
+      source:     '-a-b-c-|', values: { a: text('Checking'), b: refund, c: finish('tool-calls') },
+      expected:   '-a-b-#',   expectedValues: { a: text('Checking'), b: refund },
+      sourceSubs: '^----!',
+    },
+    {
+      callback: 'checks[0]', make: (fail) => requireUsable({ checks: [fail] }),
+      source:     '-a-b-c-|', values: { a: text('Checking'), b: refund, c: finish('tool-calls') },
+      expected:   '-a-b-#',   expectedValues: { a: text('Checking'), b: refund },
+      sourceSubs: '^----!',
+    },
+  ],
+});
+
 check<ProviderEvent>({
   name: 'naivePolicy',
   make: () => naivePolicy(),
@@ -298,6 +322,7 @@ it('covers every operator and policy', () => {
       'retryAsEvents',
       'retryAsEvents with a budget',
       'requireFinish',
+      'requireUsable',
       'naivePolicy',
       'resetOnlyPolicy',
       'lateExecutionPolicy',
@@ -364,7 +389,16 @@ describe('retryAsEvents: errors it does not retry', () => {
 
       expectObservable(result).toBe(
         expected,
-        { r: retrying('connection reset', boom) },
+        {
+          r: retrying('connection reset', boom, {
+            delay: 0,
+            failedAttempt: 1,
+            outputStarted: false,
+            retryCount: 1,
+            maxRetries: 1,
+            errorName: boom.name,
+          }),
+        },
         expect.objectContaining({
           name: 'RetriesExhaustedError',
           retryable: false,

@@ -59,6 +59,20 @@ export function errorName(error: unknown, fallback = 'Error'): string {
 }
 
 /**
+ * Text as one line for an error message: every run of white space and control characters (line breaks, tabs, a
+ * terminal escape) becomes one space, the ends are trimmed, and text longer than `max` characters is cut, with `…`.
+ *
+ * @param text Anything a message quotes: a provider's message, the start of a body, a reason.
+ * @param max The most characters kept. Default: no limit.
+ */
+export function oneLine(text: string, max = Number.POSITIVE_INFINITY): string {
+  const line = text.replace(/[\s\p{Cc}]+/gu, ' ').trim();
+  if (line.length <= max) return line;
+  // Cut before a lone high surrogate, so that a character outside the BMP is not split in two.
+  return `${line.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, '')}…`;
+}
+
+/**
  * An error as one line of text for people and logs: the `reason` of a `retry` event, a failed call's line, a
  * report. One rule everywhere:
  * - an `Error`, or any object with a string `message`: that message, or its `name` when the message is empty or
