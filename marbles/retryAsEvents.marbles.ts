@@ -1,6 +1,6 @@
-import { timer } from 'rxjs';
 import { backoff, RetriesExhaustedError, retryAsEvents } from 'cleanturn';
 import { defineMarbles, finish, retrying, text } from 'cleanturn/testing';
+import { timer } from 'rxjs';
 
 const reset = new Error('connection reset');
 const stall = new Error('stalled');
@@ -32,7 +32,8 @@ export default defineMarbles({
       subscriptions: ['^--!', '---^-----!'],
     },
     {
-      title: 'with a delay, the retry event comes when the attempt fails, before the wait, and says how long it is',
+      title:
+        'with a delay, the retry event comes when the attempt fails, before the wait, and says how long it is',
       source: ['-a-#', '--b-#', '--c-f-|'],
       values: v,
       error: stall,
@@ -40,11 +41,16 @@ export default defineMarbles({
       operator: () =>
         retryAsEvents({ count: 2, delay: backoff({ initialDelay: 3, factor: 1, jitter: 'none' }) }),
       expected: /* */ '-a-r----b-s----c-f-|',
-      expectedValues: { ...v, r: retrying('stalled', stall, facts(1, 2, 3)), s: retrying('stalled', stall, facts(2, 2, 3)) },
+      expectedValues: {
+        ...v,
+        r: retrying('stalled', stall, facts(1, 2, 3)),
+        s: retrying('stalled', stall, facts(2, 2, 3)),
+      },
       subscriptions: ['^--!', '------^---!', '-------------^-----!'],
     },
     {
-      title: 'a delay function may answer in milliseconds (a Retry-After): the event says so, the wait follows',
+      title:
+        'a delay function may answer in milliseconds (a Retry-After): the event says so, the wait follows',
       source: ['-a-#', '--c-f-|'],
       values: v,
       error: reset,

@@ -16,10 +16,10 @@ import {
   RetriesExhaustedError,
   RetryBudgetExhaustedError,
 } from './errors.js';
+import { readProperty, readString } from './internal/describeError.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { NotInferred } from './internal/types.js';
 import type { RetryBudget } from './retryBudget.js';
-import { readProperty, readString } from './internal/describeError.js';
 import type { RetryEvent, RetryFacts } from './types.js';
 
 /** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
@@ -88,16 +88,16 @@ const KEPT_FAILURES = 32;
  *
  * ```text
  * source 1: -a-#
- * source 2:       --c-f-|
- *           retryAsEvents({ count: 2, delay: 3 })
- * result:   -a-r----c-f-|
+ * source 2: --c-f-|
+ *           retryAsEvents({ count: 2 })
+ * result:   -a-r-c-f-|
  *
  * where
  *   a = text "Refunding the dam"
  *   # = error: Error (connection reset)
  *   c = text "Refund started."
  *   f = finish stop
- *   r = retry "connection reset", in 3 ms (retry 1 of 2)
+ *   r = retry "connection reset", in 0 ms (retry 1 of 2)
  * ```
  *
  * Every case of `marbles/retryAsEvents.marbles.ts`, with pictures: `docs/operators/retryAsEvents.md`.
@@ -242,7 +242,12 @@ export function retryAsEvents<T>(
 
       // Announces the retry at the moment of the failure, then starts the next attempt after the wait. The wait is
       // asked for first, so that the event can say how long it is.
-      const announceAndWait = (error: unknown, reason: string, failedAttempt: number, outputStarted: boolean) => {
+      const announceAndWait = (
+        error: unknown,
+        reason: string,
+        failedAttempt: number,
+        outputStarted: boolean,
+      ) => {
         let wait: Observable<unknown> | undefined;
         let ms: number | undefined = 0;
         if (delay !== undefined) {
@@ -362,7 +367,13 @@ function knownDelay(notifier: unknown): number | undefined {
 /** The facts of a retry for its event: only those that are known. */
 function retryFacts(
   error: unknown,
-  known: { delay: number | undefined; failedAttempt: number; outputStarted: boolean; retryCount: number; count: number },
+  known: {
+    delay: number | undefined;
+    failedAttempt: number;
+    outputStarted: boolean;
+    retryCount: number;
+    count: number;
+  },
 ): RetryFacts {
   const facts: RetryFacts = {};
   if (known.delay !== undefined) facts.delay = known.delay;

@@ -108,7 +108,7 @@ const EPSILON = 1e-9;
  *   a = text "Refunding the dam"
  *   # = error: Error (connection reset)
  *   b = text "Refund"
- *   r = retry "connection reset"
+ *   r = retry "connection reset", in 0 ms (retry 1 of 3)
  *   # = error: RetryBudgetExhaustedError (retry budget exhausted: gave up after 2 attempt(s): connection reset)
  * ```
  *

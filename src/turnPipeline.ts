@@ -37,7 +37,7 @@ export interface TurnPipelineOptions extends CleanTurnOptions {
  *   f = finish stop
  *   A = text "Checking order ORD-7781. ", attempt 1
  *   D = text "Refunding the dam", attempt 1
- *   X = reset to attempt 2 (connection reset)
+ *   X = reset to attempt 2 (connection reset), in 0 ms (retry 1 of 1)
  *   B = text "Checking order ORD-7781. ", attempt 2
  *   E = text "The book arrived damaged, so I have started a full refund.", attempt 2
  *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 2, key 4d02b5b61ea1afa1

@@ -86,10 +86,9 @@ describe('the reset comes when the attempt fails, before the wait', () => {
   }, 15_000);
 
   it('with Retry-After: the reset at the 503, with the asked delay, status and class; the next request after it', async () => {
-    const seen = await run(
-      [{ status: 503, headers: { 'retry-after': '2' }, body: 'overloaded' }, whole],
-      { backoff: false },
-    );
+    const seen = await run([{ status: 503, headers: { 'retry-after': '2' }, body: 'overloaded' }, whole], {
+      backoff: false,
+    });
     expect(seen.error).toBeUndefined();
     const reset = seen.events.find(({ event }) => event.type === 'reset');
     expect(reset?.event).toMatchObject({
