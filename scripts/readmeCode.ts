@@ -365,9 +365,23 @@ export interface RunOptions {
   env?: Readonly<Record<string, string>>;
 }
 
+/** A block that threw or exited with an error: its exit code (`null` when a timeout killed it) and what it printed. */
+export class BlockRunError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number | null,
+    readonly stdout: string,
+    readonly stderr: string,
+  ) {
+    super(message);
+    this.name = 'BlockRunError';
+  }
+}
+
 /**
  * Runs a block as an ES module in a child Node.js process (with tsx), `cleanturn` and `cleanturn/*` mapped to
- * the sources. Resolves with what it printed; rejects with its output if it throws or exits with an error.
+ * the sources. Resolves with what it printed; rejects with a {@link BlockRunError} if it throws or exits with an
+ * error.
  */
 export async function runBlock(block: CodeBlock, options: RunOptions = {}): Promise<string> {
   const { root = defaultRoot, timeout = 20_000, env } = options;
@@ -407,8 +421,11 @@ export async function runBlock(block: CodeBlock, options: RunOptions = {}): Prom
           if (error === null) resolvePromise(stdout);
           else
             reject(
-              new Error(
+              new BlockRunError(
                 `block at line ${block.line} failed (${error.message.split('\n')[0]}):\n${stderr}${stdout}`,
+                typeof error.code === 'number' ? error.code : null,
+                stdout,
+                stderr,
               ),
             );
         },

@@ -1,7 +1,11 @@
 import { CleanturnError, describeError, isRetryableUpstream } from 'cleanturn';
+import { oneLine, readProperty } from '../internal/describeError.js';
+import type { ReplayBasis, ReplaySafety, ReplayVerdict } from './replaySafety.js';
 
 /**
- * The server answered with a status other than 2xx. Whether it is retryable is the answer of the table the
+ * The server answered with a status other than 2xx. Its message is one line: the status, its text, then what the
+ * provider said (its error message, with its code) or else the start of the body, e.g. `HTTP 401 Unauthorized:
+ * Incorrect API key provided: sk-wrong… (invalid_api_key)`. Whether it is retryable is the answer of the table the
  * provider adapters use (`isRetryableUpstream` in `cleanturn`): a provider error code in the JSON body decides
  * first (a 429 for `insufficient_quota` is final), then the status: 408, 409, 429 and 5xx yes; other 4xx
  * (400, 401, 403, 404…), which a new attempt would only repeat, no.
@@ -18,7 +22,7 @@ export class HttpStatusError extends CleanturnError {
   readonly body: string;
 
   constructor(status: number, statusText: string, body: string, retryAfterMs: number | undefined) {
-    super(`HTTP ${status}${statusText ? ` ${statusText}` : ''}${body ? `: ${body.slice(0, 200)}` : ''}`, {
+    super(statusMessage(status, statusText, body), {
       retryable: isRetryableUpstream({
         codes: bodyCodes(body),
         status,
@@ -46,6 +50,57 @@ export class StallError extends CleanturnError {
 
   constructor(timeoutMs: number) {
     super(`no data for ${timeoutMs} ms: the stream stalled`, { retryable: true });
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The turn was stopped on purpose: the `signal` of `streamTurn` aborted (a user pressed stop), or a `turnServer`
+ * was asked to stop it. The live attempt's request was aborted, a pending retry wait cancelled and a background
+ * response cancelled. Not retryable: nothing failed, and a stop is never retried.
+ */
+export class TurnStoppedError extends CleanturnError {
+  /** Why it was stopped: the signal's `reason` (a `DOMException` named `AbortError` for a bare `abort()`). */
+  readonly reason: unknown;
+
+  constructor(reason: unknown) {
+    super(`the turn was stopped${stopReasonText(reason)}`, { retryable: false });
+    this.reason = reason;
+  }
+}
+
+/** `: <why>` for a stop with a reason of its own; nothing for a bare `abort()`. */
+function stopReasonText(reason: unknown): string {
+  if (reason === undefined) return '';
+  if (typeof reason === 'object' && reason !== null && readProperty(reason, 'name') === 'AbortError')
+    return '';
+  return `: ${describeError(reason)}`;
+}
+
+/**
+ * One attempt took longer than `timeout.attemptMs` of `streamTurn`, however steadily it sent bytes (a server that
+ * sends only comments or keep-alive events); the attempt was aborted. Retryable, as a stall is.
+ */
+export class AttemptTimeoutError extends CleanturnError {
+  /** The timeout that expired, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`the attempt did not end within ${timeoutMs} ms`, { retryable: true });
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The turn (every attempt and every wait between them) took longer than `timeout.totalMs` of `streamTurn`; the live
+ * attempt was aborted, or the wait cancelled. Not retryable: the turn's time is up.
+ */
+export class TurnTimeoutError extends CleanturnError {
+  /** The timeout that expired, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`the turn did not end within ${timeoutMs} ms`, { retryable: false });
     this.timeoutMs = timeoutMs;
   }
 }
@@ -245,6 +300,40 @@ export class ResumeError extends CleanturnError {
   }
 }
 
+/**
+ * A failed attempt was not retried because sending its request again may repeat what the first one did on the
+ * server (see `replaySafety`): a Responses request bound to a `conversation` that may have run appends its input and
+ * output again. `streamTurn` ends the turn with it, without a `reset`, unless its `replay` callback approves the
+ * replay; an `unknown` replay ends the turn this way only when that callback declines it. Not retryable. The
+ * request itself is not kept (its headers hold credentials): `attempt`, `safety`, `basis` and the message say what
+ * was refused, and `cause` is the attempt's own failure.
+ */
+export class UnsafeReplayError extends CleanturnError {
+  /** A stable code to switch on: always `UNSAFE_REPLAY`. */
+  readonly code = 'UNSAFE_REPLAY' as const;
+  /** How safe the refused replay was: `unsafe`, or `unknown` when the `replay` callback declined it. */
+  readonly safety: Exclude<ReplaySafety, 'safe'>;
+  /** The rule that decided (`stateful`, `unreadable`). */
+  readonly basis: ReplayBasis;
+  /** The attempt that failed and was not sent again (1 for the first). */
+  readonly attempt: number;
+
+  /**
+   * @param attempt The attempt that failed.
+   * @param verdict What `replaySafety` found: its safety (`unsafe` or `unknown`), basis and reason.
+   * @param cause What failed the attempt.
+   */
+  constructor(attempt: number, verdict: ReplayVerdict, cause: unknown) {
+    super(
+      `attempt ${attempt} failed and was not sent again (a ${verdict.safety} replay): ${verdict.reason}`,
+      { retryable: false, cause },
+    );
+    this.safety = verdict.safety === 'safe' ? 'unknown' : verdict.safety;
+    this.basis = verdict.basis;
+    this.attempt = attempt;
+  }
+}
+
 /** Response headers as fetch's `Headers` and Angular's `HttpHeaders` give them. */
 export interface HttpHeadersLike {
   /** The header's value, or `null` when the response has none; the name is case-insensitive. */
@@ -276,6 +365,45 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
   const date = Date.parse(trimmed);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** How many characters of the provider's message (or of a body without one) an {@link HttpStatusError} shows. */
+const STATUS_MESSAGE_SIZE = 300;
+
+/**
+ * The message of an {@link HttpStatusError}, on one line: `HTTP <status> <status text>`, then the provider's own
+ * message with its most specific code in parentheses (`error.message` of OpenAI, Anthropic and Google, an `error`
+ * that is a string, a top-level `message` as vLLM sends it), or else the start of the body (an HTML page of a proxy).
+ */
+function statusMessage(status: number, statusText: string, body: string): string {
+  const head = `HTTP ${status}${statusText ? ` ${oneLine(statusText, 80)}` : ''}`;
+  const said = providerMessage(body);
+  if (said === undefined) {
+    const start = oneLine(body, STATUS_MESSAGE_SIZE);
+    return start === '' ? head : `${head}: ${start}`;
+  }
+  const message = oneLine(said, STATUS_MESSAGE_SIZE);
+  const code = bodyCodes(body).find((c): c is string => typeof c === 'string' && c.trim() !== '');
+  return code === undefined || message.includes(code)
+    ? `${head}: ${message}`
+    : `${head}: ${message} (${oneLine(code, 80)})`;
+}
+
+/** The provider's own message in a JSON error body, or undefined when it has none (or is not JSON, or was cut). */
+function providerMessage(body: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const { error, message } = parsed as { error?: unknown; message?: unknown };
+  const inner =
+    typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : error;
+  for (const candidate of [inner, message])
+    if (typeof candidate === 'string' && candidate.trim() !== '') return candidate;
+  return undefined;
 }
 
 /**

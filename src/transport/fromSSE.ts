@@ -1,5 +1,5 @@
 import { UsageError } from 'cleanturn';
-import { Observable } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable, type Subscription } from 'rxjs';
 import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf, StallError } from './errors.js';
 import { reconnecting, type SseReconnectOptions } from './reconnect.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
@@ -49,6 +49,119 @@ export function resolveStallTimeout(operator: string, stallTimeout: unknown): nu
     );
   }
   return stallTimeout === 0 || stallTimeout === Number.POSITIVE_INFINITY ? undefined : stallTimeout;
+}
+
+/** The timeouts of a turn, resolved: `undefined` where a timer is off. */
+export interface ResolvedTimeouts {
+  totalMs: number | undefined;
+  attemptMs: number | undefined;
+  chunkMs: number | undefined;
+}
+
+/** The keys a `timeout` object may have. */
+const TIMEOUT_KEYS = ['totalMs', 'attemptMs', 'chunkMs'] as const;
+
+/**
+ * The timeouts of `streamTurn`'s `timeout` option and its older `stallTimeout` (the same timer as `chunkMs`):
+ * `chunkMs` defaults to {@link DEFAULT_STALL_TIMEOUT}, `totalMs` and `attemptMs` to off; `0` (or `Infinity`) turns a
+ * timer off. Anything else than an object of those keys, each a number of milliseconds >= 0, is a `UsageError`, and
+ * so is a `stallTimeout` given beside `timeout.chunkMs`.
+ */
+export function resolveTimeouts(operator: string, timeout: unknown, stallTimeout: unknown): ResolvedTimeouts {
+  if (timeout === undefined)
+    return {
+      totalMs: undefined,
+      attemptMs: undefined,
+      chunkMs: resolveStallTimeout(operator, stallTimeout),
+    };
+  if (typeof timeout !== 'object' || timeout === null || Array.isArray(timeout))
+    throw new UsageError(
+      operator,
+      'timeout',
+      `must be an object { totalMs?, attemptMs?, chunkMs? } of milliseconds, not ${describeNumber(timeout)}`,
+    );
+  for (const key of Object.keys(timeout)) {
+    if (!(TIMEOUT_KEYS as readonly string[]).includes(key))
+      throw new UsageError(
+        operator,
+        'timeout',
+        `has no ${JSON.stringify(key)}: its timers are totalMs, attemptMs and chunkMs`,
+      );
+  }
+  const { totalMs, attemptMs, chunkMs } = timeout as Record<string, unknown>;
+  if (chunkMs !== undefined && stallTimeout !== undefined)
+    throw new UsageError(
+      operator,
+      'stallTimeout',
+      'is the older name of timeout.chunkMs: pass one of them, not both',
+    );
+  return {
+    totalMs: milliseconds(operator, 'timeout.totalMs', totalMs),
+    attemptMs: milliseconds(operator, 'timeout.attemptMs', attemptMs),
+    chunkMs:
+      chunkMs === undefined
+        ? resolveStallTimeout(operator, stallTimeout)
+        : milliseconds(operator, 'timeout.chunkMs', chunkMs),
+  };
+}
+
+/** A timer's milliseconds: `undefined` (off) for none, `0` or `Infinity`; else a number > 0, or a `UsageError`. */
+function milliseconds(operator: string, option: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !(value >= 0))
+    throw new UsageError(
+      operator,
+      option,
+      `must be a number of milliseconds >= 0 (0 turns it off), not ${describeNumber(value)}`,
+    );
+  return value === 0 || value === Number.POSITIVE_INFINITY ? undefined : value;
+}
+
+function describeNumber(value: unknown): string {
+  return typeof value === 'number'
+    ? String(value)
+    : value === null
+      ? 'null'
+      : `a value of type ${typeof value}`;
+}
+
+/**
+ * Mirrors `source`, and when it has not ended `ms` milliseconds after the subscription, unsubscribes from it (which
+ * aborts its request) and errors with `expired()`. The timer is cleared when the result ends or is unsubscribed; a
+ * time past what `setTimeout` keeps re-arms it. `ms` undefined: `source` as it is.
+ */
+export function endWithin<T>(ms: number | undefined, expired: () => Error): MonoTypeOperatorFunction<T> {
+  return (source) => {
+    if (ms === undefined) return source;
+    return new Observable<T>((subscriber) => {
+      const started = performance.now();
+      let subscription: Subscription | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const check = () => {
+        timer = undefined;
+        const remaining = started + ms - performance.now();
+        if (remaining > 0) {
+          timer = setTimeout(check, Math.min(Math.ceil(remaining), MAX_TIMER_DELAY));
+          return;
+        }
+        // The source first, so that its request is aborted before anyone hears of the error (a retry).
+        subscription?.unsubscribe();
+        subscriber.error(expired());
+      };
+      timer = setTimeout(check, Math.min(ms, MAX_TIMER_DELAY));
+      subscription = source.subscribe({
+        // An observer of its own, not `subscriber`: unsubscribing from the source must leave the result open.
+        next: (value) => subscriber.next(value),
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      });
+      return () => {
+        if (timer !== undefined) clearTimeout(timer);
+        timer = undefined;
+        subscription?.unsubscribe();
+      };
+    });
+  };
 }
 
 /** Options of {@link fromSSE}. */

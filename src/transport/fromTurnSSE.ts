@@ -1,8 +1,15 @@
 import type { TurnEvent } from 'cleanturn';
 import { Observable } from 'rxjs';
-import { ConnectionError, SseDataError } from './errors.js';
-import { type FromSSEOptions, fromSSE, type SseRequestFactory } from './fromSSE.js';
+import { ConnectionError, HttpStatusError, retryAfterOf, SseDataError, TurnStoppedError } from './errors.js';
+import {
+  type FromSSEOptions,
+  fromSSE,
+  type SseRequest,
+  type SseRequestFactory,
+  toFetchArgs,
+} from './fromSSE.js';
 import type { SseReconnectOptions } from './reconnect.js';
+import { describeFailure } from './sseResponse.js';
 import type { TurnFailure } from './turnLog.js';
 import { RemoteTurnError } from './turnServer.js';
 
@@ -21,7 +28,8 @@ export interface FromTurnSSEOptions extends Omit<FromSSEOptions, 'reconnect'> {
  * a proxy that closes the connection) reconnects with the `Last-Event-ID` of the last event, and the server
  * sends the events after it: the turn goes on, without a reset and without a second provider request, and
  * renderers (`turnView`, `toTerminal`) never notice. It completes at the turn's end; a turn that failed on the
- * server errors with a {@link RemoteTurnError}.
+ * server errors with a {@link RemoteTurnError}, and one that was stopped ({@link stopTurn}) with a
+ * {@link TurnStoppedError} whose `reason` is the server's message.
  *
  * ```text
  * server:    -a-b-X         (X: the connection is cut)
@@ -63,7 +71,7 @@ export function fromTurnSSE<E = TurnEvent>(
         try {
           if (message.event === 'end') subscriber.complete();
           else if (message.event === 'failed')
-            subscriber.error(new RemoteTurnError(parse<TurnFailure>(message.data)));
+            subscriber.error(remoteError(parse<TurnFailure>(message.data)));
           else if (message.event === 'turn') subscriber.next(parse<E>(message.data));
         } catch (error) {
           subscriber.error(error);
@@ -73,6 +81,63 @@ export function fromTurnSSE<E = TurnEvent>(
       complete: () =>
         subscriber.error(new ConnectionError('the turn stream closed before the turn ended', undefined)),
     }),
+  );
+}
+
+/** What a failed message says: a stop as the client's own {@link TurnStoppedError}, else a {@link RemoteTurnError}. */
+function remoteError(failure: TurnFailure): Error {
+  if (failure?.name === 'TurnStoppedError' && typeof failure.message === 'string')
+    return new TurnStoppedError(failure.message.replace(/^the turn was stopped(: )?/, '') || undefined);
+  return new RemoteTurnError(failure);
+}
+
+/** Options of {@link stopTurn}. */
+export interface StopTurnOptions {
+  /** The fetch to use; default `globalThis.fetch`. */
+  fetch?: typeof fetch;
+  /** Aborts the stop request itself. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Asks a server of turns to stop one (a stop button): sends the stop request, `POST` when `request` is a URL
+ * (the transport guide's route is `POST /turns/<id>/stop`, which calls `turnServer`'s `stop`). A dropped connection is
+ * never a stop: only this request is. The turn's readers (`fromTurnSSE`) then end with a `TurnStoppedError`.
+ *
+ * ## Example
+ * ```ts
+ * import { stopTurn } from 'cleanturn/transport';
+ *
+ * stopButton.onclick = () => stopTurn(`/turns/${encodeURIComponent(turnId)}/stop`);
+ * ```
+ *
+ * @param request The stop request: a URL (sent as a `POST`), a `Request`, or `{ url, init }`.
+ * @returns true when the server stopped a running turn (a 2xx); false when it has none by that id (404 or 409: it
+ *   ended, or never started).
+ * @throws {HttpStatusError} For another status; {@link ConnectionError} when the request fails.
+ */
+export async function stopTurn(request: SseRequest, options: StopTurnOptions = {}): Promise<boolean> {
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const made: SseRequest =
+    typeof request === 'string' || request instanceof URL
+      ? { url: request, init: { method: 'POST' } }
+      : request;
+  const [input, init] = toFetchArgs(made);
+  let response: Response;
+  try {
+    response = await doFetch(input, { ...init, signal: options.signal ?? init?.signal ?? null });
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    throw new ConnectionError(describeFailure('the stop request failed', error), error);
+  }
+  const body = await response.text().catch(() => '');
+  if (response.ok) return true;
+  if (response.status === 404 || response.status === 409) return false;
+  throw new HttpStatusError(
+    response.status,
+    response.statusText,
+    body.slice(0, 4096),
+    retryAfterOf(response.headers),
   );
 }
 

@@ -5,6 +5,7 @@
  * @module
  */
 export {
+  AttemptTimeoutError,
   ConnectionError,
   type HttpHeadersLike,
   HttpStatusError,
@@ -16,11 +17,14 @@ export {
   SseFieldError,
   SseLimitError,
   StallError,
+  TurnStoppedError,
+  TurnTimeoutError,
+  UnsafeReplayError,
 } from './errors.js';
 export type { FromSSEOptions, SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
 export { fromSSE } from './fromSSE.js';
-export type { FromTurnSSEOptions } from './fromTurnSSE.js';
-export { fromTurnSSE } from './fromTurnSSE.js';
+export type { FromTurnSSEOptions, StopTurnOptions } from './fromTurnSSE.js';
+export { fromTurnSSE, stopTurn } from './fromTurnSSE.js';
 export type {
   HttpClientEvent,
   HttpClientHeaderEvent,
@@ -32,10 +36,12 @@ export { httpClientSSE } from './httpClientSSE.js';
 export type { OpenAIBackgroundOptions, ResumeRequests } from './openaiBackground.js';
 export { openaiBackground } from './openaiBackground.js';
 export type { SseReconnectOptions } from './reconnect.js';
+export type { ReplayBasis, ReplayInfo, ReplaySafety, ReplayVerdict } from './replaySafety.js';
+export { replaySafety } from './replaySafety.js';
 export type { ResponseEventsInput, ResumeResponseOptions } from './resumeResponse.js';
 export { resumeResponse } from './resumeResponse.js';
 export { sseJson } from './sseJson.js';
-export type { AttemptPlan, StreamTurnOptions } from './streamTurn.js';
+export type { AttemptPlan, StreamTurnOptions, TurnTimeouts } from './streamTurn.js';
 export { streamTurn } from './streamTurn.js';
 export type { MemoryTurnLogOptions, TurnFailure, TurnIdProblem, TurnLog, TurnLogEntry } from './turnLog.js';
 export { checkTurnId, memoryTurnLog, TurnIdError, TurnNotFoundError } from './turnLog.js';

@@ -1,4 +1,5 @@
 import {
+  type AssembledEvent,
   accumulateTurn,
   attemptPipeline,
   type BackoffOptions,
@@ -6,25 +7,39 @@ import {
   type EffectKeyLookup,
   isRetryable,
   type ProviderEvent,
+  type RequireUsableOptions,
   type RetryBudget,
+  requireUsable,
   type ToolCallEvent,
   type TurnEvent,
   type TurnState,
   turnPipeline,
   UsageError,
 } from 'cleanturn';
-import { config, defer, identity, Observable, type OperatorFunction, Subject, tap } from 'rxjs';
+import {
+  config,
+  defer,
+  identity,
+  type MonoTypeOperatorFunction,
+  Observable,
+  type OperatorFunction,
+  Subject,
+  type Subscription,
+  tap,
+} from 'rxjs';
 import { isInstance } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
-import { HttpStatusError } from './errors.js';
+import { AttemptTimeoutError, HttpStatusError, TurnStoppedError, TurnTimeoutError } from './errors.js';
 import {
+  endWithin,
   type FromSSEOptions,
   fromSSE,
-  resolveStallTimeout,
+  resolveTimeouts,
   type SseRequest,
   toFetchArgs,
 } from './fromSSE.js';
 import type { ResumeRequests } from './openaiBackground.js';
+import { type ReplayInfo, replayApproved } from './replaySafety.js';
 import { checkResumeOptions, resumeResponse } from './resumeResponse.js';
 import { sseJson } from './sseJson.js';
 import { resolveMaxBufferSize } from './sseParser.js';
@@ -45,6 +60,33 @@ export interface AttemptPlan {
   model?: string;
   /** Resume the attempt where its connection is cut instead of retrying it (see {@link StreamTurnOptions.resume}). */
   resume?: ResumeRequests;
+}
+
+/**
+ * The timers of a turn (`streamTurn`'s `timeout`), each in milliseconds; `0` turns one off.
+ *
+ * Progress, for `chunkMs`, is any byte of the response: an SSE comment (`: keep-alive`) and a provider's keep-alive
+ * event (Anthropic's `ping`, OpenAI Responses' `keepalive`) count, since they prove that the connection and the server
+ * are alive (a model may think for minutes before its first token, and proxies send comments meanwhile). A server that
+ * sends only those forever is what `attemptMs` is for: it caps each attempt however steadily bytes arrive.
+ */
+export interface TurnTimeouts {
+  /**
+   * The whole turn: every attempt and every wait between them, from the subscription. Past it the live attempt is
+   * aborted (or the wait cancelled) and the turn errors with a `TurnTimeoutError`, not retryable. Default: off.
+   */
+  totalMs?: number;
+  /**
+   * Each attempt, from its start to its finish (resumes of a background response included): past it the attempt is
+   * aborted with an `AttemptTimeoutError`, retryable as a stall is. Default: off.
+   */
+  attemptMs?: number;
+  /**
+   * Between two pieces of the response (from the request to the first byte, then between bytes): past it the
+   * attempt is aborted with a `StallError`, retryable. Default 60 000, as `stallTimeout`, of which this is the new
+   * name.
+   */
+  chunkMs?: number;
 }
 
 /** Options of {@link streamTurn}: `request` and `adapter` for every attempt, or a `plan` per attempt. */
@@ -87,9 +129,22 @@ export interface StreamTurnOptions<I = unknown> {
   budget?: RetryBudget;
   /**
    * Abort an attempt (retryable) after this many milliseconds without a byte of the response. Default 60 000, the
-   * default of `fromSSE` as well; `0` turns it off.
+   * default of `fromSSE` as well; `0` turns it off. The older name of `timeout.chunkMs` (give one of them, not both).
    */
   stallTimeout?: number;
+  /**
+   * The turn's timers, in milliseconds: `totalMs` for the whole turn, `attemptMs` for each attempt, `chunkMs`
+   * between two pieces of a response (see {@link TurnTimeouts}).
+   */
+  timeout?: TurnTimeouts;
+  /**
+   * Stops the turn when it aborts (a user's stop button): the live attempt's request is aborted, a wait before a
+   * retry cancelled, a background response (`resume`) cancelled, and the turn errors with a `TurnStoppedError`
+   * (`retryable: false`, never retried) that carries `signal.reason`; `onReport` says `stopped`. An already-aborted
+   * signal stops the turn before any request. Unsubscribing stops the turn as well, as before, reported as
+   * `cancelled`.
+   */
+  signal?: AbortSignal;
   /**
    * The most SSE text held at once, in characters (see `fromSSE`); past it the turn fails with a non-retryable
    * `SseLimitError`. Default 16 MiB.
@@ -103,6 +158,24 @@ export interface StreamTurnOptions<I = unknown> {
   early?: (call: ToolCallEvent & { attempt: number }) => boolean;
   /** Effect keys that already ran (a ledger): their calls are released as `tool-call-repeat`s. */
   seen?: EffectKeyLookup;
+  /**
+   * Retry an attempt that finished but cannot be used, as `requireUsable` of `cleanturn` decides: `true` for its
+   * ready-made checks (a refusal, an empty answer, a call the provider could not read), or its options
+   * (`validateArgs` to check tool arguments against their schemas, `checks` of your own). Such an attempt is retried
+   * like a failed connection, under the same `retry` cap and `budget`: its `reset` says why, and its calls never
+   * run. Default: off.
+   */
+  usable?: RequireUsableOptions | boolean;
+  /**
+   * Approves a retry that may repeat what the failed attempt did on the server (see `replaySafety`): it is asked
+   * about each failed attempt whose replay is `unsafe` (a Responses request with a `conversation` that may have run)
+   * or `unknown` (a body it cannot read), with the attempt, the safety, its basis and reason, the request the attempt
+   * made and the error; only `true` retries. A safe replay is retried without asking. Default: unknown replays are
+   * retried, unsafe ones refused. A refused replay ends the turn with an `UnsafeReplayError` (not retryable), without
+   * a `reset`; what the callback throws ends the turn with what it threw. With `resume`, a resumed cut is not a
+   * replay and is never asked about; the fallback retry is.
+   */
+  replay?: (info: ReplayInfo) => boolean;
   /**
    * Called once when the turn ends (completed, failed, or unsubscribed) with what it cost. What it throws does not
    * change how the turn ends; it goes to RxJS's `config.onUnhandledError`.
@@ -119,6 +192,7 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * ```text
  * fromSSE → sseJson → attemptPipeline(adapter), which ends at the finish   (one attempt)
+ *   with `usable`: → requireUsable(usable), which fails an unusable finish
  *   with `resume`: resumeResponse({ create: fromSSE → sseJson, retrieve: fromSSE → sseJson, adapter })
  *                  → attemptPipeline(identity)
  *   → turnPipeline({ turnId, early, seen, retry: { count: retry, budget, delay: backoff, honouring retry-after } })
@@ -135,6 +209,11 @@ export interface StreamTurnOptions<I = unknown> {
  * as RxJS `retry` passes it through with a count of 0). With a `budget` shared by many turns, a retry the budget
  * refuses ends the turn at once with `RetryBudgetExhaustedError`, without its wait. `onReport` receives every
  * attempt's usage, the abandoned ones too.
+ *
+ * A retry sends the attempt's request again, so each one is checked first (`replaySafety`): a request that may have
+ * run and changes state on the server (a Responses `conversation`) is not sent again unless `replay` approves, and
+ * the turn ends with an `UnsafeReplayError` instead, without a reset. A request that never reached the server, or
+ * keeps no state there (Chat Completions, Messages, Gemini, Responses without a conversation), is retried.
  *
  * Options of the wrong shape (a `turnId` that is not a string, an `adapter` that is not a function, a negative
  * `stallTimeout`…) throw a `UsageError` from `streamTurn` itself. A `plan` that returns something other than an
@@ -167,13 +246,19 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
   if (typeof turnId !== 'string' || turnId === '')
     throw usage('turnId', 'must be a non-empty string', turnId);
   if (!Number.isInteger(retry) || retry < 0) throw usage('retry', 'must be an integer >= 0', retry);
-  // fromSSE's default and rule; 0 (off) is passed on as 0, which fromSSE reads as off too.
-  const stallTimeout = resolveStallTimeout('streamTurn', options.stallTimeout) ?? 0;
+  // fromSSE's default and rule for the chunk timer; 0 (off) is passed on as 0, which fromSSE reads as off too.
+  const timeouts = resolveTimeouts('streamTurn', options.timeout, options.stallTimeout);
+  const stallTimeout = timeouts.chunkMs ?? 0;
+  const { signal } = options;
+  if (signal !== undefined && !isAbortSignal(signal))
+    throw usage('signal', 'must be an AbortSignal (AbortController.signal)', signal);
   const maxBufferSize = checkMaxBufferSize(options.maxBufferSize);
   if (typeof maxRetryAfter !== 'number' || !(maxRetryAfter >= 0))
     throw usage('maxRetryAfter', 'must be a number of milliseconds >= 0', maxRetryAfter);
   optionalFunction('early', early);
   optionalFunction('onReport', onReport);
+  const { replay } = options;
+  optionalFunction('replay', replay);
   optionalFunction('fetch', options.fetch);
   if (seen !== undefined && !hasMethods(seen, 'has'))
     throw usage('seen', 'must be a Set of effect keys or an effect ledger (with has)', seen);
@@ -181,30 +266,36 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     throw usage('budget', 'must be a retry budget (deposit, tryWithdraw), as retryBudget() makes', budget);
   const plan = planOf(options);
   const wait = waitOf(options.backoff);
+  const usable = usableOf(options.usable);
 
   return defer(() => {
     // The attempt the next subscription to the source makes.
     let attempt = 0;
     // The provider and model of each attempt, for the report.
     const labels = new Map<number, { provider?: string; model?: string }>();
+    // The live attempt's request, once its `request` function has returned it: what a retry would send again.
+    let sent: SentRequest | undefined;
     const oneAttempt = defer(() => {
       attempt++;
+      const record: SentRequest = { attempt, request: undefined, readable: undefined };
+      sent = record;
       const chosen = plan(attempt);
+      const sendRequest = recorded(chosen.request, record);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
       const sse: FromSSEOptions = { fetch: options.fetch, stallTimeout, maxBufferSize };
       const { resume } = chosen;
       if (resume === undefined)
-        return fromSSE(chosen.request, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter));
+        return fromSSE(sendRequest, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter), usable);
       return resumeResponse({
-        create: () => fromSSE(chosen.request, sse).pipe(sseJson()),
+        create: () => fromSSE(sendRequest, sse).pipe(sseJson()),
         retrieve: ({ id, after }) =>
           fromSSE(({ signal }) => resume.retrieve({ id, after, signal }), sse).pipe(sseJson()),
         cancel: resume.cancel && (({ id }) => sendCancel(resume, id, options.fetch ?? globalThis.fetch)),
         adapter: chosen.adapter,
         maxResumes: resume.maxResumes,
         delay: resume.delay,
-      }).pipe(attemptPipeline(identity));
-    });
+      }).pipe(attemptPipeline(identity), usable);
+    }).pipe(endWithin(timeouts.attemptMs, () => new AttemptTimeoutError(timeouts.attemptMs ?? 0)));
     const events = oneAttempt.pipe(
       turnPipeline({
         turnId,
@@ -213,9 +304,12 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         retry: {
           count: retry,
           budget,
-          shouldRetry: (error) =>
+          shouldRetry: (error, retryNumber) =>
             isRetryable(error) &&
-            !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter),
+            !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter) &&
+            // Past the cap the turn ends with RetriesExhaustedError: no replay to decide. Else an unsafe replay
+            // that `replay` does not approve throws an UnsafeReplayError, which ends the turn without a retry.
+            (retryNumber > retry || replayApproved(sent ?? { attempt, request: undefined }, error, replay)),
           // Milliseconds (or backoff's timer, which says how long it waits): the retry event carries the delay.
           delay: (error, retryCount) => {
             const asked = isInstance(error, HttpStatusError) ? (error.retryAfterMs ?? 0) : 0;
@@ -225,8 +319,13 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         },
       }),
     );
-    if (onReport === undefined) return events;
-    return reporting(events, turnId, onReport, labels);
+    // The turn's own ends, outside the retries: its time is up, or it was stopped.
+    const turn = events.pipe(
+      endWithin(timeouts.totalMs, () => new TurnTimeoutError(timeouts.totalMs ?? 0)),
+      stoppedBy(signal),
+    );
+    if (onReport === undefined) return turn;
+    return reporting(turn, turnId, onReport, labels);
   });
 }
 
@@ -264,7 +363,8 @@ function reporting(
       .pipe(
         tap({
           next: (event) => feed.next(event),
-          error: (error: unknown) => report({ outcome: 'failed', error }),
+          error: (error: unknown) =>
+            report({ outcome: isInstance(error, TurnStoppedError) ? 'stopped' : 'failed', error }),
           complete: () => report({ outcome: 'completed' }),
         }),
       )
@@ -275,6 +375,49 @@ function reporting(
       report({ outcome: 'cancelled' });
     };
   });
+}
+
+/**
+ * Mirrors the turn until `signal` aborts; then unsubscribes from it (which aborts the live request, cancels a wait
+ * and a background response) and errors with a {@link TurnStoppedError}. An aborted signal errors at once, before
+ * the subscription. The listener is removed when the turn ends.
+ */
+function stoppedBy<T>(signal: AbortSignal | undefined): MonoTypeOperatorFunction<T> {
+  return (source) => {
+    if (signal === undefined) return source;
+    return new Observable<T>((subscriber) => {
+      if (signal.aborted) {
+        subscriber.error(new TurnStoppedError(signal.reason));
+        return;
+      }
+      let subscription: Subscription | undefined;
+      const stop = () => {
+        // The turn first, so that its request is aborted before the consumer hears of the stop.
+        subscription?.unsubscribe();
+        subscriber.error(new TurnStoppedError(signal.reason));
+      };
+      signal.addEventListener('abort', stop, { once: true });
+      subscription = source.subscribe({
+        // An observer of its own, not `subscriber`: unsubscribing from the source must leave the result open.
+        next: (value) => subscriber.next(value),
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      });
+      return () => {
+        signal.removeEventListener('abort', stop);
+        subscription?.unsubscribe();
+      };
+    });
+  };
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof AbortSignal !== 'undefined' && value instanceof AbortSignal) return true;
+  // An AbortSignal of another realm (an iframe, a polyfill) by its shape.
+  return (
+    hasMethods(value, 'addEventListener', 'removeEventListener') &&
+    typeof (value as { aborted?: unknown }).aborted === 'boolean'
+  );
 }
 
 /** The plan of each attempt: the user's, checked, or the same request and adapter every time. */
@@ -359,6 +502,22 @@ function checkMaxBufferSize(maxBufferSize: unknown): number | undefined {
   return maxBufferSize;
 }
 
+/** The check of finished attempts: `requireUsable` of the options (its own rules, refused as a `UsageError`), or none. */
+function usableOf(options: unknown): MonoTypeOperatorFunction<AssembledEvent<ProviderEvent>> {
+  if (options === undefined || options === false) return identity;
+  if (options !== true && (typeof options !== 'object' || options === null))
+    throw usage('usable', 'must be true, false or the options of requireUsable', options);
+  try {
+    return requireUsable<AssembledEvent<ProviderEvent>>(
+      options === true ? {} : (options as RequireUsableOptions),
+    );
+  } catch (error) {
+    if (!isInstance(error, UsageError)) throw error;
+    const problem = error.message.slice(`requireUsable: ${error.option} `.length);
+    throw new UsageError('streamTurn', `usable.${error.option}`, problem);
+  }
+}
+
 /** The delay between attempts: `backoff()` of the options (its own ranges, refused as a `UsageError`), or none. */
 function waitOf(options: unknown): ReturnType<typeof backoff> | undefined {
   if (options === false) return undefined;
@@ -416,4 +575,35 @@ async function sendCancel(resume: ResumeRequests, id: string, doFetch: typeof fe
   } finally {
     clearTimeout(timeout);
   }
+}
+
+/**
+ * What one attempt sent, for the replay rule: its number and its request once its `request` function has returned
+ * it (undefined until then: a failure before it sent nothing).
+ */
+interface SentRequest {
+  attempt: number;
+  /** The request as the function returned it. */
+  request: SseRequest | undefined;
+  /** A `Request` object's method, URL and body, read from a clone before it was sent (its body cannot be read later). */
+  readable: SseRequest | undefined;
+}
+
+/** The attempt's request function, recording what it returns in `record` before it is sent. */
+function recorded(
+  make: AttemptPlan['request'],
+  record: SentRequest,
+): (context: { signal: AbortSignal }) => Promise<SseRequest> {
+  return async (context) => {
+    const made = await make(context);
+    record.request = made;
+    if (typeof Request !== 'undefined' && made instanceof Request && made.body !== null) {
+      try {
+        record.readable = { url: made.url, init: { method: made.method, body: await made.clone().text() } };
+      } catch {
+        // A body already read or locked: the rule finds the request unreadable, and fetch reports the body.
+      }
+    }
+    return made;
+  };
 }

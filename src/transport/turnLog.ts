@@ -44,6 +44,18 @@ export interface TurnLog<E = unknown> {
    * (a `RangeError` otherwise).
    */
   read(turnId: string, after: number): Observable<TurnLogEntry<E>>;
+  /**
+   * Marks turn `turnId` as asked to stop, for its runner to see wherever it runs (see {@link TurnLog.watchStop}):
+   * true when the log knows the turn and it has not ended, false otherwise (there is nothing to stop). Optional: on a
+   * log without it, a `turnServer` stops only the turns it runs itself.
+   */
+  requestStop?(turnId: string, reason: string): Promise<boolean>;
+  /**
+   * The stop request of turn `turnId`: emits its reason once a stop is requested (at once when it was already), then
+   * completes; completes without a value when the turn ends or the log does not know it. Its runner watches it while
+   * the turn runs.
+   */
+  watchStop?(turnId: string): Observable<string>;
 }
 
 /**
@@ -153,6 +165,10 @@ interface MemoryTurn<E> {
   /** When its last entry (or its claim) was written. */
   touched: number;
   readers: Set<(entry: TurnLogEntry<E>) => void>;
+  /** The reason of the stop asked for, once one was. */
+  stop: string | undefined;
+  /** The runner's watch of a stop request. */
+  stopWatchers: Set<(reason: string | undefined) => void>;
 }
 
 /**
@@ -191,7 +207,15 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
       checkTurnId(turnId);
       expire();
       if (turns.has(turnId)) return false;
-      turns.set(turnId, { entries: [], first: 0, ended: false, touched: now(), readers: new Set() });
+      turns.set(turnId, {
+        entries: [],
+        first: 0,
+        ended: false,
+        touched: now(),
+        readers: new Set(),
+        stop: undefined,
+        stopWatchers: new Set(),
+      });
       return true;
     },
     async append(turnId, entry) {
@@ -207,6 +231,45 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
       turn.ended = 'end' in entry;
       turn.touched = now();
       for (const reader of [...turn.readers]) reader(entry);
+      if (turn.ended) for (const watcher of [...turn.stopWatchers]) watcher(undefined);
+    },
+    async requestStop(turnId, reason) {
+      checkTurnId(turnId);
+      expire();
+      const turn = turns.get(turnId);
+      if (turn === undefined || turn.ended) return false;
+      if (turn.stop === undefined) {
+        turn.stop = reason;
+        for (const watcher of [...turn.stopWatchers]) watcher(reason);
+      }
+      return true;
+    },
+    watchStop(turnId) {
+      return new Observable<string>((subscriber) => {
+        try {
+          checkTurnId(turnId);
+        } catch (error) {
+          subscriber.error(error);
+          return;
+        }
+        const turn = turns.get(turnId);
+        if (turn === undefined || turn.ended) {
+          subscriber.complete();
+          return;
+        }
+        const watcher = (reason: string | undefined) => {
+          if (reason !== undefined) subscriber.next(reason);
+          subscriber.complete();
+        };
+        if (turn.stop !== undefined) {
+          watcher(turn.stop);
+          return;
+        }
+        turn.stopWatchers.add(watcher);
+        return () => {
+          turn.stopWatchers.delete(watcher);
+        };
+      });
     },
     read(turnId, after) {
       return new Observable<TurnLogEntry<E>>((subscriber) => {

@@ -37,8 +37,11 @@ export interface AttemptReport {
 /** What a turn cost and how it ended, for logs and billing. */
 export interface TurnReport {
   turnId: string;
-  /** `completed`: the last attempt finished; `failed`: the turn errored; `cancelled`: the consumer unsubscribed. */
-  outcome: 'completed' | 'failed' | 'cancelled';
+  /**
+   * `completed`: the last attempt finished; `failed`: the turn errored; `stopped`: it was stopped on purpose (its
+   * `signal` aborted; `error` is the `TurnStoppedError`); `cancelled`: the consumer unsubscribed.
+   */
+  outcome: 'completed' | 'failed' | 'stopped' | 'cancelled';
   /** The error that ended a failed turn. */
   error?: unknown;
   /** The text the user reads (the last attempt's). */
@@ -75,7 +78,7 @@ export function toTurnReport(
       ? record.outcome
       : end.outcome === 'failed'
         ? 'failed'
-        : end.outcome === 'cancelled'
+        : end.outcome === 'cancelled' || end.outcome === 'stopped'
           ? 'abandoned'
           : record.outcome;
     const report: AttemptReport = {
@@ -92,7 +95,9 @@ export function toTurnReport(
         ? ownReason(end.error)
         : live && end.outcome === 'cancelled'
           ? 'cancelled by the consumer'
-          : undefined);
+          : live && end.outcome === 'stopped' && end.error !== undefined
+            ? describeError(end.error)
+            : undefined);
     if (reason !== undefined) report.reason = reason;
     if (record.usage !== undefined) report.usage = record.usage;
     const label = labels?.get(record.attempt);

@@ -1,7 +1,7 @@
 import { CleanturnError, describeError, isRetryable } from 'cleanturn';
 import { catchError, config, defer, map, mergeAll, type Observable, of, type Subscription } from 'rxjs';
 import { errorName, isInstance } from '../internal/describeError.js';
-import { SseFieldError } from './errors.js';
+import { SseFieldError, TurnStoppedError } from './errors.js';
 import { checkTurnId, type TurnFailure, type TurnLog, type TurnLogEntry } from './turnLog.js';
 
 /**
@@ -40,8 +40,12 @@ export interface ServeTurnOptions<E> {
    * Runs the turn, e.g. `streamTurn(…)` then `executeTools(…)`: called once per turn id across every server
    * sharing the log, never per reconnect. The run is the server's, not the connection's: it goes on when the
    * client goes away, so that a client that comes back reads the rest.
+   *
+   * `signal` aborts when the turn is asked to stop ({@link TurnServer.stop}, here or on another server sharing the
+   * log): pass it on as `streamTurn({ signal })`, so that the provider request is aborted at once and the turn ends
+   * with a `TurnStoppedError`. A run that ignores it is unsubscribed, and its log ends the same way.
    */
-  run: () => Observable<E>;
+  run: (context: { signal: AbortSignal }) => Observable<E>;
   /**
    * The request's `Last-Event-ID` header, when the client reconnects: it reads the events after it. An id of another
    * turn (or none) makes a first connection; an id of this turn whose position is not a canonical decimal seq
@@ -60,6 +64,17 @@ export interface TurnServer<E> {
    * issued, gets one `failed` message at once, and runs nothing.
    */
   serve(options: ServeTurnOptions<E>): Observable<TurnMessage>;
+  /**
+   * Stops turn `turnId` (a user's stop request, e.g. `POST /turns/<id>/stop`; a dropped connection is not one): the
+   * run's `signal` aborts with `reason`, and the turn's log ends as failed with a `TurnStoppedError` (not retryable),
+   * which its readers' clients get (`fromTurnSSE` errors with a `TurnStoppedError`). A turn run by another server
+   * is stopped through the log: a stop mark that its runner watches ({@link TurnLog.requestStop}); a log without
+   * stop marks stops only the turns this server runs.
+   *
+   * @returns true when a running turn was asked to stop; false when none runs under that id (it ended, or never
+   *   started), e.g. for a 404.
+   */
+  stop(turnId: string, reason?: string): Promise<boolean>;
   /** How many turns this server runs now. */
   readonly running: number;
   /**
@@ -115,13 +130,24 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     else console.error(`cleanturn: the turn log refused an entry of turn ${turnId}:`, error);
   };
 
-  const start = (turnId: string, run: () => Observable<E>): void => {
+  const start = (turnId: string, run: ServeTurnOptions<E>['run']): void => {
+    const stopping = new AbortController();
     const record: Run = {
       seq: 0,
       ended: false,
       failed: false,
       written: Promise.resolve(),
       source: undefined,
+      watch: undefined,
+      stop: (reason) => {
+        if (record.ended) return;
+        stopping.abort(reason);
+        // A run that passed the signal on has ended on it (streamTurn errors with a TurnStoppedError at once); one
+        // that ignores it is ended here, the same way.
+        if (record.ended) return;
+        record.source?.unsubscribe();
+        write({ seq: record.seq++, end: 'failed', error: failureOf(new TurnStoppedError(reason)) });
+      },
     };
     runs.set(turnId, record);
     const forget = () => {
@@ -130,7 +156,10 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     // Entries are written one at a time, in order. After a refused one the run stops, its readers are told (if the
     // log takes that last entry), and the server forgets the run.
     const write = (entry: TurnLogEntry<E>): void => {
-      if ('end' in entry) record.ended = true;
+      if ('end' in entry) {
+        record.ended = true;
+        record.watch?.unsubscribe();
+      }
       record.written = record.written.then(async () => {
         if (record.failed) return;
         try {
@@ -139,6 +168,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
           record.failed = true;
           record.ended = true;
           record.source?.unsubscribe();
+          record.watch?.unsubscribe();
           logError(error, turnId);
           if (!('end' in entry)) {
             const end: TurnLogEntry<E> = { seq: entry.seq, end: 'failed', error: failureOf(error) };
@@ -149,11 +179,21 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       });
       if ('end' in entry) void record.written.then(forget);
     };
-    record.source = defer(run).subscribe({
+    record.source = defer(() => run({ signal: stopping.signal })).subscribe({
       next: (event) => write({ seq: record.seq++, event }),
       error: (error: unknown) => write({ seq: record.seq++, end: 'failed', error: failureOf(error) }),
       complete: () => write({ seq: record.seq++, end: 'completed' }),
     });
+    // A stop asked of another server reaches this one, the runner, through the log's stop mark.
+    if (!record.ended && log.watchStop !== undefined) {
+      const watch = log.watchStop(turnId).subscribe({
+        next: (reason) => record.stop(reason),
+        // A log that cannot watch leaves the turn stoppable here only.
+        error: () => undefined,
+      });
+      if (record.ended) watch.unsubscribe();
+      else record.watch = watch;
+    }
   };
 
   return {
@@ -186,6 +226,16 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         }),
       );
     },
+    async stop(turnId, reason = 'a stop was requested') {
+      checkTurnId(turnId);
+      const record = runs.get(turnId);
+      if (record !== undefined) {
+        if (record.ended) return false;
+        record.stop(reason);
+        return true;
+      }
+      return (await log.requestStop?.(turnId, reason)) ?? false;
+    },
     get running() {
       return runs.size;
     },
@@ -200,6 +250,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         if (record.ended) continue;
         // A run that ended already has its end on the way; the others stop, and their log ends as failed.
         record.source?.unsubscribe();
+        record.watch?.unsubscribe();
         record.ended = true;
         record.written = record.written.then(async () => {
           if (record.failed) return;
@@ -226,6 +277,10 @@ interface Run {
   /** Settles when every entry so far was written (or refused). */
   written: Promise<void>;
   source: Subscription | undefined;
+  /** The watch of the log's stop mark, while the turn runs. */
+  watch: Subscription | undefined;
+  /** Stops the run with `reason`: its signal aborts, and a run that goes on is unsubscribed. */
+  stop: (reason: string) => void;
 }
 
 /**

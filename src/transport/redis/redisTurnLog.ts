@@ -39,6 +39,12 @@ export interface RedisTurnLogOptions {
    * Default: 5 000.
    */
   commandTimeoutMs?: number;
+  /**
+   * How often the runner of a turn checks its stop mark (`turnServer`'s `stop`, sent to any instance), in
+   * milliseconds: a stop reaches the run within about this long, for one `EVAL` per running turn per check.
+   * Default 500.
+   */
+  stopCheckMs?: number;
 }
 
 /** The entries read in one command, at most. */
@@ -127,7 +133,28 @@ return {
 }
 `;
 
-const scripts = { owner: OWNER, append: APPEND, page: PAGE_OF };
+// KEYS[1] stream, KEYS[2] owner, KEYS[3] stop mark; ARGV reason, ttlMs. Marks a running turn as asked to stop (the
+// first reason stays): 1, or 0 for a turn that is unknown or ended.
+const STOP = `
+local owner = redis.call('GET', KEYS[2])
+if not owner or string.match(owner, '^%a+') ~= 'running' then return 0 end
+redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2])
+return 1
+`;
+
+// KEYS[1] stream, KEYS[2] owner, KEYS[3] stop mark. Answers {'stop', reason} for a running turn asked to stop,
+// {'running'}, {'ended'}, or {'unknown'}.
+const STOP_STATE = `
+local owner = redis.call('GET', KEYS[2])
+if not owner then return {'unknown'} end
+local state = string.match(owner, '^%a+')
+if state ~= 'running' then return {state} end
+local reason = redis.call('GET', KEYS[3])
+if reason then return {'stop', reason} end
+return {'running'}
+`;
+
+const scripts = { owner: OWNER, append: APPEND, page: PAGE_OF, stop: STOP, stopState: STOP_STATE };
 
 /** A stream entry as Redis answers it: its id and its fields (`['entry', json]`). */
 type StreamEntry = [id: string, fields: string[]];
@@ -136,6 +163,8 @@ type StreamEntry = [id: string, fields: string[]];
 interface TurnKeys {
   stream: string;
   owner: string;
+  /** The stop mark: the reason of a stop asked for while the turn runs. */
+  stop: string;
 }
 
 /**
@@ -189,6 +218,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
   const ttlMs = Math.ceil(duration(options.ttlMs ?? 600_000, 'ttlMs'));
   const blockMs = Math.ceil(duration(options.blockMs ?? 5_000, 'blockMs'));
   const timeoutMs = duration(options.commandTimeoutMs ?? 5_000, 'commandTimeoutMs');
+  const stopCheckMs = duration(options.stopCheckMs ?? 500, 'stopCheckMs');
 
   // The token of each turn this log claimed and has not ended: its appends carry it.
   const tokens = new Map<string, string>();
@@ -197,7 +227,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
   const keysOf = (turnId: string): TurnKeys => {
     checkTurnId(turnId);
     const stream = `${prefix}:{${encodeURIComponent(turnId)}}`;
-    return { stream, owner: `${stream}:owner` };
+    return { stream, owner: `${stream}:owner`, stop: `${stream}:stop` };
   };
 
   const run = (s: string, keys: TurnKeys, args: (string | number)[]): Promise<unknown> =>
@@ -348,6 +378,62 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
           stop.abort();
           connection?.disconnect();
           connection = undefined;
+        };
+      });
+    },
+
+    async requestStop(turnId, reason) {
+      const keys = keysOf(turnId);
+      const answer = await within('stop', timeoutMs, () =>
+        runRedisScript(client, scripts.stop, [keys.stream, keys.owner, keys.stop], [reason, ttlMs]),
+      );
+      return answer === 1;
+    },
+
+    watchStop(turnId) {
+      return new Observable<string>((subscriber) => {
+        let keys: TurnKeys;
+        try {
+          keys = keysOf(turnId);
+        } catch (error) {
+          subscriber.error(error);
+          return;
+        }
+        // Aborted when the runner stops watching: the pending check's wait ends and its timer is cleared.
+        const gone = new AbortController();
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const check = async (): Promise<void> => {
+          timer = undefined;
+          let answer: unknown;
+          try {
+            answer = await within(
+              'stop',
+              timeoutMs,
+              () => runRedisScript(client, scripts.stopState, [keys.stream, keys.owner, keys.stop], []),
+              gone.signal,
+            );
+          } catch (error) {
+            if (gone.signal.aborted) return;
+            // An answer that is an error is for good; a timeout may pass: the next check tries again.
+            if (isReplyError(error)) {
+              subscriber.error(error);
+              return;
+            }
+            answer = ['running'];
+          }
+          if (subscriber.closed) return;
+          const [state, reason] = answer as [string, string | undefined];
+          if (state === 'stop' && typeof reason === 'string') {
+            subscriber.next(reason);
+            subscriber.complete();
+          } else if (state === 'running') timer = setTimeout(() => void check(), stopCheckMs);
+          else subscriber.complete();
+        };
+        void check();
+        return () => {
+          gone.abort();
+          if (timer !== undefined) clearTimeout(timer);
+          timer = undefined;
         };
       });
     },
