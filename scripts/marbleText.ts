@@ -1,8 +1,16 @@
 // Renders marble specs as text diagrams with a legend: the same source as the tests run.
 import type { MarbleCase, MarbleSpec } from 'cleanturn/testing';
 
-/** A short human description of one event of a diagram. */
+/** A short human description of one event of a diagram; an event of a run's step says which. */
 export function describeValue(value: unknown): string {
+  const described = describeEvent(value);
+  if (typeof value !== 'object' || value === null || value instanceof Error) return described;
+  const { type, step } = value as { type?: unknown; step?: unknown };
+  return typeof step === 'number' && type !== 'step-end' ? `${described}, step ${step}` : described;
+}
+
+/** {@link describeValue} without the step. */
+function describeEvent(value: unknown): string {
   if (value instanceof Error) return `error: ${value.name}${value.message ? ` (${value.message})` : ''}`;
   if (typeof value !== 'object' || value === null) return JSON.stringify(value);
   const e = value as Record<string, unknown>;
@@ -45,6 +53,10 @@ export function describeValue(value: unknown): string {
             ? ` → ${error.name}: ${error.message}`
             : '';
       return `tool-result ${e.outcome} ${call.id} ${call.name}${outcome}, key ${e.effectKey}`;
+    }
+    case 'step-end': {
+      const calls = Array.isArray(e.results) ? `, ${e.results.length} result(s)` : '';
+      return `step-end ${e.step}: next ${e.next}${calls}${typeof e.end === 'string' ? `, run ends (${e.end})` : ''}`;
     }
     default:
       if ('text' in e && 'attempts' in e) {

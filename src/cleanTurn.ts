@@ -1,6 +1,6 @@
 import type { OperatorFunction } from 'rxjs';
 import { BufferStage } from './bufferUntilFinish.js';
-import { type DedupeByEffectKeyOptions, DedupeStage } from './dedupeByEffectKey.js';
+import { checkStep, type DedupeByEffectKeyOptions, DedupeStage } from './dedupeByEffectKey.js';
 import { type Sink, stageOperator } from './internal/stage.js';
 import type { WholeCalls } from './internal/types.js';
 import { ResetStage } from './resetOnRetry.js';
@@ -63,13 +63,15 @@ export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
  * ```
  *
  * @see {@link accumulateTurn} to fold the result into the turn state.
- * @param options `turnId`, and optionally `early`, `seen` and `key`.
+ * @param options `turnId`, and optionally `step`, `early`, `seen` and `key`.
  * @returns An operator from provider events with whole tool calls to the clean turn stream.
+ * @throws UsageError when `step` is not a non-negative integer.
  */
 export function cleanTurn(
   options: CleanTurnOptions,
 ): OperatorFunction<WholeCalls<ProviderEvent, 'cleanTurn()'>, TurnEvent> {
   const { early, ...dedupe } = options;
+  checkStep('cleanTurn', dedupe.step);
   // The four operators' stages, chained in one subscriber: the same rules as
   // `tagAttempts() → resetOnRetry() → bufferUntilFinish({ early }) → dedupeByEffectKey(dedupe)`, with one hop
   // through RxJS per event instead of four.

@@ -1,5 +1,7 @@
 import type { OperatorFunction } from 'rxjs';
 import { effectKey } from './effectKey.js';
+import { UsageError } from './errors.js';
+import { describeValue } from './internal/describeValue.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { NotInferred } from './internal/types.js';
 import type { ToolCallEvent } from './types.js';
@@ -19,8 +21,15 @@ export interface DedupeByEffectKeyOptions {
    * the job of whoever executes it.
    */
   seen?: EffectKeyLookup;
-  /** The key function; defaults to {@link effectKey}. */
-  key?: (turnId: string, call: ToolCallEvent) => string;
+  /**
+   * The step of a run of turns that this turn is (turn, tools, next request, next turn: 1 for the first), as the
+   * orchestrator counts them, never the model. It enters every key, `effectKey(turnId, call, step)`: the same
+   * refund retried inside step 1 is one effect, the same refund asked for again in step 3 is a second one, and
+   * their keys say so. A non-negative integer; default none, the keys of `[turnId, name, args]`.
+   */
+  step?: number;
+  /** The key function, given the turn id, the call and the `step`; defaults to {@link effectKey}. */
+  key?: (turnId: string, call: ToolCallEvent, step?: number) => string;
 }
 
 /**
@@ -85,14 +94,16 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
  * ```
  *
  * @see {@link effectKey} for the key and how to compute it in another language.
- * @param options `turnId`; optional `seen` keys and `key` function.
+ * @param options `turnId`; optional `step`, `seen` keys and `key` function.
  * @returns An operator that keys tool calls and marks the repeats of a key.
+ * @throws UsageError when `step` is not a non-negative integer.
  */
 export function dedupeByEffectKey<E extends { type: string }>(
   options: DedupeByEffectKeyOptions,
   // `E` comes from the source only: inferred from what a declared result type asks for (a policy declared as
   // `OperatorFunction<ProviderEvent, TurnEvent>`), it would not match what the operator before it emits.
 ): OperatorFunction<E, WithEffectKeys<NotInferred<E>>> {
+  checkStep('dedupeByEffectKey', options.step);
   return stageOperator((out: Sink<WithEffectKeys<E>>) => new DedupeStage<E>(out, options));
 }
 
@@ -100,7 +111,8 @@ export function dedupeByEffectKey<E extends { type: string }>(
 export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffectKeys<E>> {
   private readonly turnId: string;
   private readonly seen: EffectKeyLookup | undefined;
-  private readonly key: (turnId: string, call: ToolCallEvent) => string;
+  private readonly step: number | undefined;
+  private readonly key: (turnId: string, call: ToolCallEvent, step?: number) => string;
   /** Keys released by this subscription (created with the first call: most turns have none or few). */
   private released: Set<string> | undefined;
 
@@ -108,6 +120,7 @@ export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffect
     super(out);
     this.turnId = options.turnId;
     this.seen = options.seen;
+    this.step = options.step;
     this.key = options.key ?? effectKey;
   }
 
@@ -118,7 +131,7 @@ export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffect
     }
     // The key function and the lookup are the user's: what they throw becomes an error notification. So does the
     // EffectKeyError of a call that cannot be keyed: it must not run, and no key may be made up for it.
-    const k = this.key(this.turnId, event as unknown as ToolCallEvent);
+    const k = this.key(this.turnId, event as unknown as ToolCallEvent, this.step);
     const repeat = this.released?.has(k) === true || this.seen?.has(k) === true;
     if (this.released === undefined) this.released = new Set();
     this.released.add(k);
@@ -131,4 +144,13 @@ export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffect
   protected override clear(): void {
     this.released = undefined;
   }
+}
+
+/**
+ * Refuses a `step` that is not a non-negative safe integer, for the operators that key calls.
+ * @internal
+ */
+export function checkStep(operator: string, step: unknown): void {
+  if (step !== undefined && !(Number.isSafeInteger(step) && (step as number) >= 0))
+    throw new UsageError(operator, 'step', `must be an integer >= 0, not ${describeValue(step)}`);
 }

@@ -50,6 +50,16 @@ export type { RetryAsEventsOptions } from './retryAsEvents.js';
 export { retryAsEvents } from './retryAsEvents.js';
 export type { RetryBudget, RetryBudgetOptions, RetryBudgetState } from './retryBudget.js';
 export { retryBudget } from './retryBudget.js';
+export type {
+  RunEnd,
+  RunEvent,
+  RunStepsOptions,
+  StepContext,
+  StepEndEvent,
+  StepOutcome,
+  Stepped,
+} from './runSteps.js';
+export { runSteps } from './runSteps.js';
 export { tagAttempts } from './tagAttempts.js';
 export type { ToolResultDoubt, ToolResultStatus } from './toolResultStatus.js';
 export { toolResultStatus } from './toolResultStatus.js';

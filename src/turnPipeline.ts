@@ -59,14 +59,17 @@ export interface TurnPipelineOptions extends CleanTurnOptions {
  * ```
  *
  * @see {@link attemptPipeline}, the part that runs once per attempt.
- * @param options `turnId`; optionally `retry`, `early`, `seen` and `key`.
+ * @param options `turnId`; optionally `step`, `retry`, `early`, `seen` and `key`.
  * @returns An operator from the attempts' provider events (whole calls) to the clean turn stream.
+ * @throws UsageError when `step` is not a non-negative integer.
  */
 export function turnPipeline(
   options: TurnPipelineOptions,
 ): OperatorFunction<AssembledEvent<ProviderEvent>, TurnEvent> {
   const { retry = { count: 2, delay: backoff() }, ...clean } = options;
+  // Made here, so that its options (a `step` of the wrong kind) are refused by turnPipeline itself.
+  const policy = cleanTurn(clean);
   return function turnPipelineOperator(source: Observable<AssembledEvent<ProviderEvent>>) {
-    return source.pipe(retryAsEvents(typeof retry === 'number' ? { count: retry } : retry), cleanTurn(clean));
+    return source.pipe(retryAsEvents(typeof retry === 'number' ? { count: retry } : retry), policy);
   };
 }

@@ -77,14 +77,22 @@ export function at<E extends object>(attempt: number, event: E): Attempted<E> {
   return { ...event, attempt };
 }
 
-/** Stamps an attempt number and the effect key of `turnId` on a tool call, as `cleanTurn` does. */
-export function keyed(turnId: string, attempt: number, event: ToolCallEvent): KeyedToolCall {
-  return { ...event, attempt, effectKey: effectKey(turnId, event) };
+/**
+ * Stamps an attempt number and the effect key of `turnId` (and of `step`, when given) on a tool call, as
+ * `cleanTurn` does.
+ */
+export function keyed(turnId: string, attempt: number, event: ToolCallEvent, step?: number): KeyedToolCall {
+  return { ...event, attempt, effectKey: effectKey(turnId, event, step) };
 }
 
 /** Like {@link keyed}, as a repeat: a call whose effect key already ran, as `cleanTurn` releases it. */
-export function repeated(turnId: string, attempt: number, event: ToolCallEvent): RepeatedToolCall {
-  return { ...keyed(turnId, attempt, event), type: 'tool-call-repeat' };
+export function repeated(
+  turnId: string,
+  attempt: number,
+  event: ToolCallEvent,
+  step?: number,
+): RepeatedToolCall {
+  return { ...keyed(turnId, attempt, event, step), type: 'tool-call-repeat' };
 }
 
 /** The arguments of the help-desk refund. */

@@ -159,6 +159,12 @@ export interface StreamTurnOptions<I = unknown> {
   /** Effect keys that already ran (a ledger): their calls are released as `tool-call-repeat`s. */
   seen?: EffectKeyLookup;
   /**
+   * The step of a run of turns that this turn is (1 for the first), entered into every effect key of its calls
+   * (`effectKey(turnId, call, step)`, see `dedupeByEffectKey`): the same refund asked for again in a later step
+   * of the same run is a second effect. Default none.
+   */
+  step?: number;
+  /**
    * Retry an attempt that finished but cannot be used, as `requireUsable` of `cleanturn` decides: `true` for its
    * ready-made checks (a refusal, an empty answer, a call the provider could not read), or its options
    * (`validateArgs` to check tool arguments against their schemas, `checks` of your own). Such an attempt is retried
@@ -242,10 +248,12 @@ export interface StreamTurnOptions<I = unknown> {
 export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {
   if (typeof options !== 'object' || options === null)
     throw usage('options', 'must be an object with turnId and request and adapter (or a plan)', options);
-  const { turnId, retry = 2, maxRetryAfter = 60_000, early, seen, onReport, budget } = options;
+  const { turnId, step, retry = 2, maxRetryAfter = 60_000, early, seen, onReport, budget } = options;
   if (typeof turnId !== 'string' || turnId === '')
     throw usage('turnId', 'must be a non-empty string', turnId);
   if (!Number.isInteger(retry) || retry < 0) throw usage('retry', 'must be an integer >= 0', retry);
+  if (step !== undefined && !(Number.isSafeInteger(step) && step >= 0))
+    throw usage('step', 'must be an integer >= 0', step);
   // fromSSE's default and rule for the chunk timer; 0 (off) is passed on as 0, which fromSSE reads as off too.
   const timeouts = resolveTimeouts('streamTurn', options.timeout, options.stallTimeout);
   const stallTimeout = timeouts.chunkMs ?? 0;
@@ -299,6 +307,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     const events = oneAttempt.pipe(
       turnPipeline({
         turnId,
+        step,
         early,
         seen,
         retry: {

@@ -1,0 +1,114 @@
+import {
+  accumulateTurn,
+  type KeyedToolCall,
+  type RunEvent,
+  runSteps,
+  type ToolResultLike,
+  type TurnEvent,
+  type TurnState,
+} from 'cleanturn';
+import { at, defineMarbles, finish, helpDesk as h, keyed, text } from 'cleanturn/testing';
+import { filter, from, map, type Observable } from 'rxjs';
+
+const runId = 'run-7';
+
+/** Step 1 asks for the refund; step 2, with its result in the request, answers. Clean turns, as streamTurn emits them. */
+const a = at(1, text('Checking order ORD-7781. '));
+const k = keyed(runId, 1, h.k, 1);
+const f = at(1, finish('tool-calls'));
+const b = at(1, text('Refund started.'));
+const g = at(1, finish('stop'));
+const v = { a, k, f, b, g };
+
+/** An executor in virtual time: each released call's result at once. */
+const refunds = (turn$: Observable<TurnEvent>): Observable<ToolResultLike> =>
+  turn$.pipe(
+    filter((event): event is KeyedToolCall => event.type === 'tool-call'),
+    map((call) => ({
+      type: 'tool-result' as const,
+      effectKey: call.effectKey,
+      call,
+      outcome: 'executed',
+      result: { refund_id: 'R-1' },
+    })),
+  );
+
+/** The turn state a step ends with. */
+function stateOf(events: TurnEvent[]): TurnState {
+  let state: TurnState | undefined;
+  from(events)
+    .pipe(accumulateTurn())
+    .subscribe((s) => {
+      state = s as TurnState;
+    });
+  return state as TurnState;
+}
+
+const result = {
+  type: 'tool-result' as const,
+  effectKey: k.effectKey,
+  call: k,
+  outcome: 'executed',
+  result: { refund_id: 'R-1' },
+};
+const s1 = { step: 1, turn: stateOf([a, k, f]), results: [result], next: 'answer' as const };
+const stepped = (step: number, event: object) => ({ ...event, step }) as RunEvent;
+
+export default defineMarbles({
+  name: 'runSteps',
+  summary:
+    'Runs a loop of turns: a turn, its calls, the next turn, until a finish that needs no answer; each step numbered.',
+  cases: [
+    {
+      title:
+        'step 1 asks for a refund and gets its result; step 2 starts after step 1 ended, and its finish ends the run',
+      source: ['-a-k-----f---|', '-b-g-|'],
+      values: v,
+      label: "runSteps({ runId: 'run-7', turn, execute })",
+      operator: () => (turn$: Observable<TurnEvent>) =>
+        runSteps({ runId, turn: () => turn$, execute: refunds }),
+      expected: /* */ '-A-(KR)--F---SB-G-(T|)',
+      expectedValues: {
+        A: stepped(1, a),
+        K: stepped(1, k),
+        R: stepped(1, result),
+        F: stepped(1, f),
+        S: { type: 'step-end', ...s1 },
+        B: stepped(2, b),
+        G: stepped(2, g),
+        T: { type: 'step-end', step: 2, turn: stateOf([b, g]), results: [], next: 'done', end: 'done' },
+      },
+      subscriptions: ['^------------!', '-------------^----!'],
+    },
+    {
+      title: 'maxSteps: a step that asks for another past the cap ends the run there, and says so',
+      source: ['-a-k-----f---|'],
+      values: v,
+      label: "runSteps({ runId: 'run-7', turn, execute, maxSteps: 1 })",
+      operator: () => (turn$: Observable<TurnEvent>) =>
+        runSteps({ runId, turn: () => turn$, execute: refunds, maxSteps: 1 }),
+      expected: /* */ '-A-(KR)--F---(S|)',
+      expectedValues: {
+        A: stepped(1, a),
+        K: stepped(1, k),
+        R: stepped(1, result),
+        F: stepped(1, f),
+        S: { type: 'step-end', ...s1, end: 'max-steps' },
+      },
+      subscriptions: '^------------!',
+    },
+    {
+      title: "an error of a step's turn ends the run with it: no step-end, no next step",
+      source: ['-a-k---#'],
+      values: v,
+      error: new Error('gave up after 3 attempt(s): connection reset'),
+      label: "runSteps({ runId: 'run-7', turn, execute })",
+      operator: () => (turn$: Observable<TurnEvent>) =>
+        runSteps({ runId, turn: () => turn$, execute: refunds }),
+      expected: /* */ '-A-(KR)#',
+      expectedValues: { A: stepped(1, a), K: stepped(1, k), R: stepped(1, result) },
+      expectedError: new Error('gave up after 3 attempt(s): connection reset'),
+      subscriptions: '^------!',
+    },
+  ],
+});

@@ -1,0 +1,229 @@
+import {
+  concat,
+  connect,
+  defer,
+  EMPTY,
+  ignoreElements,
+  map,
+  merge,
+  type Observable,
+  of,
+  takeLast,
+  tap,
+} from 'rxjs';
+import { accumulateTurn, type TurnState } from './accumulateTurn.js';
+import { UsageError } from './errors.js';
+import { describeValue } from './internal/describeValue.js';
+import { type NextStep, nextStep } from './nextStep.js';
+import type { ToolResultLike, TurnEvent } from './types.js';
+
+/** What a step of a run ended with: the final turn state, the results of its calls, and what it asks next. */
+export interface StepOutcome {
+  /** The step (1 for the first). */
+  readonly step: number;
+  /** The turn's final state (`accumulateTurn`'s last snapshot); `undefined` for a turn that emitted nothing. */
+  readonly turn: TurnState | undefined;
+  /** The executor's results of the step's released calls, in the order they came. */
+  readonly results: readonly ToolResultLike[];
+  /** What the final attempt's finish asks of the loop ({@link nextStep}): `answer`, `continue`, `done`, `failed`. */
+  readonly next: NextStep;
+}
+
+/** What a step's functions are told: the run, the step, and how the step before it ended. */
+export interface StepContext {
+  /** The run's id, as given: the turn id of every step, and so the scope of every effect key of the run. */
+  readonly runId: string;
+  /** The step to run (1 for the first): pass it to `streamTurn({ step })` or `cleanTurn({ step })`. */
+  readonly step: number;
+  /** The step before this one; `undefined` for the first. Build the next request from it. */
+  readonly previous: StepOutcome | undefined;
+}
+
+/** Why a run ended, on its last `step-end` event. */
+export type RunEnd =
+  /** The final attempt's finish needs no answer (`nextStep`: `done`). */
+  | 'done'
+  /** The turn failed as a finish says it did, or never finished (`nextStep`: `failed`). */
+  | 'failed'
+  /** The step asked for another (`answer`, `continue`), but `maxSteps` steps have run. */
+  | 'max-steps'
+  /** The `until` predicate said so. */
+  | 'until';
+
+/** The event a run emits after each step, when the step's turn and its executor have both completed. */
+export interface StepEndEvent extends StepOutcome {
+  type: 'step-end';
+  /** On the run's last step only: why the run ends there. */
+  readonly end?: RunEnd;
+}
+
+/** An event of a step's turn or executor, with the step it belongs to. */
+export type Stepped<E> = E & { readonly step: number };
+
+/** What a run emits: each step's turn events and tool results, stamped with their step, and a `step-end` per step. */
+export type RunEvent = Stepped<TurnEvent | ToolResultLike> | StepEndEvent;
+
+/** Options of {@link runSteps}. */
+export interface RunStepsOptions {
+  /** The run's id, stable across restarts: every step's turn id, and so the scope of its effect keys. */
+  runId: string;
+  /**
+   * Starts a step's turn: the clean turn events (`streamTurn`, or a provider stream through `cleanTurn`), with
+   * `context.step` in its effect keys and the next request built from `context.previous` (its turn and results,
+   * through the builder of the provider's format). Called once per step, when the step before it has ended.
+   */
+  turn: (context: StepContext) => Observable<TurnEvent>;
+  /**
+   * Runs the step's released calls, e.g. `(turn$) => turn$.pipe(executeTools(handlers, { turnId: runId, ledger }))`.
+   * It reads the same events as the run emits (one subscription to the turn). Default: no calls run, and a step
+   * that asks for answers gets none.
+   */
+  execute?: (turn: Observable<TurnEvent>, context: StepContext) => Observable<ToolResultLike>;
+  /** The most steps the run takes. Default 10. */
+  maxSteps?: number;
+  /** Ends the run after a step that asked for another, when it returns `true` (a user's stop, a budget). */
+  until?: (outcome: StepOutcome) => boolean;
+}
+
+/**
+ * Runs a loop of turns: a turn, the executor on its released calls, then the next turn with the next request, until
+ * a finish that needs no answer, `maxSteps`, or `until`.
+ *
+ * Each step is numbered by the run, never by the model, and the number enters every effect key of the step
+ * (DESIGN rule 4): `turn` passes `context.step` to `streamTurn({ step })` (or `cleanTurn({ step })`), so that the
+ * same refund retried inside step 1 is one effect, and the same refund asked for again in step 3 is a second one.
+ * All steps share the run's id as their turn id, so one ledger scope holds the run's effects, and a run restarted
+ * from step 1 answers a finished step's calls from the ledger instead of running them again.
+ *
+ * A step's turn is subscribed to once: its events go out stamped with `step`, and the same events feed the
+ * executor and the turn state. When both complete, a `step-end` event says how the step ended ({@link StepOutcome})
+ * and, on the last step, why the run ends (`end`); the next step starts after it. What the turn or the executor
+ * errors with ends the run with that error; so does what `turn`, `execute` or `until` throws. Unsubscribing stops
+ * the live step (its request is aborted by `streamTurn`).
+ *
+ * ```text
+ * source 1: -a-k-----f---|
+ * source 2: -b-g-|
+ *           runSteps({ runId: 'run-7', turn, execute })
+ * result:   -A-(KR)--F---SB-G-(T|)
+ *
+ * where
+ *   a = text "Checking order ORD-7781. ", attempt 1
+ *   k = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1, key fb6c1f20872d5ecd
+ *   f = finish tool-calls, attempt 1
+ *   b = text "Refund started.", attempt 1
+ *   g = finish stop, attempt 1
+ *   A = text "Checking order ORD-7781. ", attempt 1, step 1
+ *   K = tool-call c7 issue_refund({"order_id":"ORD-7781","amount":"full"}), attempt 1, key fb6c1f20872d5ecd, step 1
+ *   R = tool-result executed c7 issue_refund → {"refund_id":"R-1"}, key fb6c1f20872d5ecd, step 1
+ *   F = finish tool-calls, attempt 1, step 1
+ *   S = step-end 1: next answer, 1 result(s)
+ *   B = text "Refund started.", attempt 1, step 2
+ *   G = finish stop, attempt 1, step 2
+ *   T = step-end 2: next done, 0 result(s), run ends (done)
+ * ```
+ *
+ * Every case of `marbles/runSteps.marbles.ts`, with pictures: `docs/operators/runSteps.md`.
+ *
+ * ## Example
+ * ```ts
+ * import { runSteps } from 'cleanturn';
+ * import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
+ * import { openaiChat, toOpenAIChatMessages } from 'cleanturn/providers';
+ * import { streamTurn } from 'cleanturn/transport';
+ *
+ * const conversation: unknown[] = [{ role: 'user', content: 'Please refund order ORD-7781.' }];
+ * const ledger = new MemoryEffectLedger();
+ * const handlers = { issue_refund: async () => ({ refund_id: 'R-1' }) };
+ *
+ * runSteps({
+ *   runId: 'run-7',
+ *   turn: ({ runId, step, previous }) => {
+ *     // The next request: the step before as the provider sent it, and one answer per call id.
+ *     if (previous?.turn) conversation.push(...toOpenAIChatMessages(previous.turn, previous.results));
+ *     const body = JSON.stringify({ model: 'gpt-4.1', messages: conversation, stream: true });
+ *     return streamTurn({
+ *       turnId: runId,
+ *       step, // in every effect key of the step
+ *       adapter: openaiChat(),
+ *       request: ({ signal }) => ({
+ *         url: 'https://api.openai.com/v1/chat/completions',
+ *         init: { method: 'POST', body, signal },
+ *       }),
+ *     });
+ *   },
+ *   execute: (turn$, { runId }) => turn$.pipe(executeTools(handlers, { turnId: runId, ledger })),
+ * }).subscribe((event) => {
+ *   if (event.type === 'text') render(event.step, event.text);
+ *   if (event.type === 'step-end' && event.end !== undefined) render(`run ended: ${event.end}`);
+ * });
+ * ```
+ *
+ * @param options `runId`, `turn`, and optionally `execute`, `maxSteps` and `until`.
+ * @returns The run's events: each step's events and results with their step, and a `step-end` after each step.
+ * @throws UsageError when an option has the wrong type.
+ */
+export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
+  if (typeof options !== 'object' || options === null)
+    throw new UsageError('runSteps', 'options', `must be an object, not ${describeValue(options)}`);
+  const { runId, turn, execute, maxSteps = 10, until } = options;
+  if (typeof runId !== 'string' || runId === '')
+    throw new UsageError('runSteps', 'runId', `must be a non-empty string, not ${describeValue(runId)}`);
+  if (typeof turn !== 'function')
+    throw new UsageError('runSteps', 'turn', `must be a function, not ${describeValue(turn)}`);
+  for (const [name, value] of [
+    ['execute', execute],
+    ['until', until],
+  ] as const)
+    if (value !== undefined && typeof value !== 'function')
+      throw new UsageError('runSteps', name, `must be a function, not ${describeValue(value)}`);
+  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1)
+    throw new UsageError('runSteps', 'maxSteps', `must be an integer >= 1, not ${describeValue(maxSteps)}`);
+
+  const runStep = (step: number, previous: StepOutcome | undefined): Observable<RunEvent> =>
+    defer(() => {
+      const context: StepContext = { runId, step, previous };
+      let state: TurnState | undefined;
+      const results: ToolResultLike[] = [];
+      const events = turn(context).pipe(
+        connect((shared) =>
+          merge(
+            shared,
+            // The step's state, from the same events.
+            shared.pipe(
+              accumulateTurn(),
+              takeLast(1),
+              tap((last) => {
+                state = last as TurnState;
+              }),
+              ignoreElements(),
+            ),
+            execute === undefined
+              ? EMPTY
+              : execute(shared, context).pipe(tap((result) => results.push(result))),
+          ),
+        ),
+        map((event): RunEvent => Object.assign({}, event, { step })),
+      );
+      return concat(
+        events,
+        defer(() => {
+          const outcome: StepOutcome = { step, turn: state, results, next: nextStep(state?.finish) };
+          const end = runEnd(outcome, maxSteps, until);
+          const stepEnd: StepEndEvent =
+            end === undefined ? { type: 'step-end', ...outcome } : { type: 'step-end', ...outcome, end };
+          return end === undefined ? concat(of(stepEnd), runStep(step + 1, outcome)) : of(stepEnd);
+        }),
+      );
+    });
+
+  return defer(() => runStep(1, undefined));
+}
+
+/** Whether the run ends after `outcome`, and why; `undefined` when it takes another step. */
+function runEnd(outcome: StepOutcome, maxSteps: number, until: RunStepsOptions['until']): RunEnd | undefined {
+  if (outcome.next === 'done' || outcome.next === 'failed') return outcome.next;
+  if (outcome.step >= maxSteps) return 'max-steps';
+  if (until?.(outcome) === true) return 'until';
+  return undefined;
+}
