@@ -7,6 +7,7 @@ import {
   aiSdkParts,
   anthropicMessages,
   geminiContent,
+  geminiInteractions,
   openaiChat,
   openaiResponses,
   ProviderError,
@@ -125,6 +126,7 @@ describe('the adapters map an unreadable source error without throwing', () => {
     ['openaiResponses',   () => openaiResponses() as never],
     ['anthropicMessages', () => anthropicMessages() as never],
     ['geminiContent',     () => geminiContent() as never],
+    ['geminiInteractions', () => geminiInteractions() as never],
     ['aiSdkParts',        () => aiSdkParts() as never],
   ];
   for (const [name, adapter] of adapters) {

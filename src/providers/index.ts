@@ -22,6 +22,13 @@ export type { PayloadProblem, ProviderName } from './errors.js';
 export { ProviderError, ProviderPayloadError } from './errors.js';
 export type { GeminiChunk, GeminiContentOptions, GeminiErrorInfo, GeminiOutput } from './geminiContent.js';
 export { geminiContent } from './geminiContent.js';
+export type {
+  GeminiInteractionsErrorInfo,
+  GeminiInteractionsEvent,
+  GeminiInteractionsOptions,
+  GeminiInteractionsOutput,
+} from './geminiInteractions.js';
+export { geminiInteractions } from './geminiInteractions.js';
 export type { NextRequestProblem } from './nextRequest.js';
 export { NextRequestError } from './nextRequest.js';
 export type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOptions, OpenAIChatOutput } from './openaiChat.js';

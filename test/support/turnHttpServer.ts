@@ -54,9 +54,9 @@ export interface TurnHttpServer extends HttpServer {
  * Serves `turns`, each turn started with `run`. The n-th connection (0-based) is cut after `cutAfter(n)` messages,
  * once their bytes have left: 0 cuts it before any, undefined never.
  */
-export async function startTurnHttpServer(
-  turns: TurnServer<TurnEvent>,
-  run: () => Observable<TurnEvent>,
+export async function startTurnHttpServer<E = TurnEvent>(
+  turns: TurnServer<E>,
+  run: () => Observable<E>,
   cutAfter: (connection: number) => number | undefined = () => undefined,
 ): Promise<TurnHttpServer> {
   const requests: SeenRequest[] = [];
