@@ -598,7 +598,15 @@ interface SentRequest {
   readable: SseRequest | undefined;
 }
 
-/** The attempt's request function, recording what it returns in `record` before it is sent. */
+/** The most of a `Request` object's body that is read to classify its replay; past it the request is unreadable. */
+const READ_BODY_LIMIT = 1 << 20;
+
+/**
+ * The attempt's request function, recording what it returns in `record`. A `Request` object's body can be read
+ * only once, by fetch: a copy of it is read beside the request, up to {@link READ_BODY_LIMIT} bytes and only while
+ * the attempt lasts (its signal), so that a body that streams is neither held back nor read after the attempt.
+ * A body not read by the time the attempt fails leaves the request unreadable: its replay is `unknown`.
+ */
 function recorded(
   make: AttemptPlan['request'],
   record: SentRequest,
@@ -607,12 +615,50 @@ function recorded(
     const made = await make(context);
     record.request = made;
     if (typeof Request !== 'undefined' && made instanceof Request && made.body !== null) {
+      let copy: Request;
       try {
-        record.readable = { url: made.url, init: { method: made.method, body: await made.clone().text() } };
+        copy = made.clone();
       } catch {
         // A body already read or locked: the rule finds the request unreadable, and fetch reports the body.
+        return made;
       }
+      void readBody(copy, context.signal).then((body) => {
+        if (body !== undefined) record.readable = { url: made.url, init: { method: made.method, body } };
+      });
     }
     return made;
   };
+}
+
+/** The text of `request`'s body, or undefined when it is larger than the limit or `signal` aborts first. */
+async function readBody(request: Request, signal: AbortSignal): Promise<string | undefined> {
+  const reader = request.body?.getReader();
+  if (reader === undefined) return '';
+  const stop = () => {
+    reader.cancel().catch(() => undefined);
+  };
+  if (signal.aborted) {
+    stop();
+    return undefined;
+  }
+  signal.addEventListener('abort', stop, { once: true });
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return signal.aborted ? undefined : text + decoder.decode();
+      size += value.byteLength;
+      if (size > READ_BODY_LIMIT) {
+        stop();
+        return undefined;
+      }
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    return undefined;
+  } finally {
+    signal.removeEventListener('abort', stop);
+  }
 }
