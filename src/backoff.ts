@@ -1,4 +1,5 @@
-import { type Observable, type SchedulerLike, timer } from 'rxjs';
+import type { Observable, SchedulerLike } from 'rxjs';
+import { wait as longWait } from './internal/wait.js';
 
 /** A wait of {@link backoff}: a timer that emits `0` once, and says how long it waits (`delay`, in milliseconds). */
 export type BackoffTimer = Observable<0> & { readonly delay: number };
@@ -59,7 +60,7 @@ export function backoff(options: BackoffOptions = {}): (error: unknown, retryCou
           ? capped / 2 + (random() * capped) / 2
           : capped;
     const ms = Math.round(wait);
-    const waiting = scheduler === undefined ? timer(ms) : timer(ms, scheduler);
+    const waiting = longWait(ms, scheduler);
     // The wait says how long it is, so that `retryAsEvents` can put it on the `retry` event before it starts.
     return Object.assign(waiting, { delay: ms });
   };

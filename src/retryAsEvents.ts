@@ -7,7 +7,6 @@ import {
   type OperatorFunction,
   type Subscription,
   take,
-  timer,
 } from 'rxjs';
 import {
   describeError,
@@ -18,6 +17,7 @@ import {
 } from './errors.js';
 import { readProperty, readString } from './internal/describeError.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
+import { wait as longWait } from './internal/wait.js';
 import type { NotInferred } from './internal/types.js';
 import type { RetryBudget } from './retryBudget.js';
 import type { RetryEvent, RetryFacts } from './types.js';
@@ -255,7 +255,7 @@ export function retryAsEvents<T>(
             const asked = typeof delay === 'number' ? delay : delay(error, retryCount);
             if (typeof asked === 'number') {
               ms = asked;
-              wait = timer(asked);
+              wait = longWait(asked);
             } else {
               ms = knownDelay(asked);
               wait = from(asked).pipe(take(1));

@@ -1,5 +1,6 @@
 import { isRetryable } from 'cleanturn';
-import { Observable, type Subscription, timer } from 'rxjs';
+import { Observable, type Subscription } from 'rxjs';
+import { wait as longWait } from '../internal/wait.js';
 import { ConnectionError } from './errors.js';
 import type { SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
 
@@ -73,7 +74,7 @@ export function reconnecting(
         return;
       }
       idle++;
-      wait = timer(delay).subscribe(() => {
+      wait = longWait(delay).subscribe(() => {
         wait = undefined;
         open();
       });

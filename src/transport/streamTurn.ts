@@ -279,7 +279,8 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
   return defer(() => {
     // The attempt the next subscription to the source makes.
     let attempt = 0;
-    // The provider and model of each attempt, for the report.
+    // The provider and model of each attempt that started, for the report: an attempt announced by a reset whose
+    // wait the turn did not outlive never started, and is not reported.
     const labels = new Map<number, { provider?: string; model?: string }>();
     // The live attempt's request, once its `request` function has returned it: what a retry would send again.
     let sent: SentRequest | undefined;
@@ -287,6 +288,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       attempt++;
       const record: SentRequest = { attempt, request: undefined, readable: undefined };
       sent = record;
+      labels.set(attempt, {});
       const chosen = plan(attempt);
       const sendRequest = recorded(chosen.request, record);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });

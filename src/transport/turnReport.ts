@@ -62,6 +62,8 @@ export interface TurnReport {
  * @param turnId The turn's id.
  * @param state The last {@link TurnState} (from `accumulateTurn`), if any event arrived.
  * @param end How the stream ended, and the error that ended it.
+ * @param labels The provider and model of each attempt that started; an attempt without one is left out when it
+ *   is the last (a reset announced it, and the turn ended during the wait).
  */
 export function toTurnReport(
   turnId: string,
@@ -69,9 +71,14 @@ export function toTurnReport(
   end: { outcome: TurnReport['outcome']; error?: unknown },
   labels?: ReadonlyMap<number, { provider?: string; model?: string }>,
 ): TurnReport {
-  const records = state?.attempts ?? [
-    { attempt: 1, outcome: 'streaming' as const, textLength: 0, toolCalls: 0 },
-  ];
+  const all = state?.attempts ?? [{ attempt: 1, outcome: 'streaming' as const, textLength: 0, toolCalls: 0 }];
+  // With the labels of the attempts that started, the last record may be of an attempt that a reset announced and
+  // the turn never started (it ended during the wait): it made no request, and is left out.
+  const last = all[all.length - 1];
+  const records =
+    labels !== undefined && all.length > 1 && last !== undefined && !labels.has(last.attempt)
+      ? all.slice(0, -1)
+      : all;
   const attempts: AttemptReport[] = records.map((record, i, all) => {
     const live = i === all.length - 1 && record.outcome === 'streaming';
     const outcome: AttemptOutcome = !live

@@ -2,7 +2,7 @@
 // announces, and the next request only after that wait. Real sockets on 127.0.0.1, real timers.
 import { RetryBudgetExhaustedError, retryBudget, type TurnEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
-import { type StreamTurnOptions, streamTurn } from 'cleanturn/transport';
+import { type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
 import { afterEach, describe, expect, it } from 'vitest';
 import { attempt1, cleanText, whole } from '../support/helpDeskChat.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -23,6 +23,7 @@ interface Seen {
 async function run(
   script: ScriptedResponse[],
   options: Partial<Omit<StreamTurnOptions<unknown>, 'request' | 'adapter'>>,
+  onReset?: () => void,
 ): Promise<Seen> {
   server = await startServer(script);
   const url = `${server.url}/v1/chat/completions`;
@@ -35,7 +36,10 @@ async function run(
       ...options,
       request: ({ signal }) => ({ url, init: { method: 'POST', body: '{"stream":true}', signal } }),
     }).subscribe({
-      next: (event) => seen.events.push({ event, at: Date.now() }),
+      next: (event) => {
+        seen.events.push({ event, at: Date.now() });
+        if (event.type === 'reset') onReset?.();
+      },
       error: (error: unknown) => {
         seen.error = error;
         seen.endedAt = Date.now();
@@ -117,4 +121,33 @@ describe('the reset comes when the attempt fails, before the wait', () => {
     expect(seen.endedAt - lastText).toBeLessThan(1_000);
     expect(server?.requests).toHaveLength(1);
   }, 15_000);
+});
+
+describe('a turn that ends during the wait', () => {
+  // The reset comes before the wait, so the report must not count the attempt it announces until it starts.
+  it.each([
+    ['stopped', (controller: AbortController) => ({ signal: controller.signal })],
+    ['timed out', () => ({ timeout: { totalMs: 400 } })],
+  ] as const)(
+    '%s: the report has only the attempt that ran',
+    async (_, options) => {
+      const controller = new AbortController();
+      let report: TurnReport | undefined;
+      const seen = await run(
+        [cutMidWord, whole],
+        {
+          backoff: { initialDelay: 3_000, jitter: 'none' },
+          ...options(controller),
+          onReport: (r) => {
+            report = r;
+          },
+        },
+        () => controller.abort('the user pressed stop'),
+      );
+      expect(seen.error).toBeDefined();
+      expect(server?.requests).toHaveLength(1);
+      expect(report?.attempts.map((a) => [a.attempt, a.outcome])).toEqual([[1, 'abandoned']]);
+    },
+    15_000,
+  );
 });

@@ -10,6 +10,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { Observable } from 'rxjs';
 import { isReplyError, runRedisScript, withinTime } from '../../internal/redisScripts.js';
 import { checkReadAfter } from '../../internal/turnLogRules.js';
+import { MAX_TIMER_DELAY } from '../../internal/wait.js';
 import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
 
 /** Options of {@link redisTurnLog}. */
@@ -217,8 +218,12 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
     throw new RangeError('redisTurnLog: maxEntries must be an integer >= 1');
   const ttlMs = Math.ceil(duration(options.ttlMs ?? 600_000, 'ttlMs'));
   const blockMs = Math.ceil(duration(options.blockMs ?? 5_000, 'blockMs'));
-  const timeoutMs = duration(options.commandTimeoutMs ?? 5_000, 'commandTimeoutMs');
-  const stopCheckMs = duration(options.stopCheckMs ?? 500, 'stopCheckMs');
+  const timeoutMs = Math.min(
+    duration(options.commandTimeoutMs ?? 5_000, 'commandTimeoutMs'),
+    MAX_TIMER_DELAY,
+  );
+  // Capped at what a timer holds: past it, setTimeout would fire at once and poll Redis in a busy loop.
+  const stopCheckMs = Math.min(duration(options.stopCheckMs ?? 500, 'stopCheckMs'), MAX_TIMER_DELAY);
 
   // The token of each turn this log claimed and has not ended: its appends carry it.
   const tokens = new Map<string, string>();
