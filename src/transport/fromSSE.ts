@@ -376,7 +376,7 @@ export function toFetchArgs(made: SseRequest): [Request | string | URL, RequestI
  * Reads the start of a body (at most {@link ERROR_BODY_SIZE}, for at most `wait` ms), then cancels the rest: an
  * endless or hanging error body must not hold the error back, nor be kept in memory.
  */
-async function readStart(response: Response, wait: number): Promise<string> {
+export async function readStart(response: Response, wait: number = ERROR_BODY_WAIT): Promise<string> {
   const body = response.body;
   if (body === null) return '';
   const reader = body.getReader();

@@ -4,6 +4,7 @@ import { ConnectionError, HttpStatusError, retryAfterOf, SseDataError, TurnStopp
 import {
   type FromSSEOptions,
   fromSSE,
+  readStart,
   type SseRequest,
   type SseRequestFactory,
   toFetchArgs,
@@ -130,9 +131,13 @@ export async function stopTurn(request: SseRequest, options: StopTurnOptions = {
     if (options.signal?.aborted) throw error;
     throw new ConnectionError(describeFailure('the stop request failed', error), error);
   }
-  const body = await response.text().catch(() => '');
-  if (response.ok) return true;
-  if (response.status === 404 || response.status === 409) return false;
+  // The status decides; of an error's body only its start is read (for a bounded time), and no other body is read:
+  // an answer whose body never ends must not hold the stop, nor grow in memory.
+  if (response.ok || response.status === 404 || response.status === 409) {
+    response.body?.cancel().catch(() => undefined);
+    return response.ok;
+  }
+  const body = await readStart(response);
   throw new HttpStatusError(
     response.status,
     response.statusText,
