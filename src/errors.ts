@@ -97,7 +97,7 @@ export type UnusableCode = 'refusal' | 'empty' | 'malformed-call' | 'invalid-arg
 export class UnusableAttemptError extends CleanturnError {
   /** Which check failed: `refusal`, `empty`, `malformed-call`, `invalid-arguments`, or a code of your own. */
   readonly code: UnusableCode;
-  /** What the check found, for people and logs: `the model refused: "I can't help with that."`. */
+  /** What the check found, on one line, for people and logs: `the model refused: "I can't help with that."`. */
   readonly reason: string;
   /** The attempt that finished unusable, when the stream carried attempt numbers. */
   readonly attempt: number | undefined;
@@ -109,9 +109,11 @@ export class UnusableAttemptError extends CleanturnError {
    */
   constructor(code: UnusableCode, reason: string, attempt?: number) {
     const which = attempt === undefined ? 'the attempt' : `attempt ${attempt}`;
-    super(`${which} is unusable (${code}): ${reason}`, { retryable: true });
+    // One line, whatever the check said (a validator's report over several lines, a tool name from the model).
+    const said = oneLine(reason, 300);
+    super(`${which} is unusable (${oneLine(code, 80)}): ${said}`, { retryable: true });
     this.code = code;
-    this.reason = reason;
+    this.reason = said;
     this.attempt = attempt;
   }
 }

@@ -17,8 +17,8 @@ import {
 } from './errors.js';
 import { readProperty, readString } from './internal/describeError.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
-import { wait as longWait } from './internal/wait.js';
 import type { NotInferred } from './internal/types.js';
+import { wait as longWait } from './internal/wait.js';
 import type { RetryBudget } from './retryBudget.js';
 import type { RetryEvent, RetryFacts } from './types.js';
 

@@ -74,7 +74,8 @@ function stopReasonText(reason: unknown): string {
   if (reason === undefined) return '';
   if (typeof reason === 'object' && reason !== null && readProperty(reason, 'name') === 'AbortError')
     return '';
-  return `: ${describeError(reason)}`;
+  // One line, and short: a reason may come from a request body.
+  return `: ${oneLine(describeError(reason), 300)}`;
 }
 
 /**

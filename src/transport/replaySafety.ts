@@ -2,7 +2,7 @@
 // own. One rule, one place: the failure says whether the request may have reached the server, the request says
 // what a second run would repeat there.
 import { CleanturnError, describeError } from 'cleanturn';
-import { isInstance, readProperty } from '../internal/describeError.js';
+import { isInstance, oneLine, readProperty } from '../internal/describeError.js';
 import { ConnectionError, HttpStatusError, UnsafeReplayError } from './errors.js';
 import type { SseRequest } from './fromSSE.js';
 
@@ -116,7 +116,10 @@ export function replaySafety(request: SseRequest | undefined, error: unknown): R
   if (isInstance(error, HttpStatusError) && refusedStatus(error.status))
     return verdict('refused', `the server answered ${error.status} before doing anything`);
   const state = stateOf(request);
-  return verdict(state.basis, `${state.reason}; the failure (${describeError(error)}) may come after it ran`);
+  return verdict(
+    state.basis,
+    `${state.reason}; the failure (${oneLine(describeError(error), 300)}) may come after it ran`,
+  );
 }
 
 /**

@@ -1,0 +1,49 @@
+// The errors of a retry say one line, whatever the text they carry holds: a validator's report over several lines,
+// a stop reason from a request body, a provider's message with line breaks.
+import { UnusableAttemptError } from 'cleanturn';
+import { replaySafety, TurnStoppedError, UnsafeReplayError } from 'cleanturn/transport';
+import { describe, expect, it } from 'vitest';
+
+/** No line break and no other control character. */
+const oneLine = (text: string) => expect([...text].some((c) => (c.codePointAt(0) ?? 0) < 0x20)).toBe(false);
+
+describe('one line', () => {
+  it('UnusableAttemptError: a reason over several lines', () => {
+    const error = new UnusableAttemptError(
+      'invalid-arguments',
+      'amount: required\norder_id: must be a string',
+      2,
+    );
+    oneLine(error.message);
+    expect(error.message).toBe(
+      'attempt 2 is unusable (invalid-arguments): amount: required order_id: must be a string',
+    );
+  });
+
+  it.each([
+    ['a string with a line break', 'user pressed stop\nsecond line'],
+    ['an Error with a line break', new Error('quota\nexceeded')],
+    ['CR LF from a request body', 'line one\r\nline two'],
+  ])('TurnStoppedError: %s', (_, reason) => {
+    oneLine(new TurnStoppedError(reason).message);
+  });
+
+  it('TurnStoppedError: a reason a page long is shortened', () => {
+    expect(new TurnStoppedError('x'.repeat(10_000)).message.length).toBeLessThan(400);
+  });
+
+  it("UnsafeReplayError: a provider's message with line breaks", () => {
+    const request = {
+      url: 'https://api.openai.com/v1/responses',
+      init: {
+        method: 'POST',
+        body: JSON.stringify({ model: 'gpt-5', conversation: 'conv_1', input: 'hi', stream: true }),
+      },
+    };
+    const failure = new Error('The server had an error.\nPlease retry.');
+    const verdict = replaySafety(request, failure);
+    expect(verdict.safety).toBe('unsafe');
+    oneLine(verdict.reason);
+    oneLine(new UnsafeReplayError(1, verdict, failure).message);
+  });
+});
