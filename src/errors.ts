@@ -240,9 +240,10 @@ export class UsageError extends CleanturnError {
    * @param operator The function that refused the call.
    * @param option The option at fault.
    * @param problem What it must be and what it was: `must be a function, not 5`.
+   * @param cause What a callback threw, when that is the problem.
    */
-  constructor(operator: string, option: string, problem: string) {
-    super(`${operator}: ${option} ${problem}`, { retryable: false });
+  constructor(operator: string, option: string, problem: string, cause?: unknown) {
+    super(`${operator}: ${option} ${problem}`, { retryable: false, cause });
     this.operator = operator;
     this.option = option;
   }

@@ -1,6 +1,7 @@
 import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
 import { preview, UnusableAttemptError, type UnusableCode, UsageError } from './errors.js';
+import { describeError, oneLine } from './internal/describeError.js';
 import { describeValue } from './internal/describeValue.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { WholeCallEvents } from './internal/types.js';
@@ -67,7 +68,8 @@ export interface RequireUsableOptions {
  * By default the `refusal`, `empty` and `malformedCall` checks run; `validateArgs` and `checks` add yours. The
  * first check that finds a problem decides, in that order. On a tagged stream each attempt is checked on its
  * own, and a straggler of an older attempt is passed on but not counted. What a check throws errors the stream
- * with that error.
+ * with a `UsageError` (not retryable, what it threw as its `cause`): a bug of the check, which a new attempt would
+ * only bill again.
  *
  * ```text
  * source:   -a-k-f-|
@@ -180,7 +182,7 @@ class RequireUsableStage<E extends { type: string }> extends Stage<E, E> {
     this.out.next(event);
   }
 
-  /** The first verdict of the checks on the attempt that ends with `finish`; what a check throws goes up. */
+  /** The first verdict of the checks on the attempt that ends with `finish`; a check that throws is a UsageError. */
   private verdict(finish: FinishEvent): UnusableVerdict | undefined {
     const attempt: FinishedAttempt = {
       text: this.text,
@@ -189,7 +191,19 @@ class RequireUsableStage<E extends { type: string }> extends Stage<E, E> {
       finish,
     };
     for (const check of this.checks) {
-      const verdict = check.run(attempt);
+      let verdict: UnusableVerdict | undefined;
+      try {
+        verdict = check.run(attempt);
+      } catch (thrown) {
+        // A check that throws is a bug of the check, not an unusable answer: a retry would only bill it again.
+        if (thrown instanceof UsageError) throw thrown;
+        throw new UsageError(
+          'requireUsable',
+          check.option,
+          `threw: ${oneLine(describeError(thrown), 200)}`,
+          thrown,
+        );
+      }
       if (verdict === undefined) continue;
       if (
         typeof verdict !== 'object' ||

@@ -22,7 +22,7 @@ import {
 import { executeTools, MemoryEffectLedger, type ToolHandlers } from 'cleanturn/effects';
 import { type GeminiChunk, geminiContent } from 'cleanturn/providers';
 import { at, call, finish, reasoning, refundArgs, reset, text } from 'cleanturn/testing';
-import { from, lastValueFrom, type Observable, share, toArray } from 'rxjs';
+import { defer, from, lastValueFrom, type Observable, share, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { attemptsOf } from './support/attemptsOf.js';
@@ -215,7 +215,7 @@ describe('requireUsable: the ready-made checks', () => {
     ]);
   });
 
-  it('a check that throws errors the stream with what it threw, in place of the finish', async () => {
+  it('a check that throws errors the stream with a UsageError (never retried) whose cause is what it threw', async () => {
     const thrown = new Error('schema compiler blew up');
     const error = await failure(
       from([refund, finish('tool-calls')]).pipe(
@@ -226,7 +226,12 @@ describe('requireUsable: the ready-made checks', () => {
         }),
       ),
     );
-    expect(error).toBe(thrown);
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error).toMatchObject({
+      message: 'requireUsable: validateArgs threw: schema compiler blew up',
+      retryable: false,
+      cause: thrown,
+    });
   });
 
   it('a check that returns what it must not is a UsageError naming it', async () => {
@@ -297,6 +302,29 @@ describe('UnusableAttemptError', () => {
 });
 
 describe('requireUsable with retryAsEvents and cleanTurn', () => {
+  it('a check that throws is not retried: one attempt, the UsageError', async () => {
+    let attempts = 0;
+    const error = await lastValueFrom(
+      defer(() => {
+        attempts++;
+        return from([refund, finish('tool-calls')]);
+      }).pipe(
+        requireUsable({
+          checks: [
+            (attempt) => {
+              (attempt.finish as unknown as { missing: { field: unknown } }).missing.field;
+              return undefined;
+            },
+          ],
+        }),
+        retryAsEvents({ count: 2 }),
+        toArray(),
+      ),
+    ).catch((thrown: unknown) => thrown);
+    expect(attempts).toBe(1);
+    expect(error).toBeInstanceOf(UsageError);
+  });
+
   /** A ledger-backed executor that records the calls it ran. */
   function tools() {
     const ran: string[] = [];

@@ -254,12 +254,16 @@ check<AssembledEvent<ProviderEvent>>({
       source:     '-a-b-c-|', values: { a: text('Checking'), b: refund, c: finish('tool-calls') },
       expected:   '-a-b-#',   expectedValues: { a: text('Checking'), b: refund },
       sourceSubs: '^----!',
+      // A check that throws is a bug, not an unusable answer: never retried, with what it threw as the cause.
+      errorFor: (thrown) => expect.objectContaining({ name: 'UsageError', retryable: false, cause: thrown }),
     },
     {
       callback: 'checks[0]', make: (fail) => requireUsable({ checks: [fail] }),
       source:     '-a-b-c-|', values: { a: text('Checking'), b: refund, c: finish('tool-calls') },
       expected:   '-a-b-#',   expectedValues: { a: text('Checking'), b: refund },
       sourceSubs: '^----!',
+      // A check that throws is a bug, not an unusable answer: never retried, with what it threw as the cause.
+      errorFor: (thrown) => expect.objectContaining({ name: 'UsageError', retryable: false, cause: thrown }),
     },
   ],
 });

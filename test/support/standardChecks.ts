@@ -65,6 +65,8 @@ export interface ThrowingCallback<I> {
   expectedValues?: Record<string, unknown>;
   /** The source's subscription; default `^!`; `[]` when the callback throws before the source is subscribed. */
   sourceSubs?: string | string[];
+  /** What the result errors with for what the callback threw; default what it threw, as it is. */
+  errorFor?: (thrown: Error) => unknown;
 }
 
 /** Runs `body` and returns every notification that RxJS dropped because its subscriber had already stopped. */
@@ -217,7 +219,7 @@ export function standardChecks<I>(check: StandardCheck<I>): void {
           expectObservable(source.pipe(callback.make(fail))).toBe(
             expected,
             callback.expectedValues ?? check.expected,
-            thrown,
+            callback.errorFor?.(thrown) ?? thrown,
           );
           expectSubscriptions(source.subscriptions).toBe(callback.sourceSubs ?? '^!');
         });
