@@ -48,6 +48,8 @@ export function backoff(options: BackoffOptions = {}): (error: unknown, retryCou
     random = Math.random,
     scheduler,
   } = options;
+  if (jitter !== 'full' && jitter !== 'equal' && jitter !== 'none')
+    throw new RangeError(`backoff: jitter must be 'full', 'equal' or 'none', not ${JSON.stringify(jitter)}`);
   if (!(initialDelay >= 0) || !(maxDelay >= 0) || !(factor >= 1)) {
     throw new RangeError('backoff: initialDelay and maxDelay must be >= 0 and factor >= 1');
   }

@@ -228,10 +228,20 @@ class RequireUsableStage<E extends { type: string }> extends Stage<E, E> {
   }
 }
 
-/** The checks the options ask for, in order; a `UsageError` for an option of the wrong type. */
+/** The options of {@link requireUsable}, for the check of misspelt ones. */
+const OPTION_KEYS: readonly string[] = ['refusal', 'empty', 'malformedCall', 'validateArgs', 'checks'];
+
+/** The checks the options ask for, in order; a `UsageError` for an option of the wrong type or name. */
 function checksOf(options: RequireUsableOptions): NamedCheck[] {
-  if (typeof options !== 'object' || options === null)
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
     throw usage('options', 'must be an object of checks', options);
+  for (const key of Object.keys(options))
+    if (!OPTION_KEYS.includes(key))
+      throw new UsageError(
+        'requireUsable',
+        'options',
+        `has no ${JSON.stringify(key)}: its options are ${OPTION_KEYS.join(', ')}`,
+      );
   const { refusal = true, empty = true, malformedCall = true, validateArgs, checks = [] } = options;
   for (const [option, value] of [
     ['refusal', refusal],

@@ -1027,18 +1027,21 @@ describe('retryAsEvents: waits longer than a timer holds', () => {
     ['a delay in milliseconds', { count: 1, delay: 2 ** 31 }],
     ['a delay function that answers in milliseconds', { count: 1, delay: () => 2 ** 32 }],
     ['backoff', { count: 1, delay: backoff({ initialDelay: 2 ** 31, maxDelay: 2 ** 31, jitter: 'none' }) }],
-  ] as const)('%s past 2^31 ms: no second attempt within 200 ms, and unsubscribing clears the wait', async (_, options) => {
-    let subscriptions = 0;
-    const source = defer(() => {
-      subscriptions++;
-      return throwError(() => new Error('connection reset'));
-    });
-    const seen: unknown[] = [];
-    const subscription = source.pipe(retryAsEvents(options)).subscribe((event) => seen.push(event));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(subscriptions).toBe(1);
-    expect(seen).toMatchObject([{ type: 'retry', delay: expect.any(Number) }]);
-    expect((seen[0] as { delay: number }).delay).toBeGreaterThanOrEqual(2 ** 31);
-    subscription.unsubscribe();
-  });
+  ] as const)(
+    '%s past 2^31 ms: no second attempt within 200 ms, and unsubscribing clears the wait',
+    async (_, options) => {
+      let subscriptions = 0;
+      const source = defer(() => {
+        subscriptions++;
+        return throwError(() => new Error('connection reset'));
+      });
+      const seen: unknown[] = [];
+      const subscription = source.pipe(retryAsEvents(options)).subscribe((event) => seen.push(event));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(subscriptions).toBe(1);
+      expect(seen).toMatchObject([{ type: 'retry', delay: expect.any(Number) }]);
+      expect((seen[0] as { delay: number }).delay).toBeGreaterThanOrEqual(2 ** 31);
+      subscription.unsubscribe();
+    },
+  );
 });

@@ -74,13 +74,16 @@ export function resolveTimeouts(operator: string, timeout: unknown, stallTimeout
       attemptMs: undefined,
       chunkMs: resolveStallTimeout(operator, stallTimeout),
     };
-  if (typeof timeout !== 'object' || timeout === null || Array.isArray(timeout))
+  const prototype =
+    typeof timeout === 'object' && timeout !== null ? Object.getPrototypeOf(timeout) : undefined;
+  // A plain object only: a Map or a Date has no own keys to read, and its timers would be silently ignored.
+  if (prototype !== Object.prototype && prototype !== null)
     throw new UsageError(
       operator,
       'timeout',
       `must be an object { totalMs?, attemptMs?, chunkMs? } of milliseconds, not ${describeNumber(timeout)}`,
     );
-  for (const key of Object.keys(timeout)) {
+  for (const key of Object.keys(timeout as object)) {
     if (!(TIMEOUT_KEYS as readonly string[]).includes(key))
       throw new UsageError(
         operator,
