@@ -1,5 +1,7 @@
 import { UsageError } from 'cleanturn';
 import { type MonoTypeOperatorFunction, Observable, type Subscription } from 'rxjs';
+// The longest delay `setTimeout` keeps (a longer one fires at once): a longer stall timeout re-arms the timer.
+import { MAX_TIMER_DELAY } from '../internal/wait.js';
 import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf, StallError } from './errors.js';
 import { reconnecting, type SseReconnectOptions } from './reconnect.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
@@ -25,9 +27,6 @@ const ERROR_BODY_WAIT = 5_000;
  * short enough that a silent server does not hold a turn for the minutes a socket's own timeouts take.
  */
 export const DEFAULT_STALL_TIMEOUT = 60_000;
-
-/** The longest delay `setTimeout` keeps (a longer one fires at once); a longer stall timeout re-arms the timer. */
-const MAX_TIMER_DELAY = 2_147_483_647;
 
 /**
  * The `stallTimeout` an operator uses: {@link DEFAULT_STALL_TIMEOUT} when none is given, `undefined` (no stall
