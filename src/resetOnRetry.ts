@@ -1,5 +1,6 @@
 import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
+import { readRetryFacts } from './internal/retryFacts.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ResetEvent, RetryFacts } from './types.js';
 
@@ -82,19 +83,7 @@ export class ResetStage<E extends { type: string; attempt: number }> extends Sta
       attempt: event.attempt,
       reason: typeof retry.reason === 'string' ? retry.reason : 'retry',
     };
-    copyFacts(retry, reset);
+    Object.assign(reset, readRetryFacts(retry));
     this.out.next(reset);
   }
 }
-
-/** Copies the facts of a `retry` ({@link RetryFacts}) that have their types onto its `reset`. */
-function copyFacts(retry: Record<string, unknown>, reset: ResetEvent): void {
-  for (const key of NUMBER_FACTS) {
-    const value = retry[key];
-    if (typeof value === 'number' && Number.isFinite(value)) reset[key] = value;
-  }
-  if (typeof retry.outputStarted === 'boolean') reset.outputStarted = retry.outputStarted;
-  if (typeof retry.errorName === 'string') reset.errorName = retry.errorName;
-}
-
-const NUMBER_FACTS = ['delay', 'failedAttempt', 'retryCount', 'maxRetries', 'status'] as const;

@@ -3,13 +3,13 @@ import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experim
 import {
   AttemptTracker,
   type ReleasedCall,
-  type ResetEvent,
   type RetryFacts,
   type ToolResultLike,
   type TurnEvent,
   toolResultStatus,
 } from 'cleanturn';
 import { defer, mergeMap, type OperatorFunction } from 'rxjs';
+import { readRetryFacts } from '../internal/retryFacts.js';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
 
 /** What {@link toAcpUpdates} reads: the clean turn, and optionally the executor's results merged in. */
@@ -170,7 +170,7 @@ abstract class Translator<N> {
         ? this.startAttempt(
             event.attempt,
             event.type === 'reset' ? event.reason : 'retry',
-            event.type === 'reset' ? retryFacts(event) : {},
+            event.type === 'reset' ? readRetryFacts(event) : {},
           )
         : [];
     if (event.type === 'text' && event.text !== '') {
@@ -362,25 +362,4 @@ class V2Translator extends Translator<AcpV2Notification> {
   private notify(update: AcpV2Notification['update']): AcpV2Notification {
     return { sessionId: this.options.sessionId, update };
   }
-}
-
-/** The facts of a retry, in the order of {@link RetryFacts}: the numbers finite, the flag a boolean, the class a string. */
-const factTypes = {
-  delay: 'number',
-  failedAttempt: 'number',
-  outputStarted: 'boolean',
-  retryCount: 'number',
-  maxRetries: 'number',
-  errorName: 'string',
-  status: 'number',
-} as const satisfies Record<keyof RetryFacts, 'number' | 'boolean' | 'string'>;
-
-/** The facts a reset carries with their types; a fact of another type (a reset made by hand) is left out. */
-function retryFacts(reset: ResetEvent): RetryFacts {
-  const facts: Record<string, unknown> = {};
-  for (const [name, type] of Object.entries(factTypes)) {
-    const value: unknown = reset[name as keyof RetryFacts];
-    if (typeof value === type && (type !== 'number' || Number.isFinite(value))) facts[name] = value;
-  }
-  return facts as RetryFacts;
 }

@@ -10,6 +10,7 @@ import {
   type ToolResultLike,
   toolResultStatus,
 } from 'cleanturn';
+import { readRetryFacts } from '../internal/retryFacts.js';
 import { type ResetPresentation, resetPresentation } from './internal/options.js';
 
 export type { ResetPresentation } from './internal/options.js';
@@ -307,25 +308,10 @@ function startAttempt(view: TurnView, reset: ResetEvent, onReset: ResetPresentat
   };
 }
 
-/** The facts of a reset that its notice carries, with their types (numbers are finite). */
-const noticeFacts = {
-  delay: 'number',
-  failedAttempt: 'number',
-  retryCount: 'number',
-  maxRetries: 'number',
-  errorName: 'string',
-  status: 'number',
-} as const satisfies Record<keyof Omit<RetryNotice, 'type' | 'attempt' | 'reason'>, 'number' | 'string'>;
-
-/** The "retrying" notice of `reset`, with each of its facts that has its type. */
+/** The "retrying" notice of `reset`, with each of its facts that has its type (all but `outputStarted`). */
 function retryNotice(reset: ResetEvent): RetryNotice {
-  const notice: RetryNotice = { type: 'retrying', attempt: reset.attempt, reason: reset.reason };
-  const facts = notice as unknown as Record<string, unknown>;
-  for (const [name, type] of Object.entries(noticeFacts)) {
-    const value: unknown = reset[name as keyof typeof noticeFacts];
-    if (typeof value === type && (type !== 'number' || Number.isFinite(value))) facts[name] = value;
-  }
-  return notice;
+  const { outputStarted: _, ...facts } = readRetryFacts(reset);
+  return { type: 'retrying', attempt: reset.attempt, reason: reset.reason, ...facts };
 }
 
 /** The view with a shown call's status updated from its result. */

@@ -1,0 +1,25 @@
+import type { RetryFacts } from '../types.js';
+
+/** The type of each fact of a retry ({@link RetryFacts}), in its order. */
+const FACT_TYPES = {
+  delay: 'number',
+  failedAttempt: 'number',
+  outputStarted: 'boolean',
+  retryCount: 'number',
+  maxRetries: 'number',
+  errorName: 'string',
+  status: 'number',
+} as const satisfies Record<keyof RetryFacts, 'number' | 'boolean' | 'string'>;
+
+/**
+ * The facts of a retry that `event` (a `retry` or a `reset`) carries with their types, numbers finite; a fact of
+ * another type (an event made by hand) is left out. The one reading of the facts for every operator and renderer.
+ */
+export function readRetryFacts(event: object): RetryFacts {
+  const facts: Record<string, unknown> = {};
+  for (const [name, type] of Object.entries(FACT_TYPES)) {
+    const value: unknown = (event as Record<string, unknown>)[name];
+    if (typeof value === type && (type !== 'number' || Number.isFinite(value))) facts[name] = value;
+  }
+  return facts as RetryFacts;
+}
