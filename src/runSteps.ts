@@ -15,7 +15,7 @@ import { accumulateTurn, type TurnState } from './accumulateTurn.js';
 import { UsageError } from './errors.js';
 import { describeValue } from './internal/describeValue.js';
 import { type NextStep, nextStep } from './nextStep.js';
-import type { ToolResultLike, TurnEvent } from './types.js';
+import type { ResetEvent, ToolResultLike, TurnEvent } from './types.js';
 
 /** What a step of a run ended with: the final turn state, the results of its calls, and what it asks next. */
 export interface StepOutcome {
@@ -37,6 +37,11 @@ export interface StepContext {
   readonly step: number;
   /** The step before this one; `undefined` for the first. Build the next request from it. */
   readonly previous: StepOutcome | undefined;
+  /**
+   * Every step before this one, in order (`previous` is the last): build the whole conversation from it when the
+   * run may go on in another process (a run resumed from its log, `resume`, has no earlier calls of `turn`).
+   */
+  readonly history: readonly StepOutcome[];
 }
 
 /** Why a run ended, on its last `step-end` event. */
@@ -83,6 +88,15 @@ export interface RunStepsOptions {
   maxSteps?: number;
   /** Ends the run after a step that asked for another, when it returns `true` (a user's stop, a budget). */
   until?: (outcome: StepOutcome) => boolean;
+  /**
+   * The events this run already emitted, when it goes on after its runner was lost (`turnServer`'s
+   * `context.takeover.events`): the finished steps are not run again (their `step-end` events give `history`), and
+   * the run goes on at the step in progress. When that step had emitted events, its cut attempt is void: the run
+   * first emits a `reset` to the next attempt, with `errorName: 'RunnerLostError'`, and numbers the new turn's
+   * attempts after the cut one. Calls the lost runner released come again in the new attempt, under the same
+   * effect keys: an executor on a durable ledger answers them from it instead of running them again.
+   */
+  resume?: readonly RunEvent[];
 }
 
 /**
@@ -180,12 +194,16 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
   if (!Number.isSafeInteger(maxSteps) || maxSteps < 1)
     throw new UsageError('runSteps', 'maxSteps', `must be an integer >= 1, not ${describeValue(maxSteps)}`);
 
-  const runStep = (step: number, previous: StepOutcome | undefined): Observable<RunEvent> =>
+  if (options.resume !== undefined && !Array.isArray(options.resume))
+    throw new UsageError('runSteps', 'resume', `must be an array of run events, not ${describeValue(options.resume)}`);
+  const runStep = (history: readonly StepOutcome[], cut?: CutStep): Observable<RunEvent> =>
     defer(() => {
-      const context: StepContext = { runId, step, previous };
+      const step = history.length + 1;
+      const context: StepContext = { runId, step, previous: history[history.length - 1], history };
       let state: TurnState | undefined;
       const results: ToolResultLike[] = [];
-      const events = turn(context).pipe(
+      const started = turn(context);
+      const events = (cut === undefined ? started : concat(of(cut.reset), started.pipe(map(cut.renumber)))).pipe(
         connect((shared) =>
           merge(
             shared,
@@ -212,12 +230,61 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
           const end = runEnd(outcome, maxSteps, until);
           const stepEnd: StepEndEvent =
             end === undefined ? { type: 'step-end', ...outcome } : { type: 'step-end', ...outcome, end };
-          return end === undefined ? concat(of(stepEnd), runStep(step + 1, outcome)) : of(stepEnd);
+          return end === undefined ? concat(of(stepEnd), runStep([...history, outcome])) : of(stepEnd);
         }),
       );
     });
 
-  return defer(() => runStep(1, undefined));
+  return defer(() => {
+    if (options.resume === undefined) return runStep([]);
+    const { history, ended, cut } = resumePoint(options.resume);
+    return ended ? EMPTY : runStep(history, cut);
+  });
+}
+
+/** How a step cut by a lost runner goes on: a reset first, then the new turn's attempts after the cut one. */
+interface CutStep {
+  readonly reset: ResetEvent;
+  readonly renumber: (event: TurnEvent) => TurnEvent;
+}
+
+/**
+ * Where a run goes on from the events it emitted: the finished steps (from their `step-end` events), whether the run
+ * had ended, and, when the step in progress had emitted events, how its cut attempt is voided.
+ */
+function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; ended: boolean; cut?: CutStep } {
+  const history: StepOutcome[] = [];
+  let ended = false;
+  let partial = 0;
+  let attempt = 0;
+  for (const event of events) {
+    if (event.type === 'step-end') {
+      const { type: _, end, ...outcome } = event;
+      history.push(outcome);
+      ended ||= end !== undefined;
+      partial = 0;
+      attempt = 0;
+    } else {
+      partial++;
+      if ('attempt' in event && typeof event.attempt === 'number') attempt = Math.max(attempt, event.attempt);
+    }
+  }
+  if (ended || partial === 0) return { history, ended };
+  const offset = Math.max(attempt, 1);
+  const reset: ResetEvent = {
+    type: 'reset',
+    attempt: offset + 1,
+    reason: 'the runner was lost',
+    errorName: 'RunnerLostError',
+    failedAttempt: offset,
+    outputStarted: true,
+  };
+  const renumber = (event: TurnEvent): TurnEvent => {
+    const moved = { ...event, attempt: event.attempt + offset };
+    if (moved.type === 'reset' && moved.failedAttempt !== undefined) moved.failedAttempt += offset;
+    return moved;
+  };
+  return { history, ended, cut: { reset, renumber } };
 }
 
 /** Whether the run ends after `outcome`, and why; `undefined` when it takes another step. */

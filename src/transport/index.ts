@@ -43,8 +43,22 @@ export { resumeResponse } from './resumeResponse.js';
 export { sseJson } from './sseJson.js';
 export type { AttemptPlan, StreamTurnOptions, TurnTimeouts } from './streamTurn.js';
 export { streamTurn } from './streamTurn.js';
-export type { MemoryTurnLogOptions, TurnFailure, TurnIdProblem, TurnLog, TurnLogEntry } from './turnLog.js';
-export { checkTurnId, memoryTurnLog, TurnIdError, TurnNotFoundError } from './turnLog.js';
+export type {
+  MemoryTurnLogOptions,
+  Takeover,
+  TurnFailure,
+  TurnIdProblem,
+  TurnLog,
+  TurnLogEntry,
+} from './turnLog.js';
+export { checkTurnId, memoryTurnLog, TurnIdError, TurnNotFoundError, TurnTakenOverError } from './turnLog.js';
 export type { AttemptReport, TurnReport } from './turnReport.js';
-export type { ServeTurnOptions, TurnMessage, TurnServer, TurnServerOptions } from './turnServer.js';
-export { LastEventIdError, RemoteTurnError, toSSE, turnServer } from './turnServer.js';
+export type {
+  RunContext,
+  ServeTurnOptions,
+  TakeoverBounds,
+  TurnMessage,
+  TurnServer,
+  TurnServerOptions,
+} from './turnServer.js';
+export { LastEventIdError, RemoteTurnError, RunnerLostError, toSSE, turnServer } from './turnServer.js';

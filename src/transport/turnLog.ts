@@ -56,6 +56,35 @@ export interface TurnLog<E = unknown> {
    * the turn runs.
    */
   watchStop?(turnId: string): Observable<string>;
+  /**
+   * How long a runner's lease on a turn lasts, in milliseconds, when the log keeps leases: a claim takes one, and
+   * {@link TurnLog.renew} extends it. A turn whose lease lapsed (its runner died) may be taken over
+   * ({@link TurnLog.takeOver}). Absent on a log without leases: there a turn runs where it was claimed, or not at all.
+   */
+  readonly leaseMs?: number;
+  /**
+   * Extends this log's lease on turn `turnId` by `leaseMs` from now: true while the turn is still this log's and
+   * has not ended; false when it is not (another runner took it over, it ended, or the log forgot it): its runner
+   * then stops, and writes nothing more.
+   */
+  renew?(turnId: string): Promise<boolean>;
+  /**
+   * Takes over turn `turnId` when its lease lapsed: the turn becomes this log's, with a new lease, and only this
+   * log's appends are taken from then on (the lost runner's are refused with {@link TurnTakenOverError}). Undefined
+   * when there is nothing to take over: the lease is alive, the turn ended, or the log does not know it. Of many
+   * callers at once, one gets the turn.
+   */
+  takeOver?(turnId: string): Promise<Takeover | undefined>;
+}
+
+/** What {@link TurnLog.takeOver} gives the new runner of a turn whose runner was lost. */
+export interface Takeover {
+  /** How many times the turn was taken over, this time included (1 for the first takeover). */
+  readonly count: number;
+  /** The seq of the next entry: how many entries the turn has (the new runner appends from here). */
+  readonly next: number;
+  /** When the turn was first claimed, in the log's clock (milliseconds since the epoch). */
+  readonly claimedAt: number;
 }
 
 /**
@@ -146,8 +175,26 @@ export class TurnNotFoundError extends CleanturnError {
   }
 }
 
+/**
+ * This runner's lease on a turn lapsed and another runner took the turn over: the log refuses this runner's
+ * entries, so that the turn's readers get one runner's events. Not retryable: the turn goes on elsewhere.
+ */
+export class TurnTakenOverError extends CleanturnError {
+  readonly turnId: string;
+
+  constructor(turnId: string) {
+    super(`turn ${turnId} was taken over by another runner: its lease here lapsed`, { retryable: false });
+    this.turnId = turnId;
+  }
+}
+
 /** Options of {@link memoryTurnLog}. */
 export interface MemoryTurnLogOptions {
+  /**
+   * How long a runner's lease on a turn lasts unless renewed, in milliseconds (see {@link TurnLog.leaseMs}).
+   * Default 10 000.
+   */
+  leaseMs?: number;
   /** The most entries kept per turn; a turn that grows past it keeps its newest ones. Default 100 000. */
   maxEntries?: number;
   /** How long an ended turn is kept after its end, in milliseconds. Default 10 minutes. */
@@ -169,12 +216,30 @@ interface MemoryTurn<E> {
   stop: string | undefined;
   /** The runner's watch of a stop request. */
   stopWatchers: Set<(reason: string | undefined) => void>;
+  /** The token of the claim (or takeover) whose appends are taken. */
+  owner: symbol;
+  /** When the owner's lease lapses. */
+  leaseUntil: number;
+  /** How many times the turn was taken over. */
+  takeovers: number;
+  /** When it was first claimed. */
+  claimedAt: number;
+}
+
+/** The turns of a memory log, which several views (runners) may share; see {@link memoryTurnLogView}. */
+interface MemoryStore<E> {
+  turns: Map<string, MemoryTurn<E>>;
+  maxEntries: number;
+  ttlMs: number;
+  leaseMs: number;
+  now: () => number;
 }
 
 /**
  * A turn log in this process's memory: a reconnect must reach the process that runs the turn. Memory is bounded:
  * `maxEntries` per turn, and an ended turn is forgotten `ttlMs` after its end (checked when the log is used: no
- * timer). A turn that has not ended is kept: its run is in this process, and ends with the run.
+ * timer). A turn that has not ended is kept: its run is in this process, and ends with the run. Its runner holds a
+ * lease (`leaseMs`), renewed while it runs; a turn whose lease lapsed may be taken over ({@link TurnLog.takeOver}).
  *
  * ## Example
  * ```ts
@@ -187,11 +252,34 @@ interface MemoryTurn<E> {
  * @returns The log.
  */
 export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): TurnLog<E> {
-  const { maxEntries = 100_000, ttlMs = 600_000, now = Date.now } = options;
+  const { maxEntries = 100_000, ttlMs = 600_000, leaseMs = 10_000, now = Date.now } = options;
   if (!Number.isInteger(maxEntries) || maxEntries < 1)
     throw new RangeError('memoryTurnLog: maxEntries must be an integer >= 1');
   if (!(ttlMs > 0)) throw new RangeError('memoryTurnLog: ttlMs must be > 0');
-  const turns = new Map<string, MemoryTurn<E>>();
+  if (!(leaseMs > 0 && Number.isFinite(leaseMs)))
+    throw new RangeError('memoryTurnLog: leaseMs must be a finite number > 0');
+  return viewOf<E>({ turns: new Map(), maxEntries, ttlMs, leaseMs, now });
+}
+
+/** The store behind each memory log: several views of one store are several runners sharing one log. */
+const stores = new WeakMap<object, MemoryStore<unknown>>();
+
+/**
+ * Another runner's view of the same memory log: its turns and entries, with claims and leases of its own (as a
+ * second process sees a shared Redis log). For tests of takeovers within one process.
+ *
+ * @internal
+ */
+export function memoryTurnLogView<E>(log: TurnLog<E>): TurnLog<E> {
+  const store = stores.get(log) as MemoryStore<E> | undefined;
+  if (store === undefined) throw new TypeError('memoryTurnLogView: not a memory turn log');
+  return viewOf(store);
+}
+
+function viewOf<E>(store: MemoryStore<E>): TurnLog<E> {
+  const { turns, maxEntries, ttlMs, leaseMs, now } = store;
+  // The token of each turn this view claimed (or took over): its appends carry it.
+  const tokens = new Map<string, symbol>();
 
   // Forgets the ended turns past their time; a turn with readers is kept while they read. A turn that has not
   // ended is kept however quiet: its run is alive in this process, and a second claim would run it twice.
@@ -201,21 +289,35 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
       if (turn.ended && turn.touched < limit && turn.readers.size === 0) turns.delete(id);
     }
   };
+  /** The turn, when this view holds it. */
+  const held = (turnId: string): MemoryTurn<E> | undefined => {
+    const turn = turns.get(turnId);
+    const token = tokens.get(turnId);
+    return turn !== undefined && token !== undefined && turn.owner === token ? turn : undefined;
+  };
 
-  return {
+  const log: TurnLog<E> = {
+    leaseMs,
     async claim(turnId) {
       checkTurnId(turnId);
       expire();
       if (turns.has(turnId)) return false;
+      const owner = Symbol(turnId);
+      const at = now();
       turns.set(turnId, {
         entries: [],
         first: 0,
         ended: false,
-        touched: now(),
+        touched: at,
         readers: new Set(),
         stop: undefined,
         stopWatchers: new Set(),
+        owner,
+        leaseUntil: at + leaseMs,
+        takeovers: 0,
+        claimedAt: at,
       });
+      tokens.set(turnId, owner);
       return true;
     },
     async append(turnId, entry) {
@@ -223,6 +325,10 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
       const turn = turns.get(turnId);
       if (turn === undefined) throw new TurnNotFoundError(turnId);
       if (turn.ended) throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
+      if (held(turnId) === undefined) {
+        tokens.delete(turnId);
+        throw new TurnTakenOverError(turnId);
+      }
       turn.entries.push(entry);
       if (turn.entries.length > maxEntries) {
         turn.entries.shift();
@@ -230,8 +336,28 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
       }
       turn.ended = 'end' in entry;
       turn.touched = now();
+      if (turn.ended) tokens.delete(turnId);
       for (const reader of [...turn.readers]) reader(entry);
       if (turn.ended) for (const watcher of [...turn.stopWatchers]) watcher(undefined);
+    },
+    async renew(turnId) {
+      checkTurnId(turnId);
+      const turn = held(turnId);
+      if (turn === undefined || turn.ended) return false;
+      turn.leaseUntil = now() + leaseMs;
+      return true;
+    },
+    async takeOver(turnId) {
+      checkTurnId(turnId);
+      expire();
+      const turn = turns.get(turnId);
+      const at = now();
+      if (turn === undefined || turn.ended || turn.leaseUntil > at) return undefined;
+      turn.owner = Symbol(turnId);
+      turn.leaseUntil = at + leaseMs;
+      turn.takeovers++;
+      tokens.set(turnId, turn.owner);
+      return { count: turn.takeovers, next: turn.first + turn.entries.length, claimedAt: turn.claimedAt };
     },
     async requestStop(turnId, reason) {
       checkTurnId(turnId);
@@ -323,4 +449,6 @@ export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): 
       });
     },
   };
+  stores.set(log, store as MemoryStore<unknown>);
+  return log;
 }

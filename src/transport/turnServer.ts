@@ -1,8 +1,26 @@
 import { CleanturnError, describeError, isRetryable } from 'cleanturn';
-import { catchError, config, defer, map, mergeAll, type Observable, of, type Subscription } from 'rxjs';
+import {
+  catchError,
+  config,
+  defer,
+  lastValueFrom,
+  map,
+  mergeAll,
+  Observable,
+  of,
+  type Subscription,
+  take,
+  toArray,
+} from 'rxjs';
 import { errorName, isInstance } from '../internal/describeError.js';
 import { SseFieldError, TurnStoppedError } from './errors.js';
-import { checkTurnId, type TurnFailure, type TurnLog, type TurnLogEntry } from './turnLog.js';
+import {
+  checkTurnId,
+  type TurnFailure,
+  type TurnLog,
+  type TurnLogEntry,
+  TurnTakenOverError,
+} from './turnLog.js';
 
 /**
  * One server-sent event of a served turn, in the shape NestJS's `@Sse()` handlers return (`MessageEvent`): `id`
@@ -30,6 +48,34 @@ export interface TurnServerOptions<E> {
    * (never a thrown error: a store that is down must not crash the server).
    */
   onLogError?: (error: unknown, turnId: string) => void;
+  /**
+   * The bounds of taking over turns whose runner was lost, on a log with leases ({@link TurnLog.leaseMs}): a turn
+   * is taken over at most `max` times (default 2) and only within `withinMs` of its first claim (default 10
+   * minutes); past either, the reader that finds the lease lapsed ends the turn as failed with a
+   * {@link RunnerLostError} instead, and its readers keep what they read.
+   */
+  takeover?: TakeoverBounds;
+}
+
+/** How often, and for how long, {@link turnServer} takes over a turn whose runner was lost. */
+export interface TakeoverBounds {
+  /** The most takeovers of one turn. Default 2; 0 never takes a turn over (it ends as failed at once). */
+  max?: number;
+  /** How long after its first claim a turn may still be taken over, in milliseconds. Default 600 000. */
+  withinMs?: number;
+}
+
+/** What a run is told: its stop signal, and, when it takes over a turn whose runner was lost, what that runner did. */
+export interface RunContext<E> {
+  /** Aborts when the turn is asked to stop. */
+  readonly signal: AbortSignal;
+  /**
+   * Set when this run takes over a turn whose runner was lost: `count` (1 for the first takeover) and the
+   * `events` the turn's log holds, which every reader has read or will read. The run continues after them:
+   * `runSteps({ resume: takeover.events })` goes on at the step in progress, with a reset when that step's
+   * attempt was cut, and never repeats a finished step.
+   */
+  readonly takeover?: { readonly count: number; readonly events: readonly E[] };
 }
 
 /** What {@link TurnServer.serve} takes: the turn, and where the client is in it. */
@@ -45,7 +91,7 @@ export interface ServeTurnOptions<E> {
    * log): pass it on as `streamTurn({ signal })`, so that the provider request is aborted at once and the turn ends
    * with a `TurnStoppedError`. A run that ignores it is unsubscribed, and its log ends the same way.
    */
-  run: (context: { signal: AbortSignal }) => Observable<E>;
+  run: (context: RunContext<E>) => Observable<E>;
   /**
    * The request's `Last-Event-ID` header, when the client reconnects: it reads the events after it. An id of another
    * turn (or none) makes a first connection; an id of this turn whose position is not a canonical decimal seq
@@ -79,9 +125,11 @@ export interface TurnServer<E> {
   readonly running: number;
   /**
    * Stops the turns this server runs (a shutdown); each one's log ends as failed (`the server closed`, retryable),
-   * so that its readers end too.
+   * so that its readers end too. With `handOver: true`, on a log with leases, nothing is written instead: the runs
+   * stop, their leases lapse, and a reader on another instance takes each turn over (a deploy that restarts
+   * instances one at a time loses no turn).
    */
-  close(): Promise<void>;
+  close(options?: { handOver?: boolean }): Promise<void>;
 }
 
 /**
@@ -114,6 +162,14 @@ export interface TurnServer<E> {
  */
 export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
   const { log } = options;
+  const maxTakeovers = options.takeover?.max ?? 2;
+  const takeoverWithinMs = options.takeover?.withinMs ?? 600_000;
+  if (!Number.isSafeInteger(maxTakeovers) || maxTakeovers < 0)
+    throw new RangeError('turnServer: takeover.max must be an integer >= 0');
+  if (!(takeoverWithinMs > 0)) throw new RangeError('turnServer: takeover.withinMs must be > 0');
+  // Leases, when the log keeps them: the runner renews a third of the way through, a quiet reader checks four
+  // times per lease whether it lapsed.
+  const leaseMs = log.renew !== undefined && log.takeOver !== undefined ? log.leaseMs : undefined;
   const runs = new Map<string, Run>();
   // A store that is down must not take the server down with it: the default reports, and does not throw; nor
   // does a callback that throws.
@@ -130,15 +186,20 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     else console.error(`cleanturn: the turn log refused an entry of turn ${turnId}:`, error);
   };
 
-  const start = (turnId: string, run: ServeTurnOptions<E>['run']): void => {
+  const start = (
+    turnId: string,
+    run: ServeTurnOptions<E>['run'],
+    from: { seq: number; takeover?: RunContext<E>['takeover'] } = { seq: 0 },
+  ): void => {
     const stopping = new AbortController();
     const record: Run = {
-      seq: 0,
+      seq: from.seq,
       ended: false,
       failed: false,
       written: Promise.resolve(),
       source: undefined,
       watch: undefined,
+      renewing: undefined,
       stop: (reason) => {
         if (record.ended) return;
         stopping.abort(reason);
@@ -151,7 +212,17 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     };
     runs.set(turnId, record);
     const forget = () => {
+      if (record.renewing !== undefined) clearInterval(record.renewing);
+      record.renewing = undefined;
       if (runs.get(turnId) === record) runs.delete(turnId);
+    };
+    // The turn is another runner's now (this one's lease lapsed while it was slow): stop, write nothing more.
+    const lost = () => {
+      record.failed = true;
+      record.ended = true;
+      record.source?.unsubscribe();
+      record.watch?.unsubscribe();
+      forget();
     };
     // Entries are written one at a time, in order. After a refused one the run stops, its readers are told (if the
     // log takes that last entry), and the server forgets the run.
@@ -165,6 +236,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         try {
           await log.append(turnId, entry);
         } catch (error) {
+          if (isInstance(error, TurnTakenOverError)) return lost();
           record.failed = true;
           record.ended = true;
           record.source?.unsubscribe();
@@ -179,7 +251,22 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       });
       if ('end' in entry) void record.written.then(forget);
     };
-    record.source = defer(() => run({ signal: stopping.signal })).subscribe({
+    if (leaseMs !== undefined) {
+      record.renewing = setInterval(() => {
+        log.renew?.(turnId).then(
+          (held) => {
+            if (!held && !record.ended) lost();
+          },
+          // A renewal that fails may pass: the next one tries again, and the lease covers two misses.
+          () => undefined,
+        );
+      }, leaseMs / 3);
+    }
+    const context: RunContext<E> =
+      from.takeover === undefined
+        ? { signal: stopping.signal }
+        : { signal: stopping.signal, takeover: from.takeover };
+    record.source = defer(() => run(context)).subscribe({
       next: (event) => write({ seq: record.seq++, event }),
       error: (error: unknown) => write({ seq: record.seq++, end: 'failed', error: failureOf(error) }),
       complete: () => write({ seq: record.seq++, end: 'completed' }),
@@ -194,6 +281,83 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       if (record.ended) watch.unsubscribe();
       else record.watch = watch;
     }
+  };
+
+  /**
+   * Takes turn `turnId` over when its lease lapsed (its runner was lost): runs it again from the log's entries, or,
+   * past the bounds, ends it as failed. Nothing happens when the lease is alive or this server runs the turn.
+   */
+  const takeOver = async (turnId: string, run: ServeTurnOptions<E>['run']): Promise<void> => {
+    if (runs.has(turnId)) return;
+    const takeover = await log.takeOver?.(turnId);
+    if (takeover === undefined) return;
+    const past = takeover.count > maxTakeovers || Date.now() - takeover.claimedAt > takeoverWithinMs;
+    const end = (error: unknown) =>
+      log
+        .append(turnId, { seq: takeover.next, end: 'failed', error: failureOf(error) })
+        .catch((failure: unknown) => logError(failure, turnId));
+    if (past) {
+      await end(new RunnerLostError(turnId, takeover.count - 1));
+      return;
+    }
+    let events: E[];
+    try {
+      const entries =
+        takeover.next === 0
+          ? []
+          : await lastValueFrom(log.read(turnId, -1).pipe(take(takeover.next), toArray()));
+      events = entries.flatMap((entry) => ('event' in entry ? [entry.event] : []));
+    } catch (error) {
+      await end(error);
+      return;
+    }
+    start(turnId, run, { seq: takeover.next, takeover: { count: takeover.count, events } });
+  };
+
+  /**
+   * The turn's entries after `after`, and meanwhile, on a log with leases, checks after each quiet quarter of a lease
+   * whether the runner was lost: then this reader takes the turn over (one of many gets it) and reads on.
+   */
+  const follow = (
+    turnId: string,
+    after: number,
+    run: ServeTurnOptions<E>['run'],
+  ): Observable<TurnLogEntry<E>> => {
+    const entries = log.read(turnId, after);
+    if (leaseMs === undefined) return entries;
+    return new Observable<TurnLogEntry<E>>((subscriber) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const arm = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        timer = setTimeout(check, leaseMs / 4);
+      };
+      const check = () => {
+        timer = undefined;
+        takeOver(turnId, run).then(
+          () => {
+            if (!subscriber.closed) arm();
+          },
+          (error: unknown) => {
+            // A log that cannot answer now may later: keep reading, and check again.
+            if (!isRetryable(error)) logError(error, turnId);
+            if (!subscriber.closed) arm();
+          },
+        );
+      };
+      const reading = entries.subscribe({
+        next: (entry) => {
+          arm();
+          subscriber.next(entry);
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      });
+      if (!subscriber.closed) arm();
+      return () => {
+        if (timer !== undefined) clearTimeout(timer);
+        reading.unsubscribe();
+      };
+    });
   };
 
   return {
@@ -211,7 +375,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID had it
         // once, and must never start it again.
         if (after === undefined && (await log.claim(turnId))) start(turnId, run);
-        return log.read(turnId, after ?? -1).pipe(map((entry) => messageOf(prefix, entry)));
+        return follow(turnId, after ?? -1, run).pipe(map((entry) => messageOf(prefix, entry)));
       }).pipe(
         mergeAll(),
         map((message) => {
@@ -239,19 +403,27 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     get running() {
       return runs.size;
     },
-    async close() {
+    async close(closeOptions = {}) {
       const closing = [...runs.entries()];
+      const handOver = closeOptions.handOver === true && leaseMs !== undefined;
       const error: TurnFailure = {
         name: 'TurnServerClosedError',
         message: 'the server closed',
         retryable: true,
       };
       for (const [turnId, record] of closing) {
+        if (record.renewing !== undefined) clearInterval(record.renewing);
+        record.renewing = undefined;
         if (record.ended) continue;
-        // A run that ended already has its end on the way; the others stop, and their log ends as failed.
+        // A run that ended already has its end on the way; the others stop, and their log ends as failed (or, handed
+        // over, is left for a reader elsewhere to take over once the lease lapses).
         record.source?.unsubscribe();
         record.watch?.unsubscribe();
         record.ended = true;
+        if (handOver) {
+          record.failed = true;
+          continue;
+        }
         record.written = record.written.then(async () => {
           if (record.failed) return;
           try {
@@ -279,6 +451,8 @@ interface Run {
   source: Subscription | undefined;
   /** The watch of the log's stop mark, while the turn runs. */
   watch: Subscription | undefined;
+  /** The timer that renews the run's lease, on a log with leases. */
+  renewing: ReturnType<typeof setInterval> | undefined;
   /** Stops the run with `reason`: its signal aborts, and a run that goes on is unsubscribed. */
   stop: (reason: string) => void;
 }
@@ -384,5 +558,25 @@ export class RemoteTurnError extends CleanturnError {
   constructor(failure: TurnFailure) {
     super(`the turn failed on the server: ${failure.message}`, { retryable: failure.retryable });
     this.remoteName = failure.name;
+  }
+}
+
+/**
+ * The runner of a turn was lost (its process died, and its lease lapsed) more often than the server's takeover
+ * bounds allow (`takeover.max`), or too long after the turn began (`takeover.withinMs`): the turn ends as failed,
+ * and its readers keep what they read. Retryable: a new turn could succeed.
+ */
+export class RunnerLostError extends CleanturnError {
+  readonly turnId: string;
+  /** How many times the turn had been taken over already. */
+  readonly takeovers: number;
+
+  constructor(turnId: string, takeovers: number) {
+    super(
+      `the runner of turn ${turnId} was lost${takeovers > 0 ? ` after ${takeovers} takeover(s)` : ''}, and the turn is not taken over again`,
+      { retryable: true },
+    );
+    this.turnId = turnId;
+    this.takeovers = takeovers;
   }
 }

@@ -6,7 +6,7 @@
 import { CleanturnError } from 'cleanturn';
 
 /** The turn log operations, as the errors name them. */
-export type RedisTurnLogOperation = 'claim' | 'append' | 'read' | 'stop';
+export type RedisTurnLogOperation = 'claim' | 'append' | 'read' | 'stop' | 'renew' | 'takeOver';
 
 /**
  * Redis did not answer within the turn log's `commandTimeoutMs` (for a reader's blocking read: `blockMs` plus

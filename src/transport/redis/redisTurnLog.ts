@@ -5,6 +5,7 @@ import {
   type TurnLog,
   type TurnLogEntry,
   TurnNotFoundError,
+  TurnTakenOverError,
 } from 'cleanturn/transport';
 import type { Cluster, Redis } from 'ioredis';
 import { Observable } from 'rxjs';
@@ -46,6 +47,11 @@ export interface RedisTurnLogOptions {
    * Default 500.
    */
   stopCheckMs?: number;
+  /**
+   * How long a runner's lease on a turn lasts unless renewed, in milliseconds (the key `prefix:{turnId}:lease`,
+   * set with `PX`): a turn whose runner died is taken over by a reader once it lapses. Default 10 000.
+   */
+  leaseMs?: number;
 }
 
 /** The entries read in one command, at most. */
@@ -55,9 +61,12 @@ const PAGE = 1_000;
 const WRITE_TRIES = 4;
 
 // The owner key holds `running:<token>` from the claim, then `ended:<token>` with the end entry: the token is the
-// claimer's, and only its appends are taken. What is before the colon is the turn's state.
+// claimer's (or the taker-over's), and only its appends are taken. What is before the colon is the turn's state.
+// The lease key holds the runner's token for `leaseMs`, renewed while it runs; the meta key holds
+// `<claimedAt>:<takeovers>`.
 //
-// KEYS[1] stream, KEYS[2] owner; ARGV 'claim' or 'release', the claimer's token, ttlMs.
+// KEYS[1] stream, KEYS[2] owner, KEYS[3] lease, KEYS[4] meta; ARGV 'claim' or 'release', the claimer's token,
+// ttlMs, leaseMs, the claimer's clock in ms.
 // claim: 1 for the first claim of the turn, and for a try again of this very claim (Redis applied an earlier
 // send, whose answer was lost or late); 0 while the turn is another claimer's (or ran).
 // release: undoes this claim while the turn has no entry (a claim given up on, applied late); 1 if it did.
@@ -67,7 +76,7 @@ local owner = redis.call('GET', KEYS[2])
 local mine = owner == 'running:' .. ARGV[2]
 if ARGV[1] == 'release' then
   if mine and redis.call('XLEN', KEYS[1]) == 0 then
-    redis.call('DEL', KEYS[1], KEYS[2])
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
     return 1
   end
   return 0
@@ -76,10 +85,43 @@ if mine then return 1 end
 if owner then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[2], 'running:' .. ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[4])
+redis.call('SET', KEYS[4], ARGV[5] .. ':0', 'PX', ARGV[3])
 return 1
 `;
 
-// KEYS[1] stream, KEYS[2] owner; ARGV id, entry JSON, maxEntries, ttlMs, '1' for the end ('0' otherwise), the
+// KEYS[2] owner, KEYS[3] lease; ARGV the runner's token, leaseMs. Extends the lease of a running turn that is still
+// this token's (a lease that lapsed unseen is taken again): 1, else 0.
+const RENEW = `
+if redis.call('GET', KEYS[2]) ~= 'running:' .. ARGV[1] then return 0 end
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+return 1
+`;
+
+// KEYS[1] stream, KEYS[2] owner, KEYS[3] lease, KEYS[4] meta; ARGV the new token, leaseMs, ttlMs. Takes over a running
+// turn whose lease lapsed: false when there is nothing to take over, else {takeovers, claimedAt, last entry id or
+// ''}. A try again of a takeover Redis applied answers the same.
+const TAKE_OVER = `
+local owner = redis.call('GET', KEYS[2])
+if not owner then return false end
+local meta = redis.call('GET', KEYS[4]) or '0:0'
+local colon = string.find(meta, ':', 1, true)
+local claimed = string.sub(meta, 1, colon - 1)
+local count = tonumber(string.sub(meta, colon + 1))
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local lastId = ''
+if last[1] then lastId = last[1][1] end
+if owner == 'running:' .. ARGV[1] then return {count, claimed, lastId} end
+if string.match(owner, '^%a+') ~= 'running' or redis.call('EXISTS', KEYS[3]) == 1 then return false end
+count = count + 1
+redis.call('SET', KEYS[2], 'running:' .. ARGV[1], 'PX', ARGV[3])
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[4], claimed .. ':' .. count, 'PX', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {count, claimed, lastId}
+`;
+
+// KEYS[1] stream, KEYS[2] owner, KEYS[3] lease, KEYS[4] meta; ARGV id, entry JSON, maxEntries, ttlMs, '1' for the end ('0' otherwise), the
 // claimer's token, the id after ARGV[1].
 // Answers {'ok'} | {'unknown'} | {'not-owner'} | {'ended'} | {'refused', why}.
 // A try again of a write Redis applied (the same entry at the same id) answers ok and writes nothing. An end whose
@@ -114,10 +156,12 @@ local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], id, 'entry', 
 if type(added) == 'table' and added.err then return {'refused', added.err} end
 if ARGV[5] == '1' then
   redis.call('SET', KEYS[2], 'ended:' .. ARGV[6], 'PX', ARGV[4])
+  redis.call('DEL', KEYS[3])
 else
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
 return {'ok'}
 `;
 
@@ -155,7 +199,15 @@ if reason then return {'stop', reason} end
 return {'running'}
 `;
 
-const scripts = { owner: OWNER, append: APPEND, page: PAGE_OF, stop: STOP, stopState: STOP_STATE };
+const scripts = {
+  owner: OWNER,
+  renew: RENEW,
+  takeOver: TAKE_OVER,
+  append: APPEND,
+  page: PAGE_OF,
+  stop: STOP,
+  stopState: STOP_STATE,
+};
 
 /** A stream entry as Redis answers it: its id and its fields (`['entry', json]`). */
 type StreamEntry = [id: string, fields: string[]];
@@ -166,6 +218,10 @@ interface TurnKeys {
   owner: string;
   /** The stop mark: the reason of a stop asked for while the turn runs. */
   stop: string;
+  /** The runner's lease: its token, for `leaseMs`. */
+  lease: string;
+  /** `<claimedAt>:<takeovers>`. */
+  meta: string;
 }
 
 /**
@@ -223,6 +279,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
     MAX_TIMER_DELAY,
   );
   // Capped at what a timer holds: past it, setTimeout would fire at once and poll Redis in a busy loop.
+  const leaseMs = Math.ceil(Math.min(duration(options.leaseMs ?? 10_000, 'leaseMs'), MAX_TIMER_DELAY));
   const stopCheckMs = Math.min(duration(options.stopCheckMs ?? 500, 'stopCheckMs'), MAX_TIMER_DELAY);
 
   // The token of each turn this log claimed and has not ended: its appends carry it.
@@ -232,11 +289,17 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
   const keysOf = (turnId: string): TurnKeys => {
     checkTurnId(turnId);
     const stream = `${prefix}:{${encodeURIComponent(turnId)}}`;
-    return { stream, owner: `${stream}:owner`, stop: `${stream}:stop` };
+    return {
+      stream,
+      owner: `${stream}:owner`,
+      stop: `${stream}:stop`,
+      lease: `${stream}:lease`,
+      meta: `${stream}:meta`,
+    };
   };
 
   const run = (s: string, keys: TurnKeys, args: (string | number)[]): Promise<unknown> =>
-    runRedisScript(client, s, [keys.stream, keys.owner], args);
+    runRedisScript(client, s, [keys.stream, keys.owner, keys.lease, keys.meta], args);
 
   /**
    * Sends a write (idempotent under its token) until one send gets Redis's answer: each waits `timeoutMs`, at most
@@ -244,7 +307,10 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
    * what became of every earlier one. Fails with the last send's error: an answer of Redis that is an error, or
    * what left the outcome unknown ({@link TurnLogTimeoutError}, a connection that closed).
    */
-  const write = async (operation: 'claim' | 'append', command: () => Promise<unknown>): Promise<unknown> => {
+  const write = async (
+    operation: 'claim' | 'append' | 'takeOver',
+    command: () => Promise<unknown>,
+  ): Promise<unknown> => {
     for (let tries = 1; ; tries++) {
       try {
         return await within(operation, timeoutMs, command, undefined, tries);
@@ -255,16 +321,42 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
   };
 
   return {
+    leaseMs,
+
+    async renew(turnId) {
+      const keys = keysOf(turnId);
+      const token = tokens.get(turnId);
+      if (token === undefined) return false;
+      const answer = await within('renew', timeoutMs, () => run(scripts.renew, keys, [token, leaseMs]));
+      if (answer !== 1) tokens.delete(turnId);
+      return answer === 1;
+    },
+
+    async takeOver(turnId) {
+      const keys = keysOf(turnId);
+      const token = randomUUID();
+      const answer = (await write('takeOver', () => run(scripts.takeOver, keys, [token, leaseMs, ttlMs]))) as
+        | [number, string, string]
+        | null;
+      if (answer === null) return undefined;
+      const [count, claimedAt, lastId] = answer;
+      tokens.set(turnId, token);
+      return { count, claimedAt: Number(claimedAt), next: lastId === '' ? 0 : seqOf(turnId, lastId) + 1 };
+    },
+
     async claim(turnId) {
       const keys = keysOf(turnId);
       const token = randomUUID();
       let answer: unknown;
       try {
-        answer = await write('claim', () => run(scripts.owner, keys, ['claim', token, ttlMs]));
+        answer = await write('claim', () =>
+          run(scripts.owner, keys, ['claim', token, ttlMs, leaseMs, Date.now()]),
+        );
       } catch (error) {
         // Given up with the outcome unknown: a send may still reach Redis, and claim a turn nobody runs. A release
         // sent behind it, on the same connection, runs after it and undoes it.
-        if (!isReplyError(error)) run(scripts.owner, keys, ['release', token, ttlMs]).catch(() => {});
+        if (!isReplyError(error))
+          run(scripts.owner, keys, ['release', token, ttlMs, leaseMs, 0]).catch(() => {});
         throw error;
       }
       if (answer !== 1) return false;
@@ -302,8 +394,7 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
       if (status === 'unknown' || status === 'ended' || status === 'not-owner') tokens.delete(turnId);
       if (status === 'unknown') throw new TurnNotFoundError(turnId);
       if (status === 'ended') throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
-      if (status === 'not-owner')
-        throw new RangeError(`turn ${turnId} was not claimed by this log: only its claimer appends to it`);
+      if (status === 'not-owner') throw new TurnTakenOverError(turnId);
       if (status !== 'ok') throw new RangeError(`turn ${turnId}: entry ${seq} refused: ${detail ?? status}`);
     },
 
