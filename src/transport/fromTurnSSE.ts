@@ -19,9 +19,10 @@ export interface FromTurnSSEOptions extends Omit<FromSSEOptions, 'reconnect'> {
   /**
    * How it reconnects, as `fromSSE`'s `reconnect`: `count`, the reconnects in a row that may bring no new event
    * before the stream fails (default 5), and `delay` before each, in milliseconds (default 1 000). The turn's end is
-   * the stream's last message.
+   * the stream's last message. A cut before the first event reconnects too (without `Last-Event-ID`): the request
+   * names the turn, and its server runs it once.
    */
-  reconnect?: Partial<Omit<SseReconnectOptions, 'isLast'>>;
+  reconnect?: Partial<Omit<SseReconnectOptions, 'isLast' | 'fromStart'>>;
 }
 
 /**
@@ -64,6 +65,8 @@ export function fromTurnSSE<E = TurnEvent>(
       count: reconnect.count ?? 5,
       delay: reconnect.delay ?? 1_000,
       isLast: (message) => message.event === 'end' || message.event === 'failed',
+      // The request names the turn, which its server runs once: a cut before the first event connects again.
+      fromStart: true,
     },
   });
   return new Observable<E>((subscriber) =>

@@ -18,6 +18,12 @@ export interface SseReconnectOptions {
    * that closes an idle connection); without it, a clean close completes the stream.
    */
   isLast?: (message: SseMessage) => boolean;
+  /**
+   * Whether a cut before the first message with an id is reconnected too, without `Last-Event-ID`: right only when
+   * the request itself names the stream and the server starts it once, whatever the number of requests
+   * (`fromTurnSSE`: the turn id, which `turnServer` runs once). Default false: the server could only start over.
+   */
+  fromStart?: boolean;
 }
 
 /**
@@ -30,7 +36,7 @@ export function reconnecting(
   connect: (request: SseRequestFactory) => Observable<SseMessage>,
   options: SseReconnectOptions,
 ): Observable<SseMessage> {
-  const { count, delay = 1_000, isLast } = options;
+  const { count, delay = 1_000, isLast, fromStart = false } = options;
   if (!Number.isInteger(count) || count < 0)
     throw new RangeError('fromSSE: reconnect.count must be an integer >= 0');
   if (!(delay >= 0 && Number.isFinite(delay)))
@@ -69,7 +75,7 @@ export function reconnecting(
         subscriber.complete();
         return;
       }
-      if (!isRetryable(error) || lastId === undefined || idle >= count) {
+      if (!isRetryable(error) || (lastId === undefined && !fromStart) || idle >= count) {
         subscriber.error(error);
         return;
       }
