@@ -195,7 +195,11 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
     throw new UsageError('runSteps', 'maxSteps', `must be an integer >= 1, not ${describeValue(maxSteps)}`);
 
   if (options.resume !== undefined && !Array.isArray(options.resume))
-    throw new UsageError('runSteps', 'resume', `must be an array of run events, not ${describeValue(options.resume)}`);
+    throw new UsageError(
+      'runSteps',
+      'resume',
+      `must be an array of run events, not ${describeValue(options.resume)}`,
+    );
   const runStep = (history: readonly StepOutcome[], cut?: CutStep): Observable<RunEvent> =>
     defer(() => {
       const step = history.length + 1;
@@ -203,7 +207,9 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
       let state: TurnState | undefined;
       const results: ToolResultLike[] = [];
       const started = turn(context);
-      const events = (cut === undefined ? started : concat(of(cut.reset), started.pipe(map(cut.renumber)))).pipe(
+      const events = (
+        cut === undefined ? started : concat(of(cut.reset), started.pipe(map(cut.renumber)))
+      ).pipe(
         connect((shared) =>
           merge(
             shared,

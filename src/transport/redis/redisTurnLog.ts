@@ -90,11 +90,15 @@ redis.call('SET', KEYS[4], ARGV[5] .. ':0', 'PX', ARGV[3])
 return 1
 `;
 
-// KEYS[2] owner, KEYS[3] lease; ARGV the runner's token, leaseMs. Extends the lease of a running turn that is still
-// this token's (a lease that lapsed unseen is taken again): 1, else 0.
+// KEYS[1] stream, KEYS[2] owner, KEYS[3] lease, KEYS[4] meta; ARGV the runner's token, leaseMs, ttlMs. Extends the
+// lease of a running turn that is still this token's (a lease that lapsed unseen is taken again), and keeps the
+// turn for ttlMs more (a quiet runner is not forgotten): 1, else 0.
 const RENEW = `
 if redis.call('GET', KEYS[2]) ~= 'running:' .. ARGV[1] then return 0 end
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[4], ARGV[3])
 return 1
 `;
 
@@ -327,7 +331,9 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
       const keys = keysOf(turnId);
       const token = tokens.get(turnId);
       if (token === undefined) return false;
-      const answer = await within('renew', timeoutMs, () => run(scripts.renew, keys, [token, leaseMs]));
+      const answer = await within('renew', timeoutMs, () =>
+        run(scripts.renew, keys, [token, leaseMs, ttlMs]),
+      );
       if (answer !== 1) tokens.delete(turnId);
       return answer === 1;
     },
