@@ -54,6 +54,27 @@ const result = {
 const s1 = { step: 1, turn: stateOf([a, k, f]), results: [result], next: 'answer' as const };
 const stepped = (step: number, event: object) => ({ ...event, step }) as RunEvent;
 
+/** A run whose runner was lost in step 2, after its first text: what the turn log holds of it. */
+const lost: RunEvent[] = [
+  stepped(1, a),
+  stepped(1, k),
+  stepped(1, result),
+  stepped(1, f),
+  { type: 'step-end', ...s1 },
+  stepped(2, at(1, text('The refu'))),
+];
+/** The reset that voids the cut attempt, and step 2's new turn, numbered after it. */
+const lostReset = {
+  type: 'reset' as const,
+  attempt: 2,
+  reason: 'the runner was lost',
+  errorName: 'RunnerLostError',
+  failedAttempt: 1,
+  outputStarted: true,
+};
+const b2 = at(2, text('Refund started.'));
+const g2 = at(2, finish('stop'));
+
 export default defineMarbles({
   name: 'runSteps',
   summary:
@@ -79,6 +100,30 @@ export default defineMarbles({
         T: { type: 'step-end', step: 2, turn: stateOf([b, g]), results: [], next: 'done', end: 'done' },
       },
       subscriptions: ['^------------!', '-------------^----!'],
+    },
+    {
+      title:
+        'resume: a run taken over after its runner was lost in step 2 runs no finished step again; the cut step starts with a reset, its attempts numbered after the cut one',
+      source: ['-b-g-|'],
+      values: v,
+      label: "runSteps({ runId: 'run-7', turn, execute, resume: takeover.events })",
+      operator: () => (turn$: Observable<TurnEvent>) =>
+        runSteps({ runId, turn: () => turn$, execute: refunds, resume: lost }),
+      expected: /* */ 'XB-G-(T|)',
+      expectedValues: {
+        X: stepped(2, lostReset),
+        B: stepped(2, b2),
+        G: stepped(2, g2),
+        T: {
+          type: 'step-end',
+          step: 2,
+          turn: stateOf([lostReset, b2, g2]),
+          results: [],
+          next: 'done',
+          end: 'done',
+        },
+      },
+      subscriptions: '^----!',
     },
     {
       title: 'maxSteps: a step that asks for another past the cap ends the run there, and says so',
