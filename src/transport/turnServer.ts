@@ -13,6 +13,7 @@ import {
   toArray,
 } from 'rxjs';
 import { errorName, isInstance } from '../internal/describeError.js';
+import { MAX_TIMER_DELAY } from '../internal/wait.js';
 import { SseFieldError, TurnStoppedError } from './errors.js';
 import {
   checkTurnId,
@@ -168,8 +169,12 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     throw new RangeError('turnServer: takeover.max must be an integer >= 0');
   if (!(takeoverWithinMs > 0)) throw new RangeError('turnServer: takeover.withinMs must be > 0');
   // Leases, when the log keeps them: the runner renews a third of the way through, a quiet reader checks four
-  // times per lease whether it lapsed.
+  // times per lease whether it lapsed (each at most as far apart as a timer holds: past it, a timer fires at once).
   const leaseMs = log.renew !== undefined && log.takeOver !== undefined ? log.leaseMs : undefined;
+  if (leaseMs !== undefined && !(leaseMs > 0 && Number.isFinite(leaseMs)))
+    throw new RangeError("turnServer: the log's leaseMs must be a finite number > 0");
+  const renewMs = leaseMs === undefined ? 0 : Math.min(leaseMs / 3, MAX_TIMER_DELAY);
+  const checkMs = leaseMs === undefined ? 0 : Math.min(leaseMs / 4, MAX_TIMER_DELAY);
   const runs = new Map<string, Run>();
   // A store that is down must not take the server down with it: the default reports, and does not throw; nor
   // does a callback that throws.
@@ -260,7 +265,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
           // A renewal that fails may pass: the next one tries again, and the lease covers two misses.
           () => undefined,
         );
-      }, leaseMs / 3);
+      }, renewMs);
     }
     const context: RunContext<E> =
       from.takeover === undefined
@@ -329,7 +334,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const arm = () => {
         if (timer !== undefined) clearTimeout(timer);
-        timer = setTimeout(check, leaseMs / 4);
+        timer = setTimeout(check, checkMs);
       };
       const check = () => {
         timer = undefined;

@@ -134,6 +134,44 @@ describe('turnServer: a run whose runner was lost is taken over by a reader', ()
     expect(started).toBe(1);
   });
 
+  it('a lease past what a timer holds (2^40 ms) neither renews nor checks in a busy loop', async () => {
+    const log = memoryTurnLog<string>({ leaseMs: 2 ** 40 });
+    let renewals = 0;
+    let checks = 0;
+    const runner = turnServer({
+      log: {
+        ...log,
+        renew: (id) => {
+          renewals++;
+          return log.renew?.(id) ?? Promise.resolve(false);
+        },
+      },
+    });
+    const view = memoryTurnLogView(log);
+    const reader = turnServer({
+      log: {
+        ...view,
+        takeOver: (id) => {
+          checks++;
+          return view.takeOver?.(id) ?? Promise.resolve(undefined);
+        },
+      },
+    });
+    const running = runner.serve({ turnId: 'long', run: () => NEVER }).subscribe();
+    const reading = reader.serve({ turnId: 'long', run: () => NEVER }).subscribe();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    reading.unsubscribe();
+    running.unsubscribe();
+    await runner.close();
+    expect({ renewals, checks }).toEqual({ renewals: 0, checks: 0 });
+  });
+
+  it('refuses a log whose leaseMs is not a duration', () => {
+    const log = memoryTurnLog();
+    for (const leaseMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => turnServer({ log: { ...log, leaseMs } })).toThrow(RangeError);
+  });
+
   it('takeover bounds are checked', () => {
     const log = memoryTurnLog();
     for (const max of [-1, 1.5, Number.NaN])
