@@ -65,6 +65,15 @@ describe.skipIf(redisTests.skip)('redisTurnLog leases', { timeout: 20_000 }, () 
     await a.append('t', { seq: 0, end: 'completed' });
   });
 
+  it('a turn claimed by a log without leases (no meta key: an older version, mid-upgrade) is never taken over', async () => {
+    const { prefix, a, b } = runners();
+    expect(await a.claim('old')).toBe(true);
+    await client(0).del(`${prefix}:{old}:meta`, `${prefix}:{old}:lease`);
+    await sleep(LEASE + 100);
+    expect(await b.takeOver?.('old')).toBeUndefined();
+    await a.append('old', { seq: 0, end: 'completed' });
+  });
+
   it('a runner that renews but appends nothing for longer than ttlMs keeps its turn', async () => {
     const { a, b } = runners({ ttlMs: 300 });
     expect(await a.claim('quiet')).toBe(true);

@@ -107,8 +107,9 @@ return 1
 // ''}. A try again of a takeover Redis applied answers the same.
 const TAKE_OVER = `
 local owner = redis.call('GET', KEYS[2])
-if not owner then return false end
-local meta = redis.call('GET', KEYS[4]) or '0:0'
+local meta = redis.call('GET', KEYS[4])
+-- A turn claimed by a log without leases (an older version of it, during a rolling upgrade) is never taken over.
+if not owner or not meta then return false end
 local colon = string.find(meta, ':', 1, true)
 local claimed = string.sub(meta, 1, colon - 1)
 local count = tonumber(string.sub(meta, colon + 1))
