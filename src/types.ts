@@ -153,8 +153,13 @@ export interface RetryEvent extends RetryFacts {
  */
 export interface ResumeEvent {
   type: 'resume';
-  /** The last position of the stream that arrived before the cut (a Responses `sequence_number`). */
+  /**
+   * The last position of the stream that arrived before the cut: a Responses `sequence_number`, or, for a format whose
+   * cursor is not a number, how many of its events had arrived, less one.
+   */
   after: number;
+  /** The last event's own cursor, when the format's cursor is not a number (a Gemini Interactions `event_id`). */
+  cursor?: string;
   /** Why the connection was cut, for people and logs. */
   reason: string;
 }

@@ -25,6 +25,8 @@ export type { FromSSEOptions, SseMessage, SseRequest, SseRequestFactory } from '
 export { fromSSE } from './fromSSE.js';
 export type { FromTurnSSEOptions, StopTurnOptions } from './fromTurnSSE.js';
 export { fromTurnSSE, stopTurn } from './fromTurnSSE.js';
+export type { GeminiBackgroundOptions } from './geminiBackground.js';
+export { geminiBackground } from './geminiBackground.js';
 export type {
   HttpClientEvent,
   HttpClientHeaderEvent,
@@ -38,7 +40,7 @@ export { openaiBackground } from './openaiBackground.js';
 export type { SseReconnectOptions } from './reconnect.js';
 export type { ReplayBasis, ReplayInfo, ReplaySafety, ReplayVerdict } from './replaySafety.js';
 export { replaySafety } from './replaySafety.js';
-export type { ResponseEventsInput, ResumeResponseOptions } from './resumeResponse.js';
+export type { ResponseEventsInput, ResumeFormatName, ResumeResponseOptions } from './resumeResponse.js';
 export { resumeResponse } from './resumeResponse.js';
 export { sseJson } from './sseJson.js';
 export type { AttemptPlan, StreamTurnOptions, TurnTimeouts } from './streamTurn.js';

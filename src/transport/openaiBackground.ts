@@ -1,4 +1,5 @@
 import type { SseRequest } from './fromSSE.js';
+import type { ResumeFormatName } from './resumeResponse.js';
 import { checkResumeOptions } from './resumeResponse.js';
 
 /**
@@ -7,8 +8,18 @@ import { checkResumeOptions } from './resumeResponse.js';
  * for OpenAI's API.
  */
 export interface ResumeRequests {
-  /** The request that streams response `id` after sequence number `after`. */
-  retrieve: (context: { id: string; after: number; signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
+  /**
+   * The request that streams response `id` after sequence number `after` (for the `interactions` format: after the
+   * event whose `event_id` is `cursor`).
+   */
+  retrieve: (context: {
+    id: string;
+    after: number;
+    cursor?: string;
+    signal: AbortSignal;
+  }) => SseRequest | Promise<SseRequest>;
+  /** How the stream places its events (see `resumeResponse`'s `format`): `'responses'` (default) or `'interactions'`. */
+  format?: ResumeFormatName;
   /**
    * The request that cancels response `id`, sent when the turn abandons it before its end. It runs after the turn,
    * for at most 10 s; its answer is not read, and a failure is ignored (the response then runs to its end).

@@ -37,7 +37,13 @@ export interface ResumeResponseOptions {
    * Streams the events of response `id` after sequence number `after`: `GET /v1/responses/{id}?stream=true&
    * starting_after={after}`, or the SDK's `client.responses.retrieve(id, { stream: true, starting_after })`.
    */
-  retrieve: (context: { id: string; after: number; signal: AbortSignal }) => ResponseEventsInput;
+  retrieve: (context: {
+    id: string;
+    after: number;
+    /** The last event's own cursor, for a format whose cursor is not a number (`interactions`: its `event_id`). */
+    cursor?: string;
+    signal: AbortSignal;
+  }) => ResponseEventsInput;
   /**
    * Cancels response `id` (`POST /v1/responses/{id}/cancel`, or the SDK's `client.responses.cancel(id)`): called
    * once when the response is abandoned before its end (the consumer unsubscribed, or the attempt failed and an
@@ -45,8 +51,15 @@ export interface ResumeResponseOptions {
    * response then runs to its end on the server.
    */
   cancel?: (context: { id: string }) => unknown;
-  /** The adapter of the Responses format: `openaiResponses()` of `cleanturn/providers`. */
+  /** The adapter of the format: `openaiResponses()` (or `geminiInteractions()`) of `cleanturn/providers`. */
   adapter: OperatorFunction<never, ProviderEvent>;
+  /**
+   * How the stream places its events: `'responses'` (default), OpenAI Responses, each event with a `sequence_number`
+   * one after the last; `'interactions'`, the Gemini Interactions API, each event with an `event_id` (a resume
+   * goes on after the last one, `last_event_id`; an id already read is a replay, dropped). A resumed Interactions
+   * stream cannot prove that nothing was skipped (its ids are opaque), so it has no `gap`.
+   */
+  format?: ResumeFormatName;
   /**
    * Resumes in a row that may deliver no new event before the attempt fails with a `ResumeError` (`repeated`).
    * Default 3; `0` never resumes.
@@ -57,6 +70,75 @@ export interface ResumeResponseOptions {
    * 30 s); the first resume after a cut is immediate. Default 250.
    */
   delay?: number;
+}
+
+/** The resumable formats: see {@link ResumeResponseOptions.format}. */
+export type ResumeFormatName = 'responses' | 'interactions';
+
+/**
+ * How a resumable stream places its events, for one subscription: the response's id, whether an event goes on where
+ * the last one was, and its end. `after` counts (or numbers) the events read, -1 before the first; `cursor` is the
+ * last one's own id, when the format's cursor is not that number.
+ */
+interface ResumeFormat {
+  idOf(payload: unknown): string | undefined;
+  /** Whether `payload` goes on after the last event: undefined, a replay to drop, or why it cannot be trusted. */
+  check(payload: unknown): 'replay' | { failure: 'gap' | 'unverifiable'; next?: number } | undefined;
+  /** Records an event that goes on. */
+  accept(payload: unknown): void;
+  terminal(payload: unknown): boolean;
+  readonly after: number;
+  readonly cursor: string | undefined;
+}
+
+/** OpenAI Responses: every event has a `sequence_number`, exactly one after the last. */
+function responsesFormat(): ResumeFormat {
+  let after = -1;
+  return {
+    idOf: responseIdOf,
+    check: (payload) => continuity(payload, after),
+    accept: (payload) => {
+      after = sequenceOf(payload) ?? after;
+    },
+    terminal: (payload) => TERMINAL.has(typeOf(payload)),
+    get after() {
+      return after;
+    },
+    cursor: undefined,
+  };
+}
+
+/** The Gemini Interactions API: every event has an `event_id`; a resume goes on after the last one. */
+function interactionsFormat(): ResumeFormat {
+  const seen = new Set<string>();
+  let after = -1;
+  let cursor: string | undefined;
+  const eventType = (payload: unknown) => (payload as { event_type?: unknown } | null)?.event_type;
+  return {
+    idOf: interactionIdOf,
+    check: (payload) => {
+      const id = eventIdOf(payload);
+      if (id === undefined) return eventType(payload) === 'error' ? undefined : { failure: 'unverifiable' };
+      return seen.has(id) ? 'replay' : undefined;
+    },
+    accept: (payload) => {
+      const id = eventIdOf(payload);
+      if (id === undefined) return;
+      seen.add(id);
+      after++;
+      cursor = id;
+    },
+    terminal: (payload) => {
+      const type = eventType(payload);
+      return type === 'interaction.completed' || type === 'interaction.complete';
+    },
+    get after() {
+      return after;
+    },
+    get cursor() {
+      return cursor;
+    },
+  };
 }
 
 /**
@@ -164,15 +246,17 @@ export function checkResumeOptions(
  *   creates a new response.
  */
 export function resumeResponse(options: ResumeResponseOptions): Observable<ProviderEvent> {
-  const { create, retrieve, cancel, maxResumes = 3, delay = 250 } = options;
+  const { create, retrieve, cancel, maxResumes = 3, delay = 250, format: name = 'responses' } = options;
   const adapter = options.adapter as OperatorFunction<unknown, ProviderEvent>;
   checkResumeOptions('resumeResponse', maxResumes, delay);
+  if (name !== 'responses' && name !== 'interactions')
+    throw new RangeError(`resumeResponse: format must be 'responses' or 'interactions', not ${String(name)}`);
 
   return new Observable<ProviderEvent>((subscriber) => {
+    // Where the stream is: the last event that arrived.
+    const format = name === 'responses' ? responsesFormat() : interactionsFormat();
     // The response's id, once an event named it.
     let id: string | undefined;
-    // The last sequence number that arrived; -1 before the first.
-    let last = -1;
     // A terminal event arrived: the response generates nothing more, and needs no cancel.
     let ended = false;
     // Resumes since an event last arrived.
@@ -201,7 +285,14 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
       let input: ResponseEventsInput;
       try {
         const signal = connection.request.signal;
-        input = resuming && id !== undefined ? retrieve({ id, after: last, signal }) : create({ signal });
+        input =
+          resuming && id !== undefined
+            ? retrieve(
+                format.cursor === undefined
+                  ? { id, after: format.after, signal }
+                  : { id, after: format.after, cursor: format.cursor, signal },
+              )
+            : create({ signal });
       } catch (error) {
         subscriber.error(error);
         return;
@@ -212,19 +303,19 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         .subscribe({
           next: (payload) => {
             if (live !== connection) return;
-            id ??= responseIdOf(payload);
-            const problem = continuity(payload, last);
+            id ??= format.idOf(payload);
+            const problem = format.check(payload);
             // A replay of what arrived before the cut.
             if (problem === 'replay') return;
             if (problem !== undefined) {
               const { failure, next } = problem;
               subscriber.error(
-                new ResumeError(failure, id ?? '', last, { next, resumed: connection.resuming }),
+                new ResumeError(failure, id ?? '', format.after, { next, resumed: connection.resuming }),
               );
               return;
             }
-            last = sequenceOf(payload) ?? last;
-            if (TERMINAL.has(typeOf(payload))) ended = true;
+            format.accept(payload);
+            if (format.terminal(payload)) ended = true;
             connection.delivered = true;
             idle = 0;
             payloads.next(payload);
@@ -247,7 +338,7 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         const status = statusOf(error);
         if (status !== undefined && unresumable(status)) {
           const failure = status === 404 ? 'not-found' : 'expired';
-          subscriber.error(new ResumeError(failure, id, last, {}, error));
+          subscriber.error(new ResumeError(failure, id, format.after, {}, error));
           return;
         }
       }
@@ -255,7 +346,7 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         subscriber.error(error);
         return;
       }
-      if (id === undefined || last < 0 || ended || maxResumes === 0) {
+      if (id === undefined || format.after < 0 || ended || maxResumes === 0) {
         // Nothing to resume from: the attempt ends as the cut ends it (a clean close without a finish completes,
         // for requireFinish to fail).
         if (error === undefined) payloads.complete();
@@ -263,15 +354,16 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         return;
       }
       if (idle >= maxResumes) {
-        subscriber.error(new ResumeError('repeated', id, last, { resumes: idle }, error));
+        subscriber.error(new ResumeError('repeated', id, format.after, { resumes: idle }, error));
         return;
       }
       idle++;
-      const resume: ResumeEvent = {
-        type: 'resume',
-        after: last,
-        reason: error === undefined ? 'the stream closed before the response ended' : describeError(error),
-      };
+      const reason =
+        error === undefined ? 'the stream closed before the response ended' : describeError(error);
+      const resume: ResumeEvent =
+        format.cursor === undefined
+          ? { type: 'resume', after: format.after, reason }
+          : { type: 'resume', after: format.after, cursor: format.cursor, reason };
       subscriber.next(resume);
       if (subscriber.closed) return;
       const pause = idle > 1 ? Math.min(delay * 2 ** (idle - 2), MAX_DELAY) : 0;
@@ -391,6 +483,18 @@ function sequenceOf(payload: unknown): number | undefined {
 function responseIdOf(payload: unknown): string | undefined {
   const response = (payload as { response?: unknown } | null)?.response;
   const id = (response as { id?: unknown } | null | undefined)?.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/** The interaction id an Interactions event names (`interaction.created`'s resource, a status update's field). */
+function interactionIdOf(payload: unknown): string | undefined {
+  const record = payload as { interaction?: { id?: unknown } | null; interaction_id?: unknown } | null;
+  const id = record?.interaction?.id ?? record?.interaction_id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+function eventIdOf(payload: unknown): string | undefined {
+  const id = (payload as { event_id?: unknown } | null)?.event_id;
   return typeof id === 'string' && id !== '' ? id : undefined;
 }
 

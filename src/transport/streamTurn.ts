@@ -298,12 +298,17 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
         return fromSSE(sendRequest, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter), usable);
       return resumeResponse({
         create: () => fromSSE(sendRequest, sse).pipe(sseJson()),
-        retrieve: ({ id, after }) =>
-          fromSSE(({ signal }) => resume.retrieve({ id, after, signal }), sse).pipe(sseJson()),
+        retrieve: ({ id, after, cursor }) =>
+          fromSSE(
+            ({ signal }) =>
+              resume.retrieve(cursor === undefined ? { id, after, signal } : { id, after, cursor, signal }),
+            sse,
+          ).pipe(sseJson()),
         cancel: resume.cancel && (({ id }) => sendCancel(resume, id, options.fetch ?? globalThis.fetch)),
         adapter: chosen.adapter,
         maxResumes: resume.maxResumes,
         delay: resume.delay,
+        format: resume.format,
       }).pipe(attemptPipeline(identity), usable);
     }).pipe(endWithin(timeouts.attemptMs, () => new AttemptTimeoutError(timeouts.attemptMs ?? 0)));
     const events = oneAttempt.pipe(
@@ -490,7 +495,9 @@ function checkedPlan(chosen: unknown): AttemptPlan {
 function checkResume(option: string, resume: unknown): asserts resume is ResumeRequests {
   if (typeof resume !== 'object' || resume === null)
     throw usage(option, 'must be resume requests ({ retrieve }), as openaiBackground() makes', resume);
-  const { retrieve, cancel, maxResumes, delay } = resume as Record<string, unknown>;
+  const { retrieve, cancel, maxResumes, delay, format } = resume as Record<string, unknown>;
+  if (format !== undefined && format !== 'responses' && format !== 'interactions')
+    throw usage(`${option}.format`, "must be 'responses' or 'interactions'", format);
   if (typeof retrieve !== 'function')
     throw usage(`${option}.retrieve`, 'must be a function that makes the retrieve request', retrieve);
   if (cancel !== undefined && typeof cancel !== 'function')
