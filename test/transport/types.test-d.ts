@@ -15,7 +15,12 @@ import { describe, expectTypeOf, test } from 'vitest';
 
 describe('resume', () => {
   test('a resume is a provider event, and an attempted one in the clean turn', () => {
-    expectTypeOf<ResumeEvent>().toEqualTypeOf<{ type: 'resume'; after: number; cursor?: string; reason: string }>();
+    expectTypeOf<ResumeEvent>().toEqualTypeOf<{
+      type: 'resume';
+      after: number;
+      cursor?: string;
+      reason: string;
+    }>();
     expectTypeOf<ResumeEvent>().toExtend<ProviderEvent>();
     expectTypeOf<Attempted<ResumeEvent>>().toExtend<TurnEvent>();
     expectTypeOf<Extract<TurnEvent, { type: 'resume' }>>().toEqualTypeOf<Attempted<ResumeEvent>>();
