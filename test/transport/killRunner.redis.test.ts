@@ -345,8 +345,9 @@ describe.skipIf(redisTests.skip)(
       }
       client.disconnect();
       console.log(
-        `seed ${seed}; kills ${JSON.stringify(kills)}; ${failed.length} run(s) failed typed; ` +
-          `${provider.requests.length} provider requests for ${RUNS} runs`,
+        `seed ${seed}; kills ${JSON.stringify(kills)}; ${takeovers} takeovers; ${failed.length} run(s) failed typed; ` +
+          `${provider.requests.length} provider requests for ${RUNS} runs; ` +
+          `longest wait of a reader ${Math.round(Math.max(...outcomes.map((o) => o.longestWait)))} ms`,
       );
     });
   },
