@@ -1,17 +1,10 @@
-import type { ResumeRequests } from './openaiBackground.js';
-import { checkResumeOptions } from './resumeResponse.js';
+import { backgroundRequests, type OpenAIBackgroundOptions, type ResumeRequests } from './openaiBackground.js';
 
-/** Options of {@link geminiBackground}. */
-export interface GeminiBackgroundOptions {
-  /** The API's base URL, up to the version. Default `https://generativelanguage.googleapis.com/v1beta`. */
-  baseUrl?: string | URL;
-  /** Headers of both requests: `x-goog-api-key` (or an `authorization` bearer token). */
-  headers?: HeadersInit;
-  /** See {@link ResumeRequests.maxResumes}. */
-  maxResumes?: number;
-  /** See {@link ResumeRequests.delay}. */
-  delay?: number;
-}
+/**
+ * Options of {@link geminiBackground}: the API's base URL (default `https://generativelanguage.googleapis.com/v1beta`),
+ * the headers of both requests (`x-goog-api-key`, or an `authorization` bearer token), `maxResumes` and `delay`.
+ */
+export type GeminiBackgroundOptions = OpenAIBackgroundOptions;
 
 /**
  * The resume requests of the Gemini Interactions API in background mode, for `streamTurn({ resume })`:
@@ -44,29 +37,11 @@ export interface GeminiBackgroundOptions {
  * @returns The resume requests, in the `interactions` format.
  */
 export function geminiBackground(options: GeminiBackgroundOptions = {}): ResumeRequests {
-  checkResumeOptions('geminiBackground', options.maxResumes, options.delay);
-  const base = String(options.baseUrl ?? 'https://generativelanguage.googleapis.com/v1beta').replace(
-    /\/+$/,
-    '',
-  );
-  const headers = new Headers(options.headers);
-  // A GET and a bodyless POST carry no content type.
-  headers.delete('content-type');
-  const at = (id: string) => `${base}/interactions/${encodeURIComponent(id)}`;
-  const streaming = new Headers(headers);
-  streaming.set('accept', 'text/event-stream');
-  const requests: ResumeRequests = {
+  return backgroundRequests('geminiBackground', 'https://generativelanguage.googleapis.com/v1beta', options, {
+    collection: 'interactions',
+    retrieve: (at, { cursor }) =>
+      `${at}?stream=true${cursor === undefined ? '' : `&last_event_id=${encodeURIComponent(cursor)}`}`,
+    cancel: (at) => `${at}:cancel`,
     format: 'interactions',
-    retrieve: ({ id, cursor }) => ({
-      url: `${at(id)}?stream=true${cursor === undefined ? '' : `&last_event_id=${encodeURIComponent(cursor)}`}`,
-      init: { method: 'GET', headers: new Headers(streaming) },
-    }),
-    cancel: ({ id }) => ({
-      url: `${at(id)}:cancel`,
-      init: { method: 'POST', headers: new Headers(headers) },
-    }),
-  };
-  if (options.maxResumes !== undefined) requests.maxResumes = options.maxResumes;
-  if (options.delay !== undefined) requests.delay = options.delay;
-  return requests;
+  });
 }

@@ -69,24 +69,51 @@ export interface OpenAIBackgroundOptions {
  * @returns The resume requests.
  */
 export function openaiBackground(options: OpenAIBackgroundOptions = {}): ResumeRequests {
-  checkResumeOptions('openaiBackground', options.maxResumes, options.delay);
-  const base = String(options.baseUrl ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+  return backgroundRequests('openaiBackground', 'https://api.openai.com/v1', options, {
+    retrieve: (at, { after }) => `${at}?stream=true&starting_after=${after}`,
+    cancel: (at) => `${at}/cancel`,
+    collection: 'responses',
+  });
+}
+
+/** Where a provider's background API streams and cancels a resource, from its URL (`…/responses/{id}`). */
+export interface BackgroundUrls {
+  /** The path segment of the resources: `responses`, `interactions`. */
+  collection: string;
+  retrieve: (at: string, position: { after: number; cursor?: string }) => string;
+  cancel: (at: string) => string;
+  format?: ResumeFormatName;
+}
+
+/**
+ * The resume requests of a background API (OpenAI Responses, Gemini Interactions): a GET that streams the rest of
+ * resource `id` and a bodyless POST that cancels it, with the caller's headers but its content type.
+ */
+export function backgroundRequests(
+  who: string,
+  defaultBase: string,
+  options: OpenAIBackgroundOptions,
+  urls: BackgroundUrls,
+): ResumeRequests {
+  checkResumeOptions(who, options.maxResumes, options.delay);
+  const base = String(options.baseUrl ?? defaultBase).replace(/\/+$/, '');
   const headers = new Headers(options.headers);
   // A GET and a bodyless POST carry no content type.
   headers.delete('content-type');
-  const at = (id: string) => `${base}/responses/${encodeURIComponent(id)}`;
+  const at = (id: string) => `${base}/${urls.collection}/${encodeURIComponent(id)}`;
   const streaming = new Headers(headers);
   streaming.set('accept', 'text/event-stream');
   const requests: ResumeRequests = {
-    retrieve: ({ id, after }) => ({
-      url: `${at(id)}?stream=true&starting_after=${after}`,
+    retrieve: ({ id, after, cursor }) => ({
+      url: urls.retrieve(at(id), cursor === undefined ? { after } : { after, cursor }),
       init: { method: 'GET', headers: new Headers(streaming) },
     }),
     cancel: ({ id }) => ({
-      url: `${at(id)}/cancel`,
+      url: urls.cancel(at(id)),
       init: { method: 'POST', headers: new Headers(headers) },
     }),
   };
+  if (urls.format !== undefined) requests.format = urls.format;
   if (options.maxResumes !== undefined) requests.maxResumes = options.maxResumes;
   if (options.delay !== undefined) requests.delay = options.delay;
   return requests;
