@@ -33,7 +33,10 @@ export interface TurnLog<E = unknown> {
    * turn id, false while the log knows the turn (it runs, or ran, elsewhere: read it instead).
    */
   claim(turnId: string): Promise<boolean>;
-  /** Appends the next entry of a claimed turn. Its runner appends in order, one entry at a time. */
+  /**
+   * Appends the next entry of a claimed turn. Its runner appends in order, one entry at a time. A log with leases
+   * refuses the entries of a runner whose turn was taken over with {@link TurnTakenOverError}.
+   */
   append(turnId: string, entry: TurnLogEntry<E>): Promise<void>;
   /**
    * The turn's entries after `after` (-1: from the first), then each new one as it is appended, up to and with

@@ -85,8 +85,9 @@ export interface ServeTurnOptions<E> {
   turnId: string;
   /**
    * Runs the turn, e.g. `streamTurn(…)` then `executeTools(…)`: called once per turn id across every server
-   * sharing the log, never per reconnect. The run is the server's, not the connection's: it goes on when the
-   * client goes away, so that a client that comes back reads the rest.
+   * sharing the log, never per reconnect, and once more per takeover (its runner was lost: `context.takeover`).
+   * The run is the server's, not the connection's: it goes on when the client goes away, so that a client that
+   * comes back reads the rest.
    *
    * `signal` aborts when the turn is asked to stop ({@link TurnServer.stop}, here or on another server sharing the
    * log): pass it on as `streamTurn({ signal })`, so that the provider request is aborted at once and the turn ends
@@ -217,16 +218,12 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     };
     runs.set(turnId, record);
     const forget = () => {
-      if (record.renewing !== undefined) clearInterval(record.renewing);
-      record.renewing = undefined;
+      halt(record, false);
       if (runs.get(turnId) === record) runs.delete(turnId);
     };
     // The turn is another runner's now (this one's lease lapsed while it was slow): stop, write nothing more.
     const lost = () => {
-      record.failed = true;
-      record.ended = true;
-      record.source?.unsubscribe();
-      record.watch?.unsubscribe();
+      halt(record, true);
       forget();
     };
     // Entries are written one at a time, in order. After a refused one the run stops, its readers are told (if the
@@ -242,10 +239,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
           await log.append(turnId, entry);
         } catch (error) {
           if (isInstance(error, TurnTakenOverError)) return lost();
-          record.failed = true;
-          record.ended = true;
-          record.source?.unsubscribe();
-          record.watch?.unsubscribe();
+          halt(record, true);
           logError(error, turnId);
           if (!('end' in entry)) {
             const end: TurnLogEntry<E> = { seq: entry.seq, end: 'failed', error: failureOf(error) };
@@ -417,18 +411,11 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         retryable: true,
       };
       for (const [turnId, record] of closing) {
-        if (record.renewing !== undefined) clearInterval(record.renewing);
-        record.renewing = undefined;
-        if (record.ended) continue;
         // A run that ended already has its end on the way; the others stop, and their log ends as failed (or, handed
         // over, is left for a reader elsewhere to take over once the lease lapses).
-        record.source?.unsubscribe();
-        record.watch?.unsubscribe();
-        record.ended = true;
-        if (handOver) {
-          record.failed = true;
-          continue;
-        }
+        const ended = record.ended;
+        halt(record, handOver);
+        if (ended || handOver) continue;
         record.written = record.written.then(async () => {
           if (record.failed) return;
           try {
@@ -442,6 +429,19 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       for (const [turnId, record] of closing) if (runs.get(turnId) === record) runs.delete(turnId);
     },
   };
+}
+
+/**
+ * Stops a run where it is: its source, its watch of the stop mark and the renewals of its lease. `silent`: nothing
+ * more is written for it (the log refused an entry, the turn is another runner's, or it is handed over).
+ */
+function halt(record: Run, silent: boolean): void {
+  record.ended = true;
+  if (silent) record.failed = true;
+  record.source?.unsubscribe();
+  record.watch?.unsubscribe();
+  if (record.renewing !== undefined) clearInterval(record.renewing);
+  record.renewing = undefined;
 }
 
 /** A turn this server runs: its next seq, and the chain of its entries being written. */

@@ -113,16 +113,17 @@ if not owner or not meta then return false end
 local colon = string.find(meta, ':', 1, true)
 local claimed = string.sub(meta, 1, colon - 1)
 local count = tonumber(string.sub(meta, colon + 1))
+if owner ~= 'running:' .. ARGV[1] then
+  if string.match(owner, '^%a+') ~= 'running' or redis.call('EXISTS', KEYS[3]) == 1 then return false end
+  count = count + 1
+  redis.call('SET', KEYS[2], 'running:' .. ARGV[1], 'PX', ARGV[3])
+  redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[4], claimed .. ':' .. count, 'PX', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local lastId = ''
 if last[1] then lastId = last[1][1] end
-if owner == 'running:' .. ARGV[1] then return {count, claimed, lastId} end
-if string.match(owner, '^%a+') ~= 'running' or redis.call('EXISTS', KEYS[3]) == 1 then return false end
-count = count + 1
-redis.call('SET', KEYS[2], 'running:' .. ARGV[1], 'PX', ARGV[3])
-redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
-redis.call('SET', KEYS[4], claimed .. ':' .. count, 'PX', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {count, claimed, lastId}
 `;
 
@@ -237,7 +238,10 @@ interface TurnKeys {
  * per log entry with the id `0-<seq + 1>` and the entry as JSON in one field, so reading after seq `n` is
  * `XREAD … STREAMS key 0-<n + 1>`; `XADD … MAXLEN ~ maxEntries` trims it. Ids are computed and compared as the
  * integers Redis compares, never as text. The claim is the key `prefix:{turnId}:owner`, set only when absent
- * (`running:<token>`, then `ended:<token>` with the end entry; the token is the claim's own). Both keys expire
+ * (`running:<token>`, then `ended:<token>` with the end entry; the token is the claim's own). The runner's lease is
+ * `prefix:{turnId}:lease` (its token, `PX leaseMs`, renewed by `renew`), and `prefix:{turnId}:meta` holds when the
+ * turn was claimed and how often it was taken over: `takeOver` moves the claim to a new token once the lease is
+ * gone, in one script. Both keys expire
  * `ttlMs` after the claim and after each entry (`PEXPIRE`), so a finished turn is kept for its late readers
  * and then forgotten. Claim and append are one Lua script each: an append to a turn the log forgot, after its
  * end, or by a log that did not claim it, is refused. Turn ids are checked with `checkTurnId` (a
