@@ -2,7 +2,7 @@ import { attemptPipeline, MissingFinishError } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
 import { defineMarbles, finish, text, usage } from 'cleanturn/testing';
 import { ResumeError, type ResumeResponseOptions, resumeResponse } from 'cleanturn/transport';
-import { identity, type Observable } from 'rxjs';
+import { identity, NEVER, type Observable } from 'rxjs';
 
 // One diagram per connection: the first is the create request's stream, each next one a resume's. The operator
 // under test is resumeResponse with both requests reading the next diagram.
@@ -28,6 +28,8 @@ const v = {
     sequence_number: 3,
     response: { id, status: 'completed', usage: { input_tokens: 142, output_tokens: 31 } },
   },
+  // Another generation's first fragment, under the same number.
+  o: { type: 'response.output_text.delta', sequence_number: 1, delta: 'Checking order ORD-7782. ' },
   // What a proxy that re-serialises the events passes on: the same events without their sequence_number.
   n: { type: 'response.created', response: { id, status: 'in_progress' } },
   x: { type: 'response.output_text.delta', delta: 'Checking order ORD-7781. ' },
@@ -37,6 +39,7 @@ const v = {
   },
 };
 const out = {
+  N: { type: 'resumable', responseId: id },
   A: text('Checking order ORD-7781. '),
   B: text('The book arrived damaged.'),
   U: usage(142, 31),
@@ -50,7 +53,8 @@ export default defineMarbles({
   summary:
     'One attempt of a Responses turn in background mode: a cut connection is resumed after the last sequence number' +
     ' seen (a `resume`, then the same generation goes on), and only when that is impossible does the attempt fail,' +
-    ' for an ordinary retry. Each diagram of the source is one connection: create, then each resume.',
+    ' for an ordinary retry. The first event that names the response emits a `resumable` with its id, for a runner' +
+    ' that takes the turn over. Each diagram of the source is one connection: create, then each resume.',
   cases: [
     {
       title: 'a reset mid-stream: a resume after event 1, and the same generation goes on',
@@ -59,7 +63,7 @@ export default defineMarbles({
       error: reset,
       label,
       operator: () => resuming(),
-      expected: /* */ '---A-RB-(UF|)',
+      expected: /* */ '-N-A-RB-(UF|)',
       expectedValues: { ...out, R: resume(1) },
       subscriptions: ['^----!', '-----^--!'],
     },
@@ -70,7 +74,7 @@ export default defineMarbles({
       error: reset,
       label,
       operator: () => resuming(),
-      expected: /* */ '---A-R--B-(UF|)',
+      expected: /* */ '-N-A-R--B-(UF|)',
       expectedValues: { ...out, R: resume(1) },
       subscriptions: ['^----!', '-----^----!'],
     },
@@ -80,7 +84,7 @@ export default defineMarbles({
       values: v,
       label,
       operator: () => resuming(),
-      expected: /* */ '---A-RB-(UF|)',
+      expected: /* */ '-N-A-RB-(UF|)',
       expectedValues: { ...out, R: resume(1, 'the stream closed before the response ended') },
       subscriptions: ['^----!', '-----^--!'],
     },
@@ -91,7 +95,7 @@ export default defineMarbles({
       error: reset,
       label,
       operator: () => resuming(),
-      expected: /* */ '---A-R#',
+      expected: /* */ '-N-A-R#',
       expectedValues: { ...out, R: resume(1) },
       expectedError: new ResumeError('gap', id, 1, { next: 3 }),
       subscriptions: ['^----!', '-----^!'],
@@ -103,7 +107,7 @@ export default defineMarbles({
       error: reset,
       label: 'resumeResponse({ create, retrieve, adapter: openaiResponses(), delay: 4, maxResumes: 2 })',
       operator: () => resuming({ delay: 4, maxResumes: 2 }),
-      expected: /* */ '---A-(RS)#',
+      expected: /* */ '-N-A-(RS)#',
       expectedValues: { ...out, R: resume(1), S: resume(1) },
       expectedError: new ResumeError('repeated', id, 1, { resumes: 2 }, reset),
       subscriptions: ['^----!', '-----(^!)', '---------(^!)'],
@@ -139,7 +143,7 @@ export default defineMarbles({
       error: reset,
       label,
       operator: () => resuming(),
-      expected: /* */ '---A-R#',
+      expected: /* */ '-N-A-R#',
       expectedValues: { ...out, R: resume(1) },
       expectedError: new ResumeError('unverifiable', id, 1),
       subscriptions: ['^----!', '-----^!'],
@@ -151,10 +155,43 @@ export default defineMarbles({
       values: v,
       label,
       operator: () => resuming(),
-      expected: /* */ '---A-#',
+      expected: /* */ '-N-A-#',
       expectedValues: out,
       expectedError: new ResumeError('gap', id, 1, { next: 3, resumed: false }),
       subscriptions: ['^----!'],
+    },
+    {
+      title:
+        "a takeover goes on with the lost runner's response (resumeFrom): it is read again from its start, with no create",
+      source: ['-c-a-b-d|'],
+      values: v,
+      label:
+        'resumeResponse({ create, retrieve, adapter: openaiResponses(), resumeFrom: { responseId: id, delivered: [A] } })',
+      operator: () =>
+        resuming({
+          create: () => NEVER,
+          resumeFrom: { responseId: id, delivered: [{ ...out.A, attempt: 1 }] },
+        }),
+      expected: /* */ '-N-A-B-(UF|)',
+      expectedValues: out,
+      subscriptions: ['^------!'],
+    },
+    {
+      title:
+        'a response read again that does not begin with what was delivered is another generation: the attempt fails, for an ordinary retry',
+      source: ['-c-o-b-d|'],
+      values: v,
+      label:
+        'resumeResponse({ create, retrieve, adapter: openaiResponses(), resumeFrom: { responseId: id, delivered: [A] } })',
+      operator: () =>
+        resuming({
+          create: () => NEVER,
+          resumeFrom: { responseId: id, delivered: [{ ...out.A, attempt: 1 }] },
+        }),
+      expected: /* */ '-N-#',
+      expectedValues: out,
+      expectedError: new ResumeError('diverged', id, 1, { next: 0 }),
+      subscriptions: ['^--!'],
     },
     {
       title:

@@ -72,6 +72,9 @@ const lostReset = {
   failedAttempt: 1,
   outputStarted: true,
 };
+/** A run whose runner was lost in step 1 while it read a background response: the log holds its name and a text. */
+const n = at(1, { type: 'resumable' as const, responseId: 'resp_1' });
+const lostReading: RunEvent[] = [stepped(1, n), stepped(1, a)];
 const b2 = at(2, text('Refund started.'));
 const g2 = at(2, finish('stop'));
 
@@ -124,6 +127,23 @@ export default defineMarbles({
         },
       },
       subscriptions: '^----!',
+    },
+    {
+      title:
+        'resume of a background response: the step goes on with it (resumeFrom), read again from its start; what the lost runner emitted is not emitted again, and no reset',
+      source: ['-n-a-k---f-|'],
+      values: { ...v, n },
+      label: "runSteps({ runId: 'run-7', turn, execute, maxSteps: 1, resume: takeover.events })",
+      operator: () => (turn$: Observable<TurnEvent>) =>
+        runSteps({ runId, turn: () => turn$, execute: refunds, maxSteps: 1, resume: lostReading }),
+      expected: /* */ '-----(KR)F-(S|)',
+      expectedValues: {
+        K: stepped(1, k),
+        R: stepped(1, result),
+        F: stepped(1, f),
+        S: { type: 'step-end', ...s1, turn: stateOf([n, a, k, f]), end: 'max-steps' },
+      },
+      subscriptions: '^----------!',
     },
     {
       title: 'maxSteps: a step that asks for another past the cap ends the run there, and says so',

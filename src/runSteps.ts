@@ -3,7 +3,10 @@ import {
   connect,
   defer,
   EMPTY,
+  filter,
+  identity,
   ignoreElements,
+  type MonoTypeOperatorFunction,
   map,
   merge,
   type Observable,
@@ -15,7 +18,7 @@ import { accumulateTurn, type TurnState } from './accumulateTurn.js';
 import { UsageError } from './errors.js';
 import { describeValue } from './internal/describeValue.js';
 import { type NextStep, nextStep } from './nextStep.js';
-import type { ResetEvent, ToolResultLike, TurnEvent } from './types.js';
+import type { ResetEvent, ResumeFrom, ToolResultLike, TurnEvent } from './types.js';
 
 /** What a step of a run ended with: the final turn state, the results of its calls, and what it asks next. */
 export interface StepOutcome {
@@ -42,6 +45,13 @@ export interface StepContext {
    * run may go on in another process (a run resumed from its log, `resume`, has no earlier calls of `turn`).
    */
   readonly history: readonly StepOutcome[];
+  /**
+   * Set when the step goes on after a lost runner whose attempt was reading a background response (its `resumable`
+   * event is in `resume`): pass it as `streamTurn({ resumeFrom })`, and the same generation goes on, read again from
+   * its start, without a reset and without a second generation. The events the lost runner delivered are not
+   * emitted again; the turn state and the executor see the whole attempt.
+   */
+  readonly resumeFrom?: ResumeFrom;
 }
 
 /** Why a run ended, on its last `step-end` event. */
@@ -94,7 +104,10 @@ export interface RunStepsOptions {
    * the run goes on at the step in progress. When that step had emitted events, its cut attempt is void: the run
    * first emits a `reset` to the next attempt, with `errorName: 'RunnerLostError'`, and numbers the new turn's
    * attempts after the cut one. Calls the lost runner released come again in the new attempt, under the same
-   * effect keys: an executor on a durable ledger answers them from it instead of running them again.
+   * effect keys: an executor on a durable ledger answers them from it instead of running them again. When the cut
+   * attempt was reading a background response (a `resumable` event), the step goes on with it instead
+   * (`StepContext.resumeFrom`): no reset, the same attempt number, and nothing the lost runner emitted is emitted
+   * again (its results neither).
    */
   resume?: readonly RunEvent[];
 }
@@ -203,16 +216,22 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
   const runStep = (history: readonly StepOutcome[], cut?: CutStep): Observable<RunEvent> =>
     defer(() => {
       const step = history.length + 1;
-      const context: StepContext = { runId, step, previous: history[history.length - 1], history };
+      const base: StepContext = { runId, step, previous: history[history.length - 1], history };
+      const context: StepContext =
+        cut?.resumeFrom === undefined ? base : { ...base, resumeFrom: cut.resumeFrom };
       let state: TurnState | undefined;
       const results: ToolResultLike[] = [];
       const started = turn(context);
-      const events = (
-        cut === undefined ? started : concat(of(cut.reset), started.pipe(map(cut.renumber)))
-      ).pipe(
+      const turnEvents =
+        cut === undefined
+          ? started
+          : cut.reset === undefined
+            ? started.pipe(map(cut.renumber))
+            : concat(of(cut.reset), started.pipe(map(cut.renumber)));
+      const events = turnEvents.pipe(
         connect((shared) =>
           merge(
-            shared,
+            cut === undefined ? shared : shared.pipe(cut.dropDelivered()),
             // The step's state, from the same events.
             shared.pipe(
               accumulateTurn(),
@@ -224,7 +243,10 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
             ),
             execute === undefined
               ? EMPTY
-              : execute(shared, context).pipe(tap((result) => results.push(result))),
+              : execute(shared, context).pipe(
+                  tap((result) => results.push(result)),
+                  cut === undefined ? identity : filter((result) => !cut.logged.has(resultKey(result))),
+                ),
           ),
         ),
         map((event): RunEvent => Object.assign({}, event, { step })),
@@ -248,34 +270,66 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
   });
 }
 
-/** How a step cut by a lost runner goes on: a reset first, then the new turn's attempts after the cut one. */
+/**
+ * How a step cut by a lost runner goes on: a reset first and the new turn's attempts after the cut one, or, for an
+ * attempt that was reading a background response, that response again under the cut attempt's number, with what
+ * the lost runner emitted (its events, its results) not emitted again.
+ */
 interface CutStep {
-  readonly reset: ResetEvent;
+  readonly reset?: ResetEvent;
   readonly renumber: (event: TurnEvent) => TurnEvent;
+  readonly resumeFrom?: ResumeFrom;
+  /** Drops the events of the turn that the lost runner emitted already. */
+  readonly dropDelivered: () => MonoTypeOperatorFunction<TurnEvent>;
+  /** The results the lost runner emitted (`resultKey`). */
+  readonly logged: ReadonlySet<string>;
 }
 
 /**
  * Where a run goes on from the events it emitted: the finished steps (from their `step-end` events), whether the run
- * had ended, and, when the step in progress had emitted events, how its cut attempt is voided.
+ * had ended, and, when the step in progress had emitted events, how it goes on.
  */
 function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; ended: boolean; cut?: CutStep } {
   const history: StepOutcome[] = [];
   let ended = false;
-  let partial = 0;
-  let attempt = 0;
+  let partial: RunEvent[] = [];
   for (const event of events) {
     if (event.type === 'step-end') {
       const { type: _, end, ...outcome } = event;
       history.push(outcome);
       ended ||= end !== undefined;
-      partial = 0;
-      attempt = 0;
-    } else {
-      partial++;
-      if ('attempt' in event && typeof event.attempt === 'number') attempt = Math.max(attempt, event.attempt);
-    }
+      partial = [];
+    } else partial.push(event);
   }
-  if (ended || partial === 0) return { history, ended };
+  if (ended || partial.length === 0) return { history, ended };
+  let attempt = 0;
+  for (const event of partial)
+    if ('attempt' in event && typeof event.attempt === 'number') attempt = Math.max(attempt, event.attempt);
+  const logged = new Set(
+    partial.flatMap((event) => (event.type === 'tool-result' ? [resultKey(event)] : [])),
+  );
+  const resumable = partial.find((event) => event.type === 'resumable' && event.attempt === attempt);
+  if (resumable !== undefined && resumable.type === 'resumable') {
+    // The cut attempt's events, as the turn emitted them (without their step), but the reset that started it and
+    // the resumes of its connection: what the response read again gives once more.
+    const delivered = partial.flatMap((event): TurnEvent[] => {
+      if (event.type === 'tool-result' || event.type === 'step-end') return [];
+      if (event.type === 'reset' || event.type === 'resume') return [];
+      if (event.attempt !== attempt) return [];
+      const { step: _, ...turnEvent } = event;
+      return [turnEvent as TurnEvent];
+    });
+    return {
+      history,
+      ended,
+      cut: {
+        renumber: renumberBy(attempt - 1),
+        resumeFrom: { responseId: resumable.responseId, delivered },
+        dropDelivered: () => dropDelivered(delivered.length, attempt),
+        logged,
+      },
+    };
+  }
   const offset = Math.max(attempt, 1);
   const reset: ResetEvent = {
     type: 'reset',
@@ -285,12 +339,49 @@ function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; end
     failedAttempt: offset,
     outputStarted: true,
   };
-  const renumber = (event: TurnEvent): TurnEvent => {
+  return {
+    history,
+    ended,
+    cut: { reset, renumber: renumberBy(offset), dropDelivered: () => identity, logged },
+  };
+}
+
+/** Numbers a turn's attempts `offset` later, its resets' failed attempts too. */
+function renumberBy(offset: number): (event: TurnEvent) => TurnEvent {
+  return (event) => {
+    if (offset === 0) return event;
     const moved = { ...event, attempt: event.attempt + offset };
     if (moved.type === 'reset' && moved.failedAttempt !== undefined) moved.failedAttempt += offset;
     return moved;
   };
-  return { history, ended, cut: { reset, renumber } };
+}
+
+/**
+ * Drops the first `count` events of attempt `attempt` (the resumes of a connection aside, which are dropped while
+ * the count lasts): what a lost runner emitted of a response that is read again. A reset, or an event of another
+ * attempt, ends the dropping: everything after it is new.
+ */
+function dropDelivered(count: number, attempt: number): MonoTypeOperatorFunction<TurnEvent> {
+  return (source) =>
+    defer(() => {
+      let left = count;
+      return source.pipe(
+        filter((event) => {
+          if (left <= 0) return true;
+          if (event.type === 'reset' || event.attempt !== attempt) {
+            left = 0;
+            return true;
+          }
+          if (event.type !== 'resume') left--;
+          return false;
+        }),
+      );
+    });
+}
+
+/** What names a result among a step's: its effect key and its call's id. */
+function resultKey(result: ToolResultLike): string {
+  return `${result.effectKey}\u0000${result.call.id}`;
 }
 
 /** Whether the run ends after `outcome`, and why; `undefined` when it takes another step. */

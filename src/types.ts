@@ -164,6 +164,33 @@ export interface ResumeEvent {
   reason: string;
 }
 
+/**
+ * The live attempt reads a background response, which the provider goes on generating while no connection reads
+ * it (OpenAI Responses in background mode, Gemini Interactions); `responseId` names it. `resumeResponse` of
+ * `cleanturn/transport` emits it as soon as the stream names the response (its first event, `response.created`),
+ * so that a turn log holds it with what the attempt delivered: a runner that takes the turn over after its runner was lost reads the same response
+ * again (`runSteps`' `resume`, `StepContext.resumeFrom`) instead of starting a new generation. Nothing to render.
+ */
+export interface ResumableEvent {
+  type: 'resumable';
+  /** The provider's id of the response: a Responses `response.id`, an Interactions `interaction.id`. */
+  responseId: string;
+}
+
+/**
+ * A background response that a lost runner's attempt was reading, and what that attempt delivered of it: what the
+ * runner that takes the turn over goes on with (`streamTurn({ resumeFrom })`, given by `StepContext.resumeFrom`).
+ */
+export interface ResumeFrom {
+  /** The response's id, from the attempt's `resumable` event. */
+  readonly responseId: string;
+  /**
+   * The events the attempt delivered, in order: the response read again from its start must begin with their
+   * text and reasoning, or it is not the same generation.
+   */
+  readonly delivered: readonly TurnEvent[];
+}
+
 /** Everything a provider stream can say, in provider-neutral form. */
 export type ProviderEvent =
   | TextEvent
@@ -173,7 +200,8 @@ export type ProviderEvent =
   | UsageEvent
   | FinishEvent
   | RetryEvent
-  | ResumeEvent;
+  | ResumeEvent
+  | ResumableEvent;
 
 /**
  * An event stamped with the attempt it belongs to (1 for the first attempt). A `retry` carries the number of
@@ -217,7 +245,15 @@ export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetE
 
 /** The clean turn stream that {@link cleanTurn} emits: like {@link PolicyEvent}, with keyed tool calls. */
 export type TurnEvent =
-  | Attempted<TextEvent | ReasoningEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent | ResumeEvent>
+  | Attempted<
+      | TextEvent
+      | ReasoningEvent
+      | ToolCallDeltaEvent
+      | UsageEvent
+      | FinishEvent
+      | ResumeEvent
+      | ResumableEvent
+    >
   | KeyedToolCall
   | RepeatedToolCall
   | ResetEvent;

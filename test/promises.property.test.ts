@@ -164,6 +164,8 @@ function label(e: WholeEvent): string {
       return `retry(${e.reason})`;
     case 'resume':
       return `resume(${e.after})`;
+    case 'resumable':
+      return `resumable(${e.responseId})`;
   }
 }
 

@@ -110,6 +110,138 @@ describe('runSteps: the steps', () => {
   });
 });
 
+describe('runSteps: resume of a step whose attempt read a background response', () => {
+  const stamp = (step: number, event: object) => ({ ...event, step }) as RunEvent;
+  const resumable = (attempt: number) => at(attempt, { type: 'resumable' as const, responseId: 'resp_9' });
+
+  it('gives the turn resumeFrom, numbers its attempt as the cut one, and emits nothing the lost runner emitted', async () => {
+    // Attempt 1 failed and was retried; attempt 2 read resp_9 and was cut after a text and a resume.
+    const log: RunEvent[] = [
+      stamp(1, a),
+      stamp(1, { type: 'reset', attempt: 2, reason: 'connection reset' }),
+      stamp(1, resumable(2)),
+      stamp(1, at(2, text('Checking '))),
+      stamp(1, at(2, { type: 'resume', after: 3, reason: 'connection reset' })),
+    ];
+    const contexts: StepContext[] = [];
+    const events = await lastValueFrom(
+      runSteps({
+        runId,
+        maxSteps: 1,
+        resume: log,
+        // The response read again: the turn's first attempt, from its start.
+        turn: (context) => {
+          contexts.push(context);
+          return of(
+            resumable(1),
+            at(1, text('Checking ')),
+            at(1, text('the order.')),
+            keyed(runId, 1, h.k, 1),
+            f,
+          );
+        },
+        execute: refunds,
+      }).pipe(toArray()),
+    );
+    expect(contexts.map((c) => c.resumeFrom)).toEqual([
+      {
+        responseId: 'resp_9',
+        delivered: [resumable(2), at(2, text('Checking '))],
+      },
+    ]);
+    expect(events.map((e) => [e.type, 'attempt' in e ? e.attempt : undefined])).toEqual([
+      ['text', 2],
+      ['tool-call', 2],
+      ['tool-result', undefined],
+      ['finish', 2],
+      ['step-end', undefined],
+    ]);
+    expect(events.find((e) => e.type === 'text')).toMatchObject({ text: 'the order.', step: 1 });
+    // The step's state is the whole attempt: the next request is built from it.
+    expect(ends(events)[0]?.turn).toMatchObject({ attempt: 2, text: 'Checking the order.' });
+  });
+
+  it('a released call and its result that the log holds are not emitted again; the step still has its result', async () => {
+    const call = keyed(runId, 1, h.k, 1);
+    const result = {
+      type: 'tool-result',
+      effectKey: call.effectKey,
+      call,
+      outcome: 'executed',
+      result: 'ok',
+    };
+    const log: RunEvent[] = [stamp(1, resumable(1)), stamp(1, a), stamp(1, call), stamp(1, result)];
+    const events = await lastValueFrom(
+      runSteps({
+        runId,
+        maxSteps: 1,
+        resume: log,
+        turn: () => of(resumable(1), a, call, f),
+        execute: refunds,
+      }).pipe(toArray()),
+    );
+    expect(events.map((e) => e.type)).toEqual(['finish', 'step-end']);
+    expect(ends(events)[0]?.results).toEqual([result]);
+  });
+
+  it('a response read again that fails over to a new attempt: its reset and everything after it come out', async () => {
+    const log: RunEvent[] = [stamp(1, resumable(1)), stamp(1, a)];
+    const events = await lastValueFrom(
+      runSteps({
+        runId,
+        maxSteps: 1,
+        resume: log,
+        // The response was forgotten: streamTurn fails its first attempt and retries with a new generation.
+        turn: () =>
+          of(
+            {
+              type: 'reset',
+              attempt: 2,
+              reason: 'cannot resume response resp_9',
+              failedAttempt: 1,
+            } as TurnEvent,
+            at(2, text('Refund started.')),
+            at(2, finish('stop')),
+          ),
+      }).pipe(toArray()),
+    );
+    expect(events.map((e) => [e.type, 'attempt' in e ? e.attempt : undefined])).toEqual([
+      ['reset', 2],
+      ['text', 2],
+      ['finish', 2],
+      ['step-end', undefined],
+    ]);
+  });
+
+  it('a cut step without a resumable event of its last attempt starts over after a reset, without resumeFrom', async () => {
+    // The response of attempt 1 is not the live one: attempt 2 had not named its response yet.
+    const log: RunEvent[] = [
+      stamp(1, resumable(1)),
+      stamp(1, a),
+      stamp(1, { type: 'reset', attempt: 2, reason: 'connection reset' }),
+    ];
+    const contexts: StepContext[] = [];
+    const events = await lastValueFrom(
+      runSteps({
+        runId,
+        maxSteps: 1,
+        resume: log,
+        turn: (context) => {
+          contexts.push(context);
+          return of(a, g);
+        },
+      }).pipe(toArray()),
+    );
+    expect(contexts[0]?.resumeFrom).toBeUndefined();
+    expect(events.map((e) => [e.type, 'attempt' in e ? e.attempt : undefined])).toEqual([
+      ['reset', 3],
+      ['text', 3],
+      ['finish', 3],
+      ['step-end', undefined],
+    ]);
+  });
+});
+
 describe('runSteps: the standard checks', () => {
   it('empty: a turn that emits nothing ends the run as failed, with no turn state', () => {
     newScheduler().run(({ cold, expectObservable }) => {

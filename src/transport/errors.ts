@@ -237,9 +237,11 @@ export class ResponseRestartError extends CleanturnError {
  *   own;
  * - `unverifiable`: an event came without a `sequence_number` (a proxy that re-serialises the events), so nothing
  *   proves where it belongs: a resumed stream might be replaying from the start;
- * - `repeated`: resumes in a row (`maxResumes`) delivered no new event.
+ * - `repeated`: resumes in a row (`maxResumes`) delivered no new event;
+ * - `diverged`: a response read again from its start for a takeover (`resumeFrom`) does not begin with what the lost
+ *   runner delivered of it: it is not the same generation.
  */
-export type ResumeFailure = 'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated';
+export type ResumeFailure = 'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated' | 'diverged';
 
 /**
  * A cut response could not be resumed, or its stream proved nothing of its continuity, so the attempt fails:
@@ -283,7 +285,9 @@ export class ResumeError extends CleanturnError {
             ? `events ${after + 1} to ${(detail.next ?? after + 2) - 1} are missing`
             : failure === 'unverifiable'
               ? 'an event without a sequence_number cannot be placed in the response (a proxy that re-serialises the events?)'
-              : `${detail.resumes ?? 0} resumes in a row delivered nothing`;
+              : failure === 'diverged'
+                ? `read again from its start, it differs from what was delivered at fragment ${(detail.next ?? 0) + 1}`
+                : `${detail.resumes ?? 0} resumes in a row delivered nothing`;
     const from = cause === undefined ? '' : ` (${describeError(cause)})`;
     const response = responseId === '' ? 'a response not named yet' : `response ${responseId}`;
     const where = after < 0 ? 'at its start' : `after event ${after}`;
@@ -424,3 +428,10 @@ function bodyCodes(body: string): unknown[] {
   const inner = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {};
   return [inner.code, inner.type, inner.status, code, type];
 }
+
+/**
+ * The reason a run's signal aborts with when its turn server hands the turn over (`close({ handOver })`) or finds
+ * it taken over: `streamTurn` then leaves a background response generating instead of cancelling it, for the
+ * runner that goes on with it. Internal to the transport entry point.
+ */
+export const HANDED_OVER: Error = new Error('the turn was handed over to another runner');

@@ -10,7 +10,7 @@ import { checkResumeOptions } from './resumeResponse.js';
 export interface ResumeRequests {
   /**
    * The request that streams response `id` after sequence number `after` (for the `interactions` format: after the
-   * event whose `event_id` is `cursor`).
+   * event whose `event_id` is `cursor`); from its start when `after` is -1 (a takeover reads it again).
    */
   retrieve: (context: {
     id: string;
@@ -70,7 +70,8 @@ export interface OpenAIBackgroundOptions {
  */
 export function openaiBackground(options: OpenAIBackgroundOptions = {}): ResumeRequests {
   return backgroundRequests('openaiBackground', 'https://api.openai.com/v1', options, {
-    retrieve: (at, { after }) => `${at}?stream=true&starting_after=${after}`,
+    // From the start (a takeover reads the response again): no starting_after.
+    retrieve: (at, { after }) => `${at}?stream=true${after < 0 ? '' : `&starting_after=${after}`}`,
     cancel: (at) => `${at}/cancel`,
     collection: 'responses',
   });

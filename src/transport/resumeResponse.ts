@@ -4,6 +4,7 @@ import {
   isRetryableUpstream,
   type ProviderEvent,
   type ResumeEvent,
+  type ResumeFrom,
 } from 'cleanturn';
 import {
   from,
@@ -53,6 +54,14 @@ export interface ResumeResponseOptions {
   cancel?: (context: { id: string }) => unknown;
   /** The adapter of the format: `openaiResponses()` (or `geminiInteractions()`) of `cleanturn/providers`. */
   adapter: OperatorFunction<never, ProviderEvent>;
+  /**
+   * Go on with a response that exists instead of creating one: a runner that takes a turn over reads the lost
+   * runner's response again from its start (`retrieve` with `after: -1` and no cursor), so that the same
+   * generation goes on (see `StepContext.resumeFrom`). Its events must begin with the text and reasoning that
+   * `delivered` holds; a response that reads otherwise fails with a `ResumeError` `diverged`, and one the server no
+   * longer has with `not-found` or `expired`: an ordinary retry (a reset, a new generation) takes over.
+   */
+  resumeFrom?: ResumeFrom;
   /**
    * How the stream places its events: `'responses'` (default), OpenAI Responses, each event with a `sequence_number`
    * one after the last; `'interactions'`, the Gemini Interactions API, each event with an `event_id` (a resume
@@ -183,7 +192,7 @@ export function checkResumeOptions(
  * source 1: -c-a-#
  * source 2: -b-d|
  *           resumeResponse({ create, retrieve, adapter: openaiResponses(), delay: 2 })
- * result:   ---A-RB-(UF|)
+ * result:   -N-A-RB-(UF|)
  *
  * where
  *   c = {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress"}}
@@ -191,6 +200,7 @@ export function checkResumeOptions(
  *   # = error: Error (connection reset)
  *   b = {"type":"response.output_text.delta","sequence_number":2,"delta":"The book arrived damaged."}
  *   d = {"type":"response.completed","sequence_number":3,"response":{"id":"resp_1","status":"completed","usage":{"input_tokens":142,"output_tokens":31}}}
+ *   N = {"type":"resumable","responseId":"resp_1"}
  *   A = text "Checking order ORD-7781. "
  *   R = {"type":"resume","after":1,"reason":"connection reset"}
  *   B = text "The book arrived damaged."
@@ -246,7 +256,15 @@ export function checkResumeOptions(
  *   creates a new response.
  */
 export function resumeResponse(options: ResumeResponseOptions): Observable<ProviderEvent> {
-  const { create, retrieve, cancel, maxResumes = 3, delay = 250, format: name = 'responses' } = options;
+  const {
+    create,
+    retrieve,
+    cancel,
+    resumeFrom,
+    maxResumes = 3,
+    delay = 250,
+    format: name = 'responses',
+  } = options;
   const adapter = options.adapter as OperatorFunction<unknown, ProviderEvent>;
   checkResumeOptions('resumeResponse', maxResumes, delay);
   if (name !== 'responses' && name !== 'interactions')
@@ -255,8 +273,13 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
   return new Observable<ProviderEvent>((subscriber) => {
     // Where the stream is: the last event that arrived.
     const format = name === 'responses' ? responsesFormat() : interactionsFormat();
-    // The response's id, once an event named it.
-    let id: string | undefined;
+    // The response's id, once an event named it (or the response to go on with).
+    let id: string | undefined = resumeFrom?.responseId;
+    // The `resumable` event went out (with the first event read once the response's id is known).
+    let announced = false;
+    // What the response read again must begin with, and how much of it has matched.
+    const expected = resumeFrom === undefined ? [] : visibleOf(resumeFrom.delivered);
+    let matched = 0;
     // A terminal event arrived: the response generates nothing more, and needs no cancel.
     let ended = false;
     // Resumes since an event last arrived.
@@ -269,7 +292,14 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
     // The adapter sees one stream of payloads over every connection.
     const payloads = new Subject<unknown>();
     const output = payloads.pipe(adapter).subscribe({
-      next: (event) => subscriber.next(event),
+      next: (event) => {
+        if (matched < expected.length && !matches(event, expected[matched] as Visible)) {
+          subscriber.error(new ResumeError('diverged', id ?? '', format.after, { next: matched }));
+          return;
+        }
+        if (event.type === 'text' || event.type === 'reasoning') matched++;
+        subscriber.next(event);
+      },
       error: (error: unknown) => subscriber.error(error),
       complete: () => subscriber.complete(),
     });
@@ -286,7 +316,7 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
       try {
         const signal = connection.request.signal;
         input =
-          resuming && id !== undefined
+          (resuming || resumeFrom !== undefined) && id !== undefined
             ? retrieve(
                 format.cursor === undefined
                   ? { id, after: format.after, signal }
@@ -318,6 +348,11 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
             if (format.terminal(payload)) ended = true;
             connection.delivered = true;
             idle = 0;
+            if (!announced && id !== undefined) {
+              announced = true;
+              subscriber.next({ type: 'resumable', responseId: id });
+              if (subscriber.closed) return;
+            }
             payloads.next(payload);
             // The response's end is the attempt's end: what follows (a close, a reset) loses nothing.
             if (ended && !subscriber.closed) payloads.complete();
@@ -346,7 +381,7 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
         subscriber.error(error);
         return;
       }
-      if (id === undefined || format.after < 0 || ended || maxResumes === 0) {
+      if (id === undefined || (format.after < 0 && resumeFrom === undefined) || ended || maxResumes === 0) {
         // Nothing to resume from: the attempt ends as the cut ends it (a clean close without a finish completes,
         // for requireFinish to fail).
         if (error === undefined) payloads.complete();
@@ -416,12 +451,37 @@ export function resumeResponse(options: ResumeResponseOptions): Observable<Provi
     });
     connecting = true;
     try {
-      connect(false);
+      connect(resumeFrom !== undefined);
     } finally {
       connecting = false;
     }
     if (again && !subscriber.closed) reconnect();
   });
+}
+
+/** A text or reasoning fragment that a response read again must deliver in its turn. */
+interface Visible {
+  type: 'text' | 'reasoning';
+  text: string;
+}
+
+/** What the user saw of delivered events: their text and reasoning fragments, in order. */
+function visibleOf(delivered: readonly { type: string }[]): Visible[] {
+  return delivered.flatMap((event) =>
+    (event.type === 'text' || event.type === 'reasoning') && typeof (event as Visible).text === 'string'
+      ? [{ type: event.type, text: (event as Visible).text }]
+      : [],
+  );
+}
+
+/**
+ * Whether an event of a response read again agrees with the next fragment that was delivered: a fragment must be
+ * the same one, and the attempt must not finish before all of them came again.
+ */
+function matches(event: ProviderEvent, next: Visible): boolean {
+  if (event.type === 'text' || event.type === 'reasoning')
+    return event.type === next.type && event.text === next.text;
+  return event.type !== 'finish';
 }
 
 /** One connection to the response: its request, and whether it delivered a new event. */

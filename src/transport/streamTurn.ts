@@ -8,6 +8,7 @@ import {
   isRetryable,
   type ProviderEvent,
   type RequireUsableOptions,
+  type ResumeFrom,
   type RetryBudget,
   requireUsable,
   type ToolCallEvent,
@@ -29,7 +30,13 @@ import {
 } from 'rxjs';
 import { isInstance } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
-import { AttemptTimeoutError, HttpStatusError, TurnStoppedError, TurnTimeoutError } from './errors.js';
+import {
+  AttemptTimeoutError,
+  HANDED_OVER,
+  HttpStatusError,
+  TurnStoppedError,
+  TurnTimeoutError,
+} from './errors.js';
 import {
   endWithin,
   type FromSSEOptions,
@@ -114,6 +121,14 @@ export interface StreamTurnOptions<I = unknown> {
    * `plan`, each attempt's plan names its own `resume`.
    */
   resume?: ResumeRequests;
+  /**
+   * The background response that the turn's first attempt goes on with, instead of sending `request`: a runner that
+   * takes a turn over after its runner was lost passes `StepContext.resumeFrom` of `runSteps` here, and the same
+   * generation goes on, read again from its start (`resume.retrieve` with `after: -1`), billed once, with no reset.
+   * It needs `resume` (with a `plan`, attempt 1's). When the response cannot be read again, or reads otherwise than
+   * `delivered` (`ResumeError` `not-found`, `expired`, `diverged`), an ordinary retry takes over.
+   */
+  resumeFrom?: ResumeFrom;
   /** The turn's id, stable across retries and restarts: the scope of effect keys. */
   turnId: string;
   /**
@@ -273,6 +288,8 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
   if (budget !== undefined && !hasMethods(budget, 'deposit', 'tryWithdraw'))
     throw usage('budget', 'must be a retry budget (deposit, tryWithdraw), as retryBudget() makes', budget);
   const plan = planOf(options);
+  const { resumeFrom } = options;
+  if (resumeFrom !== undefined) checkResumeFrom(resumeFrom, options);
   const wait = waitOf(options.backoff);
   const usable = usableOf(options.usable);
 
@@ -294,6 +311,12 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
       const sse: FromSSEOptions = { fetch: options.fetch, stallTimeout, maxBufferSize };
       const { resume } = chosen;
+      if (resume === undefined && attempt === 1 && resumeFrom !== undefined)
+        throw usage(
+          'resumeFrom',
+          'needs resume requests for attempt 1 (plan({ attempt: 1 }).resume)',
+          resume,
+        );
       if (resume === undefined)
         return fromSSE(sendRequest, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter), usable);
       return resumeResponse({
@@ -304,11 +327,18 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
               resume.retrieve(cursor === undefined ? { id, after, signal } : { id, after, cursor, signal }),
             sse,
           ).pipe(sseJson()),
-        cancel: resume.cancel && (({ id }) => sendCancel(resume, id, options.fetch ?? globalThis.fetch)),
+        // A turn handed over to another runner leaves its response generating: that runner goes on with it.
+        cancel:
+          resume.cancel &&
+          (({ id }) =>
+            signal?.reason === HANDED_OVER
+              ? undefined
+              : sendCancel(resume, id, options.fetch ?? globalThis.fetch)),
         adapter: chosen.adapter,
         maxResumes: resume.maxResumes,
         delay: resume.delay,
         format: resume.format,
+        resumeFrom: attempt === 1 ? resumeFrom : undefined,
       }).pipe(attemptPipeline(identity), usable);
     }).pipe(endWithin(timeouts.attemptMs, () => new AttemptTimeoutError(timeouts.attemptMs ?? 0)));
     const events = oneAttempt.pipe(
@@ -489,6 +519,19 @@ function checkedPlan(chosen: unknown): AttemptPlan {
     throw usage('plan().model', 'must be a string', model);
   if (resume !== undefined) checkResume('plan().resume', resume);
   return chosen as AttemptPlan;
+}
+
+/** `resumeFrom`: a response id and the events delivered of it, with resume requests to read it again. */
+function checkResumeFrom(resumeFrom: unknown, options: { plan?: unknown; resume?: unknown }): void {
+  const { responseId, delivered } = (resumeFrom ?? {}) as Partial<ResumeFrom>;
+  if (typeof responseId !== 'string' || responseId === '' || !Array.isArray(delivered))
+    throw usage(
+      'resumeFrom',
+      'must be { responseId, delivered }, as StepContext.resumeFrom gives it',
+      resumeFrom,
+    );
+  if (options.plan === undefined && options.resume === undefined)
+    throw usage('resumeFrom', 'needs resume (openaiBackground() or geminiBackground())', resumeFrom);
 }
 
 /** Resume options: an object with `retrieve`, and `cancel`, `maxResumes` and `delay` in their ranges. */

@@ -14,7 +14,7 @@ import {
 } from 'rxjs';
 import { errorName, isInstance } from '../internal/describeError.js';
 import { MAX_TIMER_DELAY } from '../internal/wait.js';
-import { SseFieldError, TurnStoppedError } from './errors.js';
+import { HANDED_OVER, SseFieldError, TurnStoppedError } from './errors.js';
 import {
   checkTurnId,
   type TurnFailure,
@@ -199,6 +199,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
   ): void => {
     const stopping = new AbortController();
     const record: Run = {
+      stopping,
       seq: from.seq,
       ended: false,
       failed: false,
@@ -223,7 +224,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     };
     // The turn is another runner's now (this one's lease lapsed while it was slow): stop, write nothing more.
     const lost = () => {
-      halt(record, true);
+      handOver(record);
       forget();
     };
     // Entries are written one at a time, in order. After a refused one the run stops, its readers are told (if the
@@ -404,7 +405,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
     },
     async close(closeOptions = {}) {
       const closing = [...runs.entries()];
-      const handOver = closeOptions.handOver === true && leaseMs !== undefined;
+      const handingOver = closeOptions.handOver === true && leaseMs !== undefined;
       const error: TurnFailure = {
         name: 'TurnServerClosedError',
         message: 'the server closed',
@@ -414,8 +415,9 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         // A run that ended already has its end on the way; the others stop, and their log ends as failed (or, handed
         // over, is left for a reader elsewhere to take over once the lease lapses).
         const ended = record.ended;
-        halt(record, handOver);
-        if (ended || handOver) continue;
+        if (handingOver) handOver(record);
+        else halt(record, false);
+        if (ended || handingOver) continue;
         record.written = record.written.then(async () => {
           if (record.failed) return;
           try {
@@ -444,8 +446,23 @@ function halt(record: Run, silent: boolean): void {
   record.renewing = undefined;
 }
 
+/**
+ * Stops a run whose turn goes on elsewhere (handed over, or taken over): nothing more is written for it, and its
+ * signal aborts with {@link HANDED_OVER} first, so that a background response it reads is left generating for the
+ * runner that goes on with it, not cancelled.
+ */
+function handOver(record: Run): void {
+  if (!record.ended) {
+    record.failed = true;
+    record.stopping.abort(HANDED_OVER);
+  }
+  halt(record, true);
+}
+
 /** A turn this server runs: its next seq, and the chain of its entries being written. */
 interface Run {
+  /** Aborts the run's signal. */
+  readonly stopping: AbortController;
   seq: number;
   /** Its end was written, or is on the way. */
   ended: boolean;

@@ -8,7 +8,11 @@
 // "payment service" once per effect key (`SET service:<key> NX`, as an Idempotency-Key would), then takes a moment
 // before its result is recorded.
 //
-// Environment: REDIS_PORT, PROVIDER_URL, LEASE_MS, NAME. Writes JSON lines to stdout: `{"listening":port}` once it
+// With BACKGROUND_URL (the `/v1` base of a Responses server in background mode) in place of PROVIDER_URL, each run is
+// one step that reads a background response (openaiResponses, openaiBackground), and a run taken over goes on with
+// the lost runner's response (`resumeFrom`).
+//
+// Environment: REDIS_PORT, PROVIDER_URL or BACKGROUND_URL, LEASE_MS, NAME. Writes JSON lines to stdout: `{"listening":port}` once it
 // listens; `{"phase":…,"run":…,"step":…}` as a run goes (`reasoning`, `text`, `executing` and `executed` with
 // `key`, `step-end`), so that the test can kill the process at each point.
 import { createServer } from 'node:http';
@@ -17,15 +21,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunEvent, runSteps } from 'cleanturn';
 import { executeTools } from 'cleanturn/effects';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
-import { openaiChat, toOpenAIChatMessages } from 'cleanturn/providers';
-import { streamTurn, toSSE, turnServer } from 'cleanturn/transport';
+import { openaiChat, openaiResponses, toOpenAIChatMessages } from 'cleanturn/providers';
+import { openaiBackground, streamTurn, toSSE, turnServer } from 'cleanturn/transport';
 import { redisTurnLog } from 'cleanturn/transport/redis';
 import { Redis } from 'ioredis';
 import { type Subscription, tap } from 'rxjs';
 
-const { REDIS_PORT, PROVIDER_URL, LEASE_MS = '500', NAME = 'runner' } = process.env;
-if (REDIS_PORT === undefined || PROVIDER_URL === undefined)
-  throw new Error('REDIS_PORT and PROVIDER_URL are needed');
+const { REDIS_PORT, PROVIDER_URL, BACKGROUND_URL, LEASE_MS = '500', NAME = 'runner' } = process.env;
+if (REDIS_PORT === undefined || (PROVIDER_URL === undefined && BACKGROUND_URL === undefined))
+  throw new Error('REDIS_PORT and PROVIDER_URL (or BACKGROUND_URL) are needed');
 
 const print = (line: Record<string, unknown>) =>
   process.stdout.write(`${JSON.stringify({ name: NAME, ...line })}\n`);
@@ -60,7 +64,30 @@ const run = (runId: string, resume: readonly RunEvent[] | undefined) => {
     runId,
     resume,
     maxSteps: 4,
-    turn: ({ step, history }) => {
+    turn: ({ step, history, resumeFrom }) => {
+      if (BACKGROUND_URL !== undefined)
+        return streamTurn({
+          turnId: runId,
+          step,
+          adapter: openaiResponses(),
+          backoff: false,
+          request: ({ signal }) => ({
+            url: `${BACKGROUND_URL}/responses`,
+            init: {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({
+                model: 'gpt-4.1',
+                input: `refund ${runId}`,
+                background: true,
+                stream: true,
+              }),
+              signal,
+            },
+          }),
+          resume: openaiBackground({ baseUrl: BACKGROUND_URL }),
+          resumeFrom,
+        });
       const messages: unknown[] = [{ role: 'user', content: `refund ${runId}` }];
       for (const done of history)
         if (done.turn) messages.push(...toOpenAIChatMessages(done.turn, done.results));
@@ -70,7 +97,7 @@ const run = (runId: string, resume: readonly RunEvent[] | undefined) => {
         adapter: openaiChat(),
         backoff: false,
         request: ({ signal }) => ({
-          url: PROVIDER_URL,
+          url: PROVIDER_URL as string,
           init: {
             method: 'POST',
             headers: { 'content-type': 'application/json' },

@@ -11,10 +11,8 @@
 // refund's effect is applied once per effect key, and its handler runs again only for a key whose run was killed
 // between the effect and its record; no provider request repeats a step whose end the log held; and no reader
 // waits longer than the lease plus a few seconds for its next event.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
 import { accumulateTurn, type RunEvent, type TurnEvent } from 'cleanturn';
 import { fromTurnSSE, RemoteTurnError } from 'cleanturn/transport';
 import { from, lastValueFrom } from 'rxjs';
@@ -22,8 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
 import { prng, seed } from '../support/random.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
+import { type Line, type Runner, startRunner } from '../support/runners.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const RUNS = 200;
 const CONCURRENT = 12;
 const LEASE_MS = 500;
@@ -123,50 +121,6 @@ async function startProvider(): Promise<Provider> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
   return provider;
-}
-
-interface Runner {
-  name: string;
-  url: string;
-  child: ChildProcess;
-  exited: Promise<void>;
-  alive: boolean;
-}
-
-type Line = Record<string, unknown> & { name: string };
-
-/** Starts a runner process; resolves once it listens. Each of its stdout lines goes to `onLine`. */
-function startRunner(
-  name: string,
-  env: Record<string, string>,
-  onLine: (line: Line) => void,
-): Promise<Runner> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'test/support/runServerProcess.ts')], {
-    cwd: root,
-    env: { ...process.env, ...env, NAME: name },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  let partial = '';
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  return new Promise((resolve, reject) => {
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.stdout.on('data', (c: Buffer) => {
-      const parts = (partial + c.toString()).split('\n');
-      partial = parts.pop() ?? '';
-      for (const part of parts) {
-        if (!part.startsWith('{')) continue;
-        const line = JSON.parse(part) as Line;
-        if (typeof line.listening === 'number')
-          resolve({ name, url: `http://127.0.0.1:${line.listening}`, child, exited, alive: true });
-        else onLine(line);
-      }
-    });
-    child.once('error', reject);
-    void exited.then(() => reject(new Error(`runner ${name} exited before it listened: ${stderr}`)));
-  });
 }
 
 /** The points at which a runner is killed, and how many kills of each the test makes at most. */

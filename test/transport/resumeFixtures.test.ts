@@ -53,12 +53,16 @@ describe('resumeResponse over every recorded Responses stream', () => {
       expect(resumed.error).toEqual(
         new ResumeError('gap', 'resp_7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a', 0, { next: 2, resumed: false }),
       );
-      expect(resumed.events).toEqual([]);
+      expect(resumed.events).toEqual([{ type: 'resumable', responseId: expect.stringMatching(/^resp_/) }]);
       // The adapter alone reads it (it drops the replays and lets the holes pass).
       expect(alone.error).toBeUndefined();
       return;
     }
-    expect(resumed).toEqual(alone);
+    // The same events, after one `resumable` with the first event that names the response.
+    const resumable = resumed.events.filter((e) => (e as { type?: unknown }).type === 'resumable');
+    expect(resumable).toEqual([{ type: 'resumable', responseId: expect.stringMatching(/^resp_/) }]);
+    expect(resumed.events[0]).toEqual(resumable[0]);
+    expect({ ...resumed, events: resumed.events.slice(1) }).toEqual(alone);
     // Each recording yields something: events, or the error it was recorded for.
     expect(alone.events.length > 0 || alone.error !== undefined).toBe(true);
   });

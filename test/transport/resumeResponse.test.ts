@@ -46,6 +46,7 @@ const delta = (sequence: number, fragment: string) => ({
   sequence_number: sequence,
   delta: fragment,
 });
+const resumable = { type: 'resumable', responseId: id };
 const completed = (sequence: number) => ({
   type: 'response.completed',
   sequence_number: sequence,
@@ -86,8 +87,8 @@ describe('resumeResponse', () => {
         adapter: openaiResponses(),
       });
       expectObservable(result).toBe(
-        '---A-(R#)',
-        { A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
+        '-N-A-(R#)',
+        { N: resumable, A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
         thrown,
       );
     });
@@ -98,7 +99,10 @@ describe('resumeResponse', () => {
     newScheduler().run(({ cold, expectObservable }) => {
       const source = cold('-c-a-b-|', { c: created, a: delta(1, 'Checking'), b: completed(2) });
       const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
-      expectObservable(resuming({ cancel })(source), '----!').toBe('---A', { A: text('Checking') });
+      expectObservable(resuming({ cancel })(source), '----!').toBe('-N-A', {
+        N: resumable,
+        A: text('Checking'),
+      });
     });
     expect(cancelled).toEqual([id]);
 
@@ -106,7 +110,8 @@ describe('resumeResponse', () => {
     newScheduler().run(({ cold, expectObservable }) => {
       const source = cold('-c-a-b-|', { c: created, a: delta(1, 'Checking'), b: completed(2) });
       const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
-      expectObservable(resuming({ cancel })(source)).toBe('---A-(UF|)', {
+      expectObservable(resuming({ cancel })(source)).toBe('-N-A-(UF|)', {
+        N: resumable,
         A: text('Checking'),
         U: usage(142, 31),
         F: { ...finish('stop', 'completed'), responseId: id },
@@ -131,8 +136,8 @@ describe('resumeResponse', () => {
         adapter: openaiResponses(),
       });
       expectObservable(result).toBe(
-        '---A-R#',
-        { A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
+        '-N-A-R#',
+        { N: resumable, A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
         new ResumeError('gap', id, 1, { next: 5 }),
       );
     });
@@ -156,8 +161,8 @@ describe('resumeResponse', () => {
       const error = new ResumeError('unverifiable', id, 1);
       expect(error).toMatchObject({ failure: 'unverifiable', resumed: true, retryable: true, after: 1 });
       expectObservable(result).toBe(
-        '---A-R#',
-        { A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
+        '-N-A-R#',
+        { N: resumable, A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
         error,
       );
     });
@@ -179,7 +184,11 @@ describe('resumeResponse', () => {
       expect(error.message).toBe(
         `cannot trust the stream of response ${id} after event 1: events 2 to 2 are missing`,
       );
-      expectObservable(resuming({ cancel })(source)).toBe('---A-#', { A: text('Checking') }, error);
+      expectObservable(resuming({ cancel })(source)).toBe(
+        '-N-A-#',
+        { N: resumable, A: text('Checking') },
+        error,
+      );
     });
     expect(cancelled).toEqual([id]);
   });
@@ -254,6 +263,7 @@ describe('resumeResponse', () => {
     expect(cut).toBe(false);
     expect(seen).toEqual([{ id, after: 1 }]);
     expect(events).toEqual([
+      resumable,
       text('Checking order '),
       { type: 'resume', after: 1, reason: 'terminated' },
       text('ORD-7781.'),
@@ -316,7 +326,8 @@ describe('resumeResponse', () => {
         e: { type: 'error', sequence_number: 1, code: 'server_error', message: 'The server had an error.' },
       });
       const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
-      expectObservable(resuming({ cancel })(source).pipe(catchError(() => of('failed')))).toBe('---(f|)', {
+      expectObservable(resuming({ cancel })(source).pipe(catchError(() => of('failed')))).toBe('-N-(f|)', {
+        N: resumable,
         f: 'failed',
       });
     });
@@ -343,6 +354,80 @@ describe('resumeResponse', () => {
     expect(result.filter((e) => e.type === 'text')).toEqual([text('Checking'), text(' order.')]);
   });
 
+  it('resumeFrom: no create; the response is read from its start, and again from its start after a cut before any event', async () => {
+    const asked: { id: string; after: number; cursor?: string }[] = [];
+    let creates = 0;
+    const result = await lastValueFrom(
+      resumeResponse({
+        create: () => {
+          creates++;
+          return EMPTY;
+        },
+        retrieve: ({ id: response, after, cursor }) => {
+          asked.push(cursor === undefined ? { id: response, after } : { id: response, after, cursor });
+          return asked.length === 1
+            ? throwError(() => new Error('connection reset'))
+            : of(created, delta(1, 'Checking'), delta(2, ' order.'), completed(3));
+        },
+        adapter: openaiResponses(),
+        delay: 0,
+        resumeFrom: { responseId: id, delivered: [{ ...text('Checking'), attempt: 1 }] },
+      }).pipe(toArray()),
+    );
+    expect(creates).toBe(0);
+    expect(asked).toEqual([
+      { id, after: -1 },
+      { id, after: -1 },
+    ]);
+    expect(result).toEqual([
+      { type: 'resume', after: -1, reason: 'connection reset' },
+      resumable,
+      text('Checking'),
+      text(' order.'),
+      usage(142, 31),
+      { ...finish('stop', 'completed'), responseId: id },
+    ]);
+  });
+
+  it('resumeFrom: a response the server no longer has fails as not-found, for an ordinary retry', async () => {
+    const gone = Object.assign(new Error('HTTP 404'), { status: 404, retryable: false });
+    const error = await lastValueFrom(
+      resumeResponse({
+        create: () => EMPTY,
+        retrieve: () => throwError(() => gone),
+        adapter: openaiResponses(),
+        resumeFrom: { responseId: id, delivered: [] },
+      }),
+    ).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      name: 'ResumeError',
+      failure: 'not-found',
+      responseId: id,
+      retryable: true,
+    });
+  });
+
+  it('resumeFrom: a response that finishes before it gave again all that was delivered is another generation', async () => {
+    const error = await lastValueFrom(
+      resumeResponse({
+        create: () => EMPTY,
+        retrieve: () => of(created, delta(1, 'Checking'), completed(2)),
+        adapter: openaiResponses(),
+        resumeFrom: {
+          responseId: id,
+          delivered: [
+            { ...text('Checking'), attempt: 1 },
+            { ...text(' order.'), attempt: 1 },
+          ],
+        },
+      }),
+    ).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'ResumeError', failure: 'diverged', retryable: true });
+    expect((error as Error).message).toBe(
+      `cannot resume response ${id} after event 2: read again from its start, it differs from what was delivered at fragment 2`,
+    );
+  });
+
   it('refuses a maxResumes or delay that is not a count or a duration', () => {
     const base = { create: () => [], retrieve: () => [], adapter: openaiResponses() };
     expect(() => resumeResponse({ ...base, maxResumes: -1 })).toThrow(RangeError);
@@ -360,6 +445,16 @@ describe('resume options are checked where they are given', () => {
     expect(() =>
       streamTurn({ turnId: 't', adapter: openaiResponses(), request: () => 'http://127.0.0.1/', resume }),
     ).toThrow(UsageError);
+  });
+
+  it('streamTurn refuses a resumeFrom that is not { responseId, delivered }, or one without resume', () => {
+    const base = { turnId: 't', adapter: openaiResponses(), request: () => 'http://127.0.0.1/' };
+    const resume = openaiBackground();
+    for (const resumeFrom of [{ responseId: '', delivered: [] }, { responseId: 'resp_1' }, 'resp_1'])
+      expect(() => streamTurn({ ...base, resume, resumeFrom: resumeFrom as never })).toThrow(UsageError);
+    expect(() => streamTurn({ ...base, resumeFrom: { responseId: 'resp_1', delivered: [] } })).toThrow(
+      /resumeFrom needs resume/,
+    );
   });
 
   it("a plan's bad resume options fail the turn at once, not after every retry", async () => {

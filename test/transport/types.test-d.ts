@@ -1,5 +1,5 @@
 // Types of the transport's resume: the event it emits, the options it takes, and what streamTurn accepts.
-import type { Attempted, ProviderEvent, ResumeEvent, TurnEvent } from 'cleanturn';
+import type { Attempted, ProviderEvent, ResumeEvent, ResumeFrom, TurnEvent } from 'cleanturn';
 import { openaiChat, openaiResponses } from 'cleanturn/providers';
 import {
   openaiBackground,
@@ -66,6 +66,17 @@ describe('resume', () => {
     });
     // @ts-expect-error resume requests are made by openaiBackground() or shaped like them
     streamTurn({ turnId: 't', adapter: openaiResponses(), request, resume: true });
+    // A takeover goes on with the lost runner's response: StepContext.resumeFrom.
+    const resumeFrom: ResumeFrom | undefined = { responseId: 'resp_1', delivered: [] };
+    streamTurn({ turnId: 't', adapter: openaiResponses(), request, resume: openaiBackground(), resumeFrom });
+    streamTurn({
+      turnId: 't',
+      adapter: openaiResponses(),
+      request,
+      resume: openaiBackground(),
+      // @ts-expect-error resumeFrom is { responseId, delivered }, not an id alone
+      resumeFrom: 'resp_1',
+    });
   });
 
   test('the report and the error say what happened', () => {
@@ -73,7 +84,7 @@ describe('resume', () => {
     expectTypeOf<TurnReport['attempts'][number]['resumes']>().toEqualTypeOf<number>();
     expectTypeOf<ResumeError['failure']>().toEqualTypeOf<ResumeFailure>();
     expectTypeOf<ResumeFailure>().toEqualTypeOf<
-      'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated'
+      'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated' | 'diverged'
     >();
   });
 });

@@ -1,0 +1,134 @@
+// Runs that read a background response survive the process that runs them without a second generation. Two runner
+// processes (test/support/runServerProcess.ts with BACKGROUND_URL) share one real redis-server; each run is one step
+// that reads an OpenAI Responses background response from a loopback server in this process, which goes on
+// generating while no runner reads it. The test kills a runner with SIGKILL mid-text, a few times, and starts a new
+// process in its place; a reader of each dead runner's run takes it over on another process once the lease lapses,
+// and the new runner reads the same response again from its start (`resumeFrom`).
+//
+// Checked for every run: it completes; the provider created exactly one response for it (no second generation, no
+// cancel); no reader saw a reset; and each reader ends with its response's text, every fragment once.
+import { accumulateTurn, type RunEvent, type TurnEvent } from 'cleanturn';
+import { fromTurnSSE } from 'cleanturn/transport';
+import { from, lastValueFrom } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
+import { type BackgroundServer, startBackgroundResponses } from '../support/backgroundResponses.js';
+import { prng, seed } from '../support/random.js';
+import { expectNoLeftoverHandles } from '../support/resources.js';
+import { type Line, type Runner, startRunner } from '../support/runners.js';
+
+const RUNS = 80;
+const CONCURRENT = 8;
+const LEASE_MS = 400;
+const KILLS = 4;
+
+describe.skipIf(redisTests.skip)(
+  'runs that read a background response survive a runner killed with SIGKILL',
+  { timeout: 120_000 },
+  () => {
+    let redis: RedisServer;
+    let provider: BackgroundServer;
+    const runners: Runner[] = [];
+    beforeAll(async () => {
+      redis = await startRedisServer();
+      // About 20 fragments a response, one every 20 ms: a runner is killed while many responses are mid-text.
+      provider = await startBackgroundResponses({ seed, deltas: 20, interval: 20 });
+    });
+    afterAll(async () => {
+      await provider?.close();
+      await redis?.stop();
+    });
+    expectNoLeftoverHandles(async () => {
+      for (const runner of runners) runner.child.kill('SIGKILL');
+      await Promise.all(runners.map((runner) => runner.exited));
+    });
+
+    it(`${RUNS} runs, ${KILLS} runners killed mid-text: one generation per run, no reset, every fragment once`, async () => {
+      const random = prng(seed);
+      const env = {
+        REDIS_PORT: String(redis.port),
+        BACKGROUND_URL: provider.baseUrl,
+        LEASE_MS: String(LEASE_MS),
+      };
+      let killed = 0;
+      let takeovers = 0;
+      let born = 0;
+      let killing = false;
+      const onLine = (line: Line) => {
+        if (line.phase === 'takeover') takeovers++;
+        if (killing || killed >= KILLS || line.phase !== 'text' || random() > 0.3) return;
+        const runner = runners.find((r) => r.name === line.name && r.alive);
+        if (runner === undefined || runners.filter((r) => r.alive).length < 2) return;
+        killing = true;
+        runner.alive = false;
+        runner.child.kill('SIGKILL');
+        killed++;
+        void runner.exited
+          .then(() => startRunner(`B${born++}`, env, onLine))
+          .then((fresh) => {
+            runners.push(fresh);
+            setTimeout(() => {
+              killing = false;
+            }, 300);
+          });
+      };
+      runners.push(
+        ...(await Promise.all([
+          startRunner(`B${born++}`, env, onLine),
+          startRunner(`B${born++}`, env, onLine),
+        ])),
+      );
+      const live = () => {
+        const alive = runners.filter((r) => r.alive);
+        return alive[Math.floor(random() * alive.length)] ?? runners[runners.length - 1];
+      };
+      const read = (runId: string) =>
+        new Promise<{ runId: string; events: RunEvent[]; error?: unknown }>((resolve) => {
+          const events: RunEvent[] = [];
+          fromTurnSSE<RunEvent>(() => `${live()?.url}/runs/${runId}`, {
+            reconnect: { delay: 20, count: 50 },
+          }).subscribe({
+            next: (event) => events.push(event),
+            error: (error: unknown) => resolve({ runId, events, error }),
+            complete: () => resolve({ runId, events }),
+          });
+        });
+      const queue = Array.from({ length: RUNS }, (_, i) => `run-${i}`);
+      const outcomes: Awaited<ReturnType<typeof read>>[] = [];
+      await Promise.all(
+        Array.from({ length: CONCURRENT }, async () => {
+          for (let runId = queue.shift(); runId !== undefined; runId = queue.shift())
+            outcomes.push(await read(runId));
+        }),
+      );
+
+      expect(killed).toBe(KILLS);
+      expect(takeovers).toBeGreaterThanOrEqual(KILLS);
+      // One generation per run, never cancelled; the runners that took over read responses again from the start.
+      expect(provider.counts.create).toBe(RUNS);
+      expect(provider.cancels).toEqual([]);
+      const fromStart = provider.requests.filter((r) => r.kind === 'retrieve' && r.after === -1);
+      expect(fromStart.length).toBeGreaterThan(0);
+      const responses = [...provider.responses.values()];
+      for (const o of outcomes) {
+        expect(o.error, o.runId).toBeUndefined();
+        expect(
+          o.events.filter((e) => e.type === 'reset'),
+          o.runId,
+        ).toEqual([]);
+        const response = responses.find((r) => r.body.input === `refund ${o.runId}`);
+        expect(response, o.runId).toBeDefined();
+        const texts = o.events.filter((e) => e.type === 'text').map((e) => (e as { text: string }).text);
+        expect(texts, o.runId).toEqual(response?.deltas);
+        const turn = o.events.filter((e) => e.type !== 'step-end' && e.type !== 'tool-result') as TurnEvent[];
+        const state = await lastValueFrom(from(turn).pipe(accumulateTurn()));
+        expect(state.text, o.runId).toBe(response?.text);
+        expect(o.events.at(-1)).toMatchObject({ type: 'step-end', end: 'done' });
+      }
+      console.log(
+        `seed ${seed}; ${killed} kills; ${takeovers} takeovers; ${provider.counts.create} creates and ` +
+          `${fromStart.length} reads from the start for ${RUNS} runs`,
+      );
+    });
+  },
+);
