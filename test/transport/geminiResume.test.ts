@@ -231,6 +231,61 @@ describe('streamTurn with geminiBackground: a cut Interactions stream goes on af
 });
 
 describe('geminiBackground', () => {
+  it('resumeFrom: a takeover reads the interaction again from its start (no last_event_id), with no create', async () => {
+    gemini = await startGemini();
+    const first = await run(gemini);
+    const created = gemini.interactions[0] as Interaction;
+    const delivered = first.events
+      .filter((e) => e.type !== 'text')
+      .slice(0, 1)
+      .concat(first.events.filter((e) => e.type === 'text').slice(0, 3));
+    gemini.requests.length = 0;
+    const again = await lastValueFrom(
+      streamTurn({
+        turnId: 'turn-g',
+        adapter: geminiInteractions(),
+        backoff: false,
+        request: () => `${gemini?.url}/interactions`,
+        resume: geminiBackground({ baseUrl: gemini.url }),
+        resumeFrom: { responseId: created.id, delivered },
+      }).pipe(toArray()),
+    );
+    expect(gemini.requests).toEqual([
+      { method: 'GET', path: `/v1beta/interactions/${created.id}`, lastEventId: null },
+    ]);
+    expect(again[0]).toEqual({ type: 'resumable', responseId: created.id, attempt: 1 });
+    expect(again.filter((e) => e.type === 'text').map((e) => (e.type === 'text' ? e.text : ''))).toEqual(
+      created.text,
+    );
+    expect(again.filter((e) => e.type === 'reset')).toEqual([]);
+  });
+
+  it('resumeFrom: an interaction that reads otherwise than what was delivered fails over to a new one, after a reset', async () => {
+    gemini = await startGemini();
+    await run(gemini);
+    const created = gemini.interactions[0] as Interaction;
+    const events = await lastValueFrom(
+      streamTurn({
+        turnId: 'turn-g',
+        adapter: geminiInteractions(),
+        backoff: false,
+        request: ({ signal }) => ({
+          url: `${gemini?.url}/interactions`,
+          init: { method: 'POST', body: '{}', signal },
+        }),
+        resume: geminiBackground({ baseUrl: gemini.url }),
+        resumeFrom: {
+          responseId: created.id,
+          delivered: [{ type: 'text', text: 'another answer', attempt: 1 }],
+        },
+      }).pipe(toArray()),
+    );
+    expect(events.filter((e) => e.type === 'reset')).toMatchObject([
+      { attempt: 2, failedAttempt: 1, errorName: 'ResumeError' },
+    ]);
+    expect(gemini.interactions).toHaveLength(2);
+  });
+
   it('makes the retrieve and cancel requests, ids and cursors encoded, without a content type', async () => {
     const requests = geminiBackground({
       baseUrl: 'https://example.test/v1beta/',
