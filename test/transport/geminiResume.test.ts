@@ -235,10 +235,11 @@ describe('geminiBackground', () => {
     gemini = await startGemini();
     const first = await run(gemini);
     const created = gemini.interactions[0] as Interaction;
-    const delivered = first.events
-      .filter((e) => e.type !== 'text')
-      .slice(0, 1)
-      .concat(first.events.filter((e) => e.type === 'text').slice(0, 3));
+    // What a lost runner delivered: the interaction's name and its first three words.
+    const delivered: TurnEvent[] = [
+      ...first.events.filter((e) => e.type === 'resumable'),
+      ...first.events.filter((e) => e.type === 'text').slice(0, 3),
+    ];
     gemini.requests.length = 0;
     const again = await lastValueFrom(
       streamTurn({
