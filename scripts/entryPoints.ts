@@ -164,7 +164,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 
 /**
  * Where an export is documented: its operator page when it has a marble spec, else the first section of the
- * entry's guides whose heading names it in code (`` `name` ``, `` `name(…)` ``), else (for an error class) the
+ * entry's guides whose heading names it (`name`, `name(…)`, as a word of its own: headings hold no code), else (for an error class) the
  * first section about errors whose prose names it, else the first section whose prose does.
  * Paths are relative to the root; `guides` maps `docs/guides/<name>.md` to its text.
  */
@@ -176,12 +176,13 @@ export function exportLink(
   if (specs.has(row.name)) return `docs/operators/${row.name}.md`;
   const preferred = guidesByEntry[row.entry]?.map((g) => `docs/guides/${g}.md`) ?? [...guides.keys()].sort();
   const named = new RegExp(`\`(?:new\\s+)?${escapeRegExp(row.name)}(?![\\w$])[^\`]*\``);
+  const inHeading = new RegExp(`(?<![\\w$/.@'-])${escapeRegExp(row.name)}(?![\\w$/'-])`);
   const sections = preferred.flatMap((path) =>
     markdownSections(guides.get(path) ?? '').map((section) => ({ path, section })),
   );
   const errors = /\berrors?\b/i;
   const found =
-    sections.find(({ section }) => named.test(section.heading)) ??
+    sections.find(({ section }) => inHeading.test(section.heading)) ??
     (row.kind === 'error'
       ? sections.find(({ section }) => errors.test(section.heading) && named.test(section.prose))
       : undefined) ??

@@ -47,11 +47,15 @@ import type { ProviderEvent } from './types.js';
  * ```
  *
  * @see {@link turnPipeline}, the part that runs once per turn.
- * @param adapter The provider adapter (`openaiChat()`, `anthropicMessages()`…), if the source is not already
- *   provider events.
  * @returns An operator from one attempt's raw events to its provider events with whole tool calls.
  */
 export function attemptPipeline(): OperatorFunction<ProviderEvent, AssembledEvent<ProviderEvent>>;
+/**
+ * The same, for a source of a provider's payloads: its adapter first.
+ *
+ * @param adapter The provider adapter (`openaiChat()`, `anthropicMessages()`…).
+ * @returns An operator from one attempt's payloads to its provider events with whole tool calls.
+ */
 export function attemptPipeline<I>(
   adapter: OperatorFunction<I, ProviderEvent>,
 ): OperatorFunction<I, AssembledEvent<ProviderEvent>>;

@@ -8,6 +8,7 @@ import type { ToolCallEvent } from './types.js';
 
 /** Anything that can tell whether an effect key was already executed: a `Set<string>` or an effect ledger. */
 export interface EffectKeyLookup {
+  /** Whether the effect of `key` was already executed (or is claimed by a run). */
   has(key: string): boolean;
 }
 

@@ -96,7 +96,7 @@ export interface UpstreamErrorFacts {
 
 /**
  * The retry answer for an upstream error: the first of its code words found in {@link upstreamErrorCodes}
- * (or starting with `invalid_` or `image_`: no); else its HTTP status from 400 up ({@link isRetryableStatus}); else
+ * (or starting with `invalid_` or `image_`: no); else its HTTP status from 400 up (408, 409, 429 and 5xx may pass); else
  * `otherwise`, by default yes: an error in a stream that started with HTTP 200 is mostly the server's, and
  * retries are capped per turn.
  *

@@ -146,7 +146,7 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * that compatible providers stream, `text` for `delta.content`, a `tool-call-delta` per `delta.tool_calls` entry
  * (keyed by its `index`; id and name on the first fragment), `usage` from the usage chunk, and one `finish` that
  * carries the attempt's response id and its output: the assistant message to send back. Put
- * {@link assembleToolCalls} after it to get whole calls.
+ * `assembleToolCalls` of `cleanturn` after it to get whole calls.
  *
  * ```text
  * source:   -a-b-c-d-f-u----|

@@ -112,7 +112,7 @@ export interface OpenAIResponsesOutput extends ProviderOutput {
  * Turns an OpenAI Responses stream (`response.*` events) into neutral `ProviderEvent`s: what an SSE `data:` line
  * parses to, or what the official SDK's stream yields (`from(await client.responses.create({ …, stream: true }))`).
  * Each `function_call` item gets a small stable `index` (0, 1, … in the order the calls appear) and its `call_id`
- * as `id`. Put {@link assembleToolCalls} after it to get whole calls. The finish carries the response's id and its
+ * as `id`. Put `assembleToolCalls` of `cleanturn` after it to get whole calls. The finish carries the response's id and its
  * output items ({@link OpenAIResponsesOutput}), which {@link toOpenAIResponsesInput} sends back.
  *
  * ```text

@@ -26,6 +26,7 @@ import {
  * usual choice (each operation is one statement, so any pooled connection will do); a `pg.Client` works too.
  */
 export interface PostgresQueryable {
+  /** Runs one statement with its parameters (`$1`, `$2`…), as `pg`'s `Pool.query` does. */
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 
