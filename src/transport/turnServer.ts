@@ -163,40 +163,153 @@ export interface TurnServer<E> {
  * @returns The server.
  */
 export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
-  const { log } = options;
-  const maxTakeovers = options.takeover?.max ?? 2;
-  const takeoverWithinMs = options.takeover?.withinMs ?? 600_000;
-  if (!Number.isSafeInteger(maxTakeovers) || maxTakeovers < 0)
-    throw new RangeError('turnServer: takeover.max must be an integer >= 0');
-  if (!(takeoverWithinMs > 0)) throw new RangeError('turnServer: takeover.withinMs must be > 0');
-  // Leases, when the log keeps them: the runner renews a third of the way through, a quiet reader checks four
-  // times per lease whether it lapsed (each at most as far apart as a timer holds: past it, a timer fires at once).
-  const leaseMs = log.renew !== undefined && log.takeOver !== undefined ? log.leaseMs : undefined;
-  if (leaseMs !== undefined && !(leaseMs > 0 && Number.isFinite(leaseMs)))
-    throw new RangeError("turnServer: the log's leaseMs must be a finite number > 0");
-  const renewMs = leaseMs === undefined ? 0 : Math.min(leaseMs / 3, MAX_TIMER_DELAY);
-  const checkMs = leaseMs === undefined ? 0 : Math.min(leaseMs / 4, MAX_TIMER_DELAY);
-  const runs = new Map<string, Run>();
-  // A store that is down must not take the server down with it: the default reports, and does not throw; nor
-  // does a callback that throws.
-  const logError = (error: unknown, turnId: string): void => {
-    try {
-      if (options.onLogError !== undefined) {
-        options.onLogError(error, turnId);
-        return;
-      }
-    } catch (thrown) {
-      error = thrown;
-    }
-    if (config.onUnhandledError) config.onUnhandledError(error);
-    else console.error(`cleanturn: the turn log refused an entry of turn ${turnId}:`, error);
-  };
+  return new Server(options);
+}
 
-  const start = (
-    turnId: string,
-    run: ServeTurnOptions<E>['run'],
-    from: { seq: number; takeover?: RunContext<E>['takeover'] } = { seq: 0 },
-  ): void => {
+/**
+ * The lease timings of a log that keeps leases: the runner renews a third of the way through, a quiet reader checks
+ * four times per lease whether it lapsed (each at most as far apart as a timer holds: past it, a timer fires at
+ * once). Undefined for a log without leases.
+ */
+function leaseTimings(log: TurnLog<unknown>): { renewMs: number; checkMs: number } | undefined {
+  const leaseMs = log.renew !== undefined && log.takeOver !== undefined ? log.leaseMs : undefined;
+  if (leaseMs === undefined) return undefined;
+  if (!(leaseMs > 0 && Number.isFinite(leaseMs)))
+    throw new RangeError("turnServer: the log's leaseMs must be a finite number > 0");
+  return { renewMs: Math.min(leaseMs / 3, MAX_TIMER_DELAY), checkMs: Math.min(leaseMs / 4, MAX_TIMER_DELAY) };
+}
+
+/** The takeover bounds, with their defaults, checked. */
+function takeoverBounds(bounds: TakeoverBounds | undefined): Required<TakeoverBounds> {
+  const max = bounds?.max ?? 2;
+  const withinMs = bounds?.withinMs ?? 600_000;
+  if (!Number.isSafeInteger(max) || max < 0)
+    throw new RangeError('turnServer: takeover.max must be an integer >= 0');
+  if (!(withinMs > 0)) throw new RangeError('turnServer: takeover.withinMs must be > 0');
+  return { max, withinMs };
+}
+
+/**
+ * Reports an error of the log. A store that is down must not take the server down with it: the default reports,
+ * and does not throw; nor does a callback that throws.
+ */
+function reportLogError(
+  onLogError: TurnServerOptions<unknown>['onLogError'],
+  error: unknown,
+  turnId: string,
+): void {
+  try {
+    if (onLogError !== undefined) {
+      onLogError(error, turnId);
+      return;
+    }
+  } catch (thrown) {
+    error = thrown;
+  }
+  if (config.onUnhandledError) config.onUnhandledError(error);
+  else console.error(`cleanturn: the turn log refused an entry of turn ${turnId}:`, error);
+}
+
+/** Where a run starts: at the log's next seq, and, for a takeover, with what the lost runner did. */
+interface RunStart<E> {
+  seq: number;
+  takeover?: RunContext<E>['takeover'];
+}
+
+/** The turn server: the runs it holds, and how it serves, starts, takes over and stops them. */
+class Server<E> implements TurnServer<E> {
+  readonly #log: TurnLog<E>;
+  readonly #onLogError: TurnServerOptions<E>['onLogError'];
+  readonly #bounds: Required<TakeoverBounds>;
+  readonly #lease: { renewMs: number; checkMs: number } | undefined;
+  readonly #runs = new Map<string, Run>();
+
+  constructor(options: TurnServerOptions<E>) {
+    this.#log = options.log;
+    this.#onLogError = options.onLogError;
+    this.#bounds = takeoverBounds(options.takeover);
+    this.#lease = leaseTimings(options.log);
+  }
+
+  get running(): number {
+    return this.#runs.size;
+  }
+
+  serve({ turnId, run, lastEventId }: ServeTurnOptions<E>): Observable<TurnMessage> {
+    // The id of the last entry this connection delivered (or the client had): a failed message carries it, so
+    // that a client that reconnects anyway (a browser's EventSource does) reads on from there. Empty until the
+    // turn id is known to be one.
+    let last = '';
+    return defer(async () => {
+      checkTurnId(turnId);
+      const prefix = idPrefixOf(turnId);
+      last = `${prefix}:-1`;
+      const after = positionOf(lastEventId, prefix, turnId);
+      if (after !== undefined) last = `${prefix}:${after}`;
+      // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID had it
+      // once, and must never start it again.
+      if (after === undefined && (await this.#log.claim(turnId))) this.#start(turnId, run);
+      return this.#follow(turnId, after ?? -1, run).pipe(map((entry) => messageOf(prefix, entry)));
+    }).pipe(
+      mergeAll(),
+      map((message) => {
+        last = message.id;
+        return message;
+      }),
+      catchError((error: unknown) => {
+        // An error that may pass (a timeout of the log) drops the connection: the client reconnects from its
+        // last id. A final one is told, as a message, instead of a broken connection it would reconnect to.
+        if (isRetryable(error)) throw error;
+        return of<TurnMessage>({ id: last, type: 'failed', data: JSON.stringify(failureOf(error)) });
+      }),
+    );
+  }
+
+  async stop(turnId: string, reason = 'a stop was requested'): Promise<boolean> {
+    checkTurnId(turnId);
+    const record = this.#runs.get(turnId);
+    if (record !== undefined) {
+      if (record.ended) return false;
+      record.stop(reason);
+      return true;
+    }
+    return (await this.#log.requestStop?.(turnId, reason)) ?? false;
+  }
+
+  async close(closeOptions: { handOver?: boolean } = {}): Promise<void> {
+    const closing = [...this.#runs.entries()];
+    const handingOver = closeOptions.handOver === true && this.#lease !== undefined;
+    const error: TurnFailure = {
+      name: 'TurnServerClosedError',
+      message: 'the server closed',
+      retryable: true,
+    };
+    for (const [turnId, record] of closing) {
+      // A run that ended already has its end on the way; the others stop, and their log ends as failed (or, handed
+      // over, is left for a reader elsewhere to take over once the lease lapses).
+      const ended = record.ended;
+      if (handingOver) handOver(record);
+      else halt(record, false);
+      if (ended || handingOver) continue;
+      record.written = record.written.then(async () => {
+        if (record.failed) return;
+        try {
+          await this.#log.append(turnId, { seq: record.seq, end: 'failed', error });
+        } catch (failure) {
+          this.#logError(failure, turnId);
+        }
+      });
+    }
+    await Promise.all(closing.map(([, record]) => record.written));
+    for (const [turnId, record] of closing) if (this.#runs.get(turnId) === record) this.#runs.delete(turnId);
+  }
+
+  #logError(error: unknown, turnId: string): void {
+    reportLogError(this.#onLogError, error, turnId);
+  }
+
+  /** Starts turn `turnId`'s run here: its entries go to the log, its lease is renewed, its stop mark watched. */
+  #start(turnId: string, run: ServeTurnOptions<E>['run'], from: RunStart<E> = { seq: 0 }): void {
     const stopping = new AbortController();
     const record: Run = {
       stopping,
@@ -214,66 +327,29 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         // that ignores it is ended here, the same way.
         if (record.ended) return;
         record.source?.unsubscribe();
-        write({ seq: record.seq++, end: 'failed', error: failureOf(new TurnStoppedError(reason)) });
+        this.#write(turnId, record, {
+          seq: record.seq++,
+          end: 'failed',
+          error: failureOf(new TurnStoppedError(reason)),
+        });
       },
     };
-    runs.set(turnId, record);
-    const forget = () => {
-      halt(record, false);
-      if (runs.get(turnId) === record) runs.delete(turnId);
-    };
-    // The turn is another runner's now (this one's lease lapsed while it was slow): stop, write nothing more.
-    const lost = () => {
-      handOver(record);
-      forget();
-    };
-    // Entries are written one at a time, in order. After a refused one the run stops, its readers are told (if the
-    // log takes that last entry), and the server forgets the run.
-    const write = (entry: TurnLogEntry<E>): void => {
-      if ('end' in entry) {
-        record.ended = true;
-        record.watch?.unsubscribe();
-      }
-      record.written = record.written.then(async () => {
-        if (record.failed) return;
-        try {
-          await log.append(turnId, entry);
-        } catch (error) {
-          if (isInstance(error, TurnTakenOverError)) return lost();
-          halt(record, true);
-          logError(error, turnId);
-          if (!('end' in entry)) {
-            const end: TurnLogEntry<E> = { seq: entry.seq, end: 'failed', error: failureOf(error) };
-            await log.append(turnId, end).catch(() => undefined);
-          }
-          forget();
-        }
-      });
-      if ('end' in entry) void record.written.then(forget);
-    };
-    if (leaseMs !== undefined) {
-      record.renewing = setInterval(() => {
-        log.renew?.(turnId).then(
-          (held) => {
-            if (!held && !record.ended) lost();
-          },
-          // A renewal that fails may pass: the next one tries again, and the lease covers two misses.
-          () => undefined,
-        );
-      }, renewMs);
-    }
+    this.#runs.set(turnId, record);
+    if (this.#lease !== undefined)
+      record.renewing = setInterval(() => this.#renew(turnId, record), this.#lease.renewMs);
     const context: RunContext<E> =
       from.takeover === undefined
         ? { signal: stopping.signal }
         : { signal: stopping.signal, takeover: from.takeover };
     record.source = defer(() => run(context)).subscribe({
-      next: (event) => write({ seq: record.seq++, event }),
-      error: (error: unknown) => write({ seq: record.seq++, end: 'failed', error: failureOf(error) }),
-      complete: () => write({ seq: record.seq++, end: 'completed' }),
+      next: (event) => this.#write(turnId, record, { seq: record.seq++, event }),
+      error: (error: unknown) =>
+        this.#write(turnId, record, { seq: record.seq++, end: 'failed', error: failureOf(error) }),
+      complete: () => this.#write(turnId, record, { seq: record.seq++, end: 'completed' }),
     });
     // A stop asked of another server reaches this one, the runner, through the log's stop mark.
-    if (!record.ended && log.watchStop !== undefined) {
-      const watch = log.watchStop(turnId).subscribe({
+    if (!record.ended && this.#log.watchStop !== undefined) {
+      const watch = this.#log.watchStop(turnId).subscribe({
         next: (reason) => record.stop(reason),
         // A log that cannot watch leaves the turn stoppable here only.
         error: () => undefined,
@@ -281,21 +357,72 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       if (record.ended) watch.unsubscribe();
       else record.watch = watch;
     }
-  };
+  }
+
+  /**
+   * Writes an entry of a run, after the ones before it. After a refused one the run stops, its readers are told
+   * (if the log takes that last entry), and the server forgets the run; a refusal because the turn is another
+   * runner's now (this one's lease lapsed while it was slow) stops it and writes nothing more.
+   */
+  #write(turnId: string, record: Run, entry: TurnLogEntry<E>): void {
+    if ('end' in entry) {
+      record.ended = true;
+      record.watch?.unsubscribe();
+    }
+    record.written = record.written.then(async () => {
+      if (record.failed) return;
+      try {
+        await this.#log.append(turnId, entry);
+      } catch (error) {
+        if (isInstance(error, TurnTakenOverError)) return this.#lost(turnId, record);
+        halt(record, true);
+        this.#logError(error, turnId);
+        if (!('end' in entry)) {
+          const end: TurnLogEntry<E> = { seq: entry.seq, end: 'failed', error: failureOf(error) };
+          await this.#log.append(turnId, end).catch(() => undefined);
+        }
+        this.#forget(turnId, record);
+      }
+    });
+    if ('end' in entry) void record.written.then(() => this.#forget(turnId, record));
+  }
+
+  /** Renews a run's lease; a lease another runner holds now stops the run. */
+  #renew(turnId: string, record: Run): void {
+    this.#log.renew?.(turnId).then(
+      (held) => {
+        if (!held && !record.ended) this.#lost(turnId, record);
+      },
+      // A renewal that fails may pass: the next one tries again, and the lease covers two misses.
+      () => undefined,
+    );
+  }
+
+  /** The turn is another runner's now: the run stops, writes nothing more, and is forgotten. */
+  #lost(turnId: string, record: Run): void {
+    handOver(record);
+    this.#forget(turnId, record);
+  }
+
+  /** Stops a run and forgets it, unless another run of the turn replaced it. */
+  #forget(turnId: string, record: Run): void {
+    halt(record, false);
+    if (this.#runs.get(turnId) === record) this.#runs.delete(turnId);
+  }
 
   /**
    * Takes turn `turnId` over when its lease lapsed (its runner was lost): runs it again from the log's entries, or,
    * past the bounds, ends it as failed. Nothing happens when the lease is alive or this server runs the turn.
    */
-  const takeOver = async (turnId: string, run: ServeTurnOptions<E>['run']): Promise<void> => {
-    if (runs.has(turnId)) return;
-    const takeover = await log.takeOver?.(turnId);
+  async #takeOver(turnId: string, run: ServeTurnOptions<E>['run']): Promise<void> {
+    if (this.#runs.has(turnId)) return;
+    const takeover = await this.#log.takeOver?.(turnId);
     if (takeover === undefined) return;
-    const past = takeover.count > maxTakeovers || Date.now() - takeover.claimedAt > takeoverWithinMs;
+    const past = takeover.count > this.#bounds.max || Date.now() - takeover.claimedAt > this.#bounds.withinMs;
     const end = (error: unknown) =>
-      log
+      this.#log
         .append(turnId, { seq: takeover.next, end: 'failed', error: failureOf(error) })
-        .catch((failure: unknown) => logError(failure, turnId));
+        .catch((failure: unknown) => this.#logError(failure, turnId));
     if (past) {
       await end(new RunnerLostError(turnId, takeover.count - 1));
       return;
@@ -305,41 +432,38 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
       const entries =
         takeover.next === 0
           ? []
-          : await lastValueFrom(log.read(turnId, -1).pipe(take(takeover.next), toArray()));
+          : await lastValueFrom(this.#log.read(turnId, -1).pipe(take(takeover.next), toArray()));
       events = entries.flatMap((entry) => ('event' in entry ? [entry.event] : []));
     } catch (error) {
       await end(error);
       return;
     }
-    start(turnId, run, { seq: takeover.next, takeover: { count: takeover.count, events } });
-  };
+    this.#start(turnId, run, { seq: takeover.next, takeover: { count: takeover.count, events } });
+  }
 
   /**
    * The turn's entries after `after`, and meanwhile, on a log with leases, checks after each quiet quarter of a lease
    * whether the runner was lost: then this reader takes the turn over (one of many gets it) and reads on.
    */
-  const follow = (
-    turnId: string,
-    after: number,
-    run: ServeTurnOptions<E>['run'],
-  ): Observable<TurnLogEntry<E>> => {
-    const entries = log.read(turnId, after);
-    if (leaseMs === undefined) return entries;
+  #follow(turnId: string, after: number, run: ServeTurnOptions<E>['run']): Observable<TurnLogEntry<E>> {
+    const entries = this.#log.read(turnId, after);
+    const lease = this.#lease;
+    if (lease === undefined) return entries;
     return new Observable<TurnLogEntry<E>>((subscriber) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const arm = () => {
         if (timer !== undefined) clearTimeout(timer);
-        timer = setTimeout(check, checkMs);
+        timer = setTimeout(check, lease.checkMs);
       };
       const check = () => {
         timer = undefined;
-        takeOver(turnId, run).then(
+        this.#takeOver(turnId, run).then(
           () => {
             if (!subscriber.closed) arm();
           },
           (error: unknown) => {
             // A log that cannot answer now may later: keep reading, and check again.
-            if (!isRetryable(error)) logError(error, turnId);
+            if (!isRetryable(error)) this.#logError(error, turnId);
             if (!subscriber.closed) arm();
           },
         );
@@ -358,79 +482,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
         reading.unsubscribe();
       };
     });
-  };
-
-  return {
-    serve({ turnId, run, lastEventId }) {
-      // The id of the last entry this connection delivered (or the client had): a failed message carries it, so
-      // that a client that reconnects anyway (a browser's EventSource does) reads on from there. Empty until the
-      // turn id is known to be one.
-      let last = '';
-      return defer(async () => {
-        checkTurnId(turnId);
-        const prefix = idPrefixOf(turnId);
-        last = `${prefix}:-1`;
-        const after = positionOf(lastEventId, prefix, turnId);
-        if (after !== undefined) last = `${prefix}:${after}`;
-        // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID had it
-        // once, and must never start it again.
-        if (after === undefined && (await log.claim(turnId))) start(turnId, run);
-        return follow(turnId, after ?? -1, run).pipe(map((entry) => messageOf(prefix, entry)));
-      }).pipe(
-        mergeAll(),
-        map((message) => {
-          last = message.id;
-          return message;
-        }),
-        catchError((error: unknown) => {
-          // An error that may pass (a timeout of the log) drops the connection: the client reconnects from its
-          // last id. A final one is told, as a message, instead of a broken connection it would reconnect to.
-          if (isRetryable(error)) throw error;
-          return of<TurnMessage>({ id: last, type: 'failed', data: JSON.stringify(failureOf(error)) });
-        }),
-      );
-    },
-    async stop(turnId, reason = 'a stop was requested') {
-      checkTurnId(turnId);
-      const record = runs.get(turnId);
-      if (record !== undefined) {
-        if (record.ended) return false;
-        record.stop(reason);
-        return true;
-      }
-      return (await log.requestStop?.(turnId, reason)) ?? false;
-    },
-    get running() {
-      return runs.size;
-    },
-    async close(closeOptions = {}) {
-      const closing = [...runs.entries()];
-      const handingOver = closeOptions.handOver === true && leaseMs !== undefined;
-      const error: TurnFailure = {
-        name: 'TurnServerClosedError',
-        message: 'the server closed',
-        retryable: true,
-      };
-      for (const [turnId, record] of closing) {
-        // A run that ended already has its end on the way; the others stop, and their log ends as failed (or, handed
-        // over, is left for a reader elsewhere to take over once the lease lapses).
-        const ended = record.ended;
-        if (handingOver) handOver(record);
-        else halt(record, false);
-        if (ended || handingOver) continue;
-        record.written = record.written.then(async () => {
-          if (record.failed) return;
-          try {
-            await log.append(turnId, { seq: record.seq, end: 'failed', error });
-          } catch (failure) {
-            logError(failure, turnId);
-          }
-        });
-      }
-      await Promise.all(closing.map(([, record]) => record.written));
-      for (const [turnId, record] of closing) if (runs.get(turnId) === record) runs.delete(turnId);
-    },
-  };
+  }
 }
 
 /**
