@@ -14,6 +14,7 @@ import {
   type ObservableInput,
   type OperatorFunction,
   Subject,
+  type Subscriber,
   type Subscription,
   takeUntil,
   timer,
@@ -256,207 +257,261 @@ export function checkResumeOptions(
  *   creates a new response.
  */
 export function resumeResponse(options: ResumeResponseOptions): Observable<ProviderEvent> {
-  const {
-    create,
-    retrieve,
-    cancel,
-    resumeFrom,
-    maxResumes = 3,
-    delay = 250,
-    format: name = 'responses',
-  } = options;
-  const adapter = options.adapter as OperatorFunction<unknown, ProviderEvent>;
+  const { maxResumes = 3, delay = 250, format: name = 'responses' } = options;
   checkResumeOptions('resumeResponse', maxResumes, delay);
   if (name !== 'responses' && name !== 'interactions')
     throw new RangeError(`resumeResponse: format must be 'responses' or 'interactions', not ${String(name)}`);
-
+  const settings: ResumeSettings = { ...options, maxResumes, delay, format: name };
   return new Observable<ProviderEvent>((subscriber) => {
-    // Where the stream is: the last event that arrived.
-    const format = name === 'responses' ? responsesFormat() : interactionsFormat();
-    // The response's id, once an event named it (or the response to go on with).
-    let id: string | undefined = resumeFrom?.responseId;
-    // The `resumable` event went out (with the first event read once the response's id is known).
-    let announced = false;
-    // What the response read again must begin with, and how much of it has matched.
-    const expected = resumeFrom === undefined ? [] : visibleOf(resumeFrom.delivered);
-    let matched = 0;
-    // A terminal event arrived: the response generates nothing more, and needs no cancel.
-    let ended = false;
-    // Resumes since an event last arrived.
-    let idle = 0;
-    let cancelled = false;
-    // The live connection, or the wait before the next one.
-    let live: Connection | undefined;
-    let wait: Subscription | undefined;
+    const session = new ResumeSession(settings, subscriber);
+    // Registered before the first connection, which may end the subscription while it subscribes.
+    subscriber.add(() => session.close());
+    session.start();
+  });
+}
 
-    // The adapter sees one stream of payloads over every connection.
-    const payloads = new Subject<unknown>();
-    const output = payloads.pipe(adapter).subscribe({
-      next: (event) => {
-        if (matched < expected.length && !matches(event, expected[matched] as Visible)) {
-          subscriber.error(new ResumeError('diverged', id ?? '', format.after, { next: matched }));
-          return;
-        }
-        if (event.type === 'text' || event.type === 'reasoning') matched++;
-        subscriber.next(event);
-      },
+/** The options of one resumable attempt, with their defaults. */
+type ResumeSettings = ResumeResponseOptions &
+  Required<Pick<ResumeResponseOptions, 'maxResumes' | 'delay' | 'format'>>;
+
+/**
+ * One subscription of `resumeResponse`: where the stream is, its connections one after another, and the adapter
+ * that reads their payloads as one stream.
+ */
+class ResumeSession {
+  /** Where the stream is: the last event that arrived. */
+  readonly #format: ResumeFormat;
+  /** The adapter sees one stream of payloads over every connection. */
+  readonly #payloads = new Subject<unknown>();
+  readonly #output: Subscription;
+  /** What the response read again must begin with (`resumeFrom`), and how much of it has matched. */
+  readonly #expected: Visible[];
+  #matched = 0;
+  /** The response's id, once an event named it (or the response to go on with). */
+  #id: string | undefined;
+  /** The `resumable` event went out (with the first event read once the response's id is known). */
+  #announced = false;
+  /** A terminal event arrived: the response generates nothing more, and needs no cancel. */
+  #ended = false;
+  /** Resumes since an event last arrived. */
+  #idle = 0;
+  #cancelled = false;
+  /** The live connection, or the wait before the next one. */
+  #live: Connection | undefined;
+  #wait: Subscription | undefined;
+  /** A connection is being made; `again`: one was cut meanwhile and is to be made again, from the loop. */
+  #connecting = false;
+  #again = false;
+
+  constructor(
+    private readonly settings: ResumeSettings,
+    private readonly subscriber: Subscriber<ProviderEvent>,
+  ) {
+    this.#format = settings.format === 'responses' ? responsesFormat() : interactionsFormat();
+    this.#id = settings.resumeFrom?.responseId;
+    this.#expected = settings.resumeFrom === undefined ? [] : visibleOf(settings.resumeFrom.delivered);
+    const adapter = settings.adapter as OperatorFunction<unknown, ProviderEvent>;
+    this.#output = this.#payloads.pipe(adapter).subscribe({
+      next: (event) => this.#emit(event),
       error: (error: unknown) => subscriber.error(error),
       complete: () => subscriber.complete(),
     });
+  }
 
-    const connect = (resuming: boolean): void => {
-      const connection: Connection = {
-        request: new AbortController(),
-        stop: new Subject<void>(),
-        resuming,
-        delivered: false,
-      };
-      live = connection;
-      let input: ResponseEventsInput;
-      try {
-        const signal = connection.request.signal;
-        input =
-          (resuming || resumeFrom !== undefined) && id !== undefined
-            ? retrieve(
-                format.cursor === undefined
-                  ? { id, after: format.after, signal }
-                  : { id, after: format.after, cursor: format.cursor, signal },
-              )
-            : create({ signal });
-      } catch (error) {
-        subscriber.error(error);
-        return;
-      }
-      // takeUntil closes the source's subscriber at once, so that even a synchronous source stops when told.
-      const subscription = eventsOf(input)
-        .pipe(takeUntil(connection.stop))
-        .subscribe({
-          next: (payload) => {
-            if (live !== connection) return;
-            id ??= format.idOf(payload);
-            const problem = format.check(payload);
-            // A replay of what arrived before the cut.
-            if (problem === 'replay') return;
-            if (problem !== undefined) {
-              const { failure, next } = problem;
-              subscriber.error(
-                new ResumeError(failure, id ?? '', format.after, { next, resumed: connection.resuming }),
-              );
-              return;
-            }
-            format.accept(payload);
-            if (format.terminal(payload)) ended = true;
-            connection.delivered = true;
-            idle = 0;
-            if (!announced && id !== undefined) {
-              announced = true;
-              subscriber.next({ type: 'resumable', responseId: id });
-              if (subscriber.closed) return;
-            }
-            payloads.next(payload);
-            // The response's end is the attempt's end: what follows (a close, a reset) loses nothing.
-            if (ended && !subscriber.closed) payloads.complete();
-          },
-          error: (error: unknown) => cut(connection, error),
-          complete: () => cut(connection, undefined),
-        });
-      // A connection that ended while it subscribed (a synchronous source) is over already.
-      if (live === connection) connection.subscription = subscription;
-      else subscription.unsubscribe();
-    };
-
-    // The live connection ended (`error` undefined: it closed cleanly) before the adapter ended the attempt.
-    const cut = (connection: Connection, error: unknown): void => {
-      if (live !== connection || subscriber.closed) return;
-      live = undefined;
-      if (error !== undefined && connection.resuming && !connection.delivered && id !== undefined) {
-        const status = statusOf(error);
-        if (status !== undefined && unresumable(status)) {
-          const failure = status === 404 ? 'not-found' : 'expired';
-          subscriber.error(new ResumeError(failure, id, format.after, {}, error));
-          return;
-        }
-      }
-      if (error !== undefined && !isRetryable(error)) {
-        subscriber.error(error);
-        return;
-      }
-      if (id === undefined || (format.after < 0 && resumeFrom === undefined) || ended || maxResumes === 0) {
-        // Nothing to resume from: the attempt ends as the cut ends it (a clean close without a finish completes,
-        // for requireFinish to fail).
-        if (error === undefined) payloads.complete();
-        else subscriber.error(error);
-        return;
-      }
-      if (idle >= maxResumes) {
-        subscriber.error(new ResumeError('repeated', id, format.after, { resumes: idle }, error));
-        return;
-      }
-      idle++;
-      const reason =
-        error === undefined ? 'the stream closed before the response ended' : describeError(error);
-      const resume: ResumeEvent =
-        format.cursor === undefined
-          ? { type: 'resume', after: format.after, reason }
-          : { type: 'resume', after: format.after, cursor: format.cursor, reason };
-      subscriber.next(resume);
-      if (subscriber.closed) return;
-      const pause = idle > 1 ? Math.min(delay * 2 ** (idle - 2), MAX_DELAY) : 0;
-      if (pause === 0) reconnect();
-      else
-        wait = timer(pause).subscribe(() => {
-          wait = undefined;
-          reconnect();
-        });
-    };
-
-    // Connects again; a connection cut while it subscribes (a synchronous source) connects again from the loop, not
-    // from inside the cut: the stack does not grow with the resumes.
-    let connecting = false;
-    let again = false;
-    const reconnect = (): void => {
-      if (connecting) {
-        again = true;
-        return;
-      }
-      connecting = true;
-      try {
-        do {
-          again = false;
-          connect(true);
-        } while (again && !subscriber.closed);
-      } finally {
-        connecting = false;
-      }
-    };
-
-    // Registered before the first connection, which may end the subscription while it subscribes.
-    subscriber.add(() => {
-      output.unsubscribe();
-      wait?.unsubscribe();
-      const connection = live;
-      live = undefined;
-      connection?.stop.next();
-      connection?.subscription?.unsubscribe();
-      connection?.request.abort();
-      if (id !== undefined && !ended && !cancelled && cancel !== undefined) {
-        cancelled = true;
-        const responseId = id;
-        try {
-          Promise.resolve(cancel({ id: responseId })).catch(() => undefined);
-        } catch {
-          // A cancel that throws is ignored, as one that rejects: the response runs to its end on the server.
-        }
-      }
-    });
-    connecting = true;
+  /** Makes the first connection: the create request, or the retrieve of the response to go on with. */
+  start(): void {
+    this.#connecting = true;
     try {
-      connect(resumeFrom !== undefined);
+      this.#connect(this.settings.resumeFrom !== undefined);
     } finally {
-      connecting = false;
+      this.#connecting = false;
     }
-    if (again && !subscriber.closed) reconnect();
-  });
+    if (this.#again && !this.subscriber.closed) this.#reconnect();
+  }
+
+  /** Ends the subscription's connections, and cancels a response abandoned before its end. */
+  close(): void {
+    this.#output.unsubscribe();
+    this.#wait?.unsubscribe();
+    const connection = this.#live;
+    this.#live = undefined;
+    connection?.stop.next();
+    connection?.subscription?.unsubscribe();
+    connection?.request.abort();
+    const { cancel } = this.settings;
+    if (this.#id !== undefined && !this.#ended && !this.#cancelled && cancel !== undefined) {
+      this.#cancelled = true;
+      const responseId = this.#id;
+      try {
+        Promise.resolve(cancel({ id: responseId })).catch(() => undefined);
+      } catch {
+        // A cancel that throws is ignored, as one that rejects: the response runs to its end on the server.
+      }
+    }
+  }
+
+  /** An event of the adapter; a response read again must first give what was delivered of it. */
+  #emit(event: ProviderEvent): void {
+    if (this.#matched < this.#expected.length && !matches(event, this.#expected[this.#matched] as Visible)) {
+      const error = new ResumeError('diverged', this.#id ?? '', this.#format.after, { next: this.#matched });
+      this.subscriber.error(error);
+      return;
+    }
+    if (event.type === 'text' || event.type === 'reasoning') this.#matched++;
+    this.subscriber.next(event);
+  }
+
+  /** Opens a connection: a retrieve after where the stream is, once the response is known, else the create. */
+  #connect(resuming: boolean): void {
+    const connection: Connection = {
+      request: new AbortController(),
+      stop: new Subject<void>(),
+      resuming,
+      delivered: false,
+    };
+    this.#live = connection;
+    let input: ResponseEventsInput;
+    try {
+      input = this.#request(resuming, connection.request.signal);
+    } catch (error) {
+      this.subscriber.error(error);
+      return;
+    }
+    // takeUntil closes the source's subscriber at once, so that even a synchronous source stops when told.
+    const subscription = eventsOf(input)
+      .pipe(takeUntil(connection.stop))
+      .subscribe({
+        next: (payload) => this.#read(connection, payload),
+        error: (error: unknown) => this.#cut(connection, error),
+        complete: () => this.#cut(connection, undefined),
+      });
+    // A connection that ended while it subscribed (a synchronous source) is over already.
+    if (this.#live === connection) connection.subscription = subscription;
+    else subscription.unsubscribe();
+  }
+
+  /** The stream of one connection, from the caller's `create` or `retrieve`. */
+  #request(resuming: boolean, signal: AbortSignal): ResponseEventsInput {
+    const { create, retrieve, resumeFrom } = this.settings;
+    const id = this.#id;
+    if ((!resuming && resumeFrom === undefined) || id === undefined) return create({ signal });
+    const { after, cursor } = this.#format;
+    return retrieve(cursor === undefined ? { id, after, signal } : { id, after, cursor, signal });
+  }
+
+  /** A payload of the live connection: dropped as a replay, refused when it cannot be placed, else read. */
+  #read(connection: Connection, payload: unknown): void {
+    if (this.#live !== connection) return;
+    const format = this.#format;
+    this.#id ??= format.idOf(payload);
+    const problem = format.check(payload);
+    // A replay of what arrived before the cut.
+    if (problem === 'replay') return;
+    if (problem !== undefined) {
+      const { failure, next } = problem;
+      const detail = { next, resumed: connection.resuming };
+      this.subscriber.error(new ResumeError(failure, this.#id ?? '', format.after, detail));
+      return;
+    }
+    format.accept(payload);
+    if (format.terminal(payload)) this.#ended = true;
+    connection.delivered = true;
+    this.#idle = 0;
+    if (!this.#announced && this.#id !== undefined) {
+      this.#announced = true;
+      this.subscriber.next({ type: 'resumable', responseId: this.#id });
+      if (this.subscriber.closed) return;
+    }
+    this.#payloads.next(payload);
+    // The response's end is the attempt's end: what follows (a close, a reset) loses nothing.
+    if (this.#ended && !this.subscriber.closed) this.#payloads.complete();
+  }
+
+  /** The live connection ended (`error` undefined: it closed cleanly) before the adapter ended the attempt. */
+  #cut(connection: Connection, error: unknown): void {
+    if (this.#live !== connection || this.subscriber.closed) return;
+    this.#live = undefined;
+    const id = this.#id;
+    const { maxResumes, resumeFrom } = this.settings;
+    const failure = this.#unresumable(connection, error);
+    if (failure !== undefined) {
+      this.subscriber.error(failure);
+      return;
+    }
+    if (
+      id === undefined ||
+      (this.#format.after < 0 && resumeFrom === undefined) ||
+      this.#ended ||
+      maxResumes === 0
+    ) {
+      // Nothing to resume from: the attempt ends as the cut ends it (a clean close without a finish completes,
+      // for requireFinish to fail).
+      if (error === undefined) this.#payloads.complete();
+      else this.subscriber.error(error);
+      return;
+    }
+    if (this.#idle >= maxResumes) {
+      this.subscriber.error(
+        new ResumeError('repeated', id, this.#format.after, { resumes: this.#idle }, error),
+      );
+      return;
+    }
+    this.#resume(error);
+  }
+
+  /**
+   * Why a cut cannot be resumed at all: a resume the server answered with a status that says the response is gone
+   * (`not-found`, `expired`), or an error that no new connection can pass.
+   */
+  #unresumable(connection: Connection, error: unknown): unknown {
+    if (error === undefined) return undefined;
+    const id = this.#id;
+    if (connection.resuming && !connection.delivered && id !== undefined) {
+      const status = statusOf(error);
+      if (status !== undefined && unresumable(status))
+        return new ResumeError(status === 404 ? 'not-found' : 'expired', id, this.#format.after, {}, error);
+    }
+    return isRetryable(error) ? undefined : error;
+  }
+
+  /** Says so (a `resume`), then connects again: at once after a cut, later after resumes that delivered nothing. */
+  #resume(error: unknown): void {
+    this.#idle++;
+    const { after, cursor } = this.#format;
+    const reason = error === undefined ? 'the stream closed before the response ended' : describeError(error);
+    const resume: ResumeEvent =
+      cursor === undefined ? { type: 'resume', after, reason } : { type: 'resume', after, cursor, reason };
+    this.subscriber.next(resume);
+    if (this.subscriber.closed) return;
+    const idle = this.#idle;
+    const pause = idle > 1 ? Math.min(this.settings.delay * 2 ** (idle - 2), MAX_DELAY) : 0;
+    if (pause === 0) this.#reconnect();
+    else
+      this.#wait = timer(pause).subscribe(() => {
+        this.#wait = undefined;
+        this.#reconnect();
+      });
+  }
+
+  /**
+   * Connects again; a connection cut while it subscribes (a synchronous source) connects again from the loop, not
+   * from inside the cut: the stack does not grow with the resumes.
+   */
+  #reconnect(): void {
+    if (this.#connecting) {
+      this.#again = true;
+      return;
+    }
+    this.#connecting = true;
+    try {
+      do {
+        this.#again = false;
+        this.#connect(true);
+      } while (this.#again && !this.subscriber.closed);
+    } finally {
+      this.#connecting = false;
+    }
+  }
 }
 
 /** A text or reasoning fragment that a response read again must deliver in its turn. */
