@@ -9,6 +9,7 @@ import {
   type ProviderEvent,
   type RequireUsableOptions,
   type ResumeFrom,
+  type RetryAsEventsOptions,
   type RetryBudget,
   requireUsable,
   type ToolCallEvent,
@@ -261,38 +262,8 @@ export interface StreamTurnOptions<I = unknown> {
  * @throws UsageError when an option has the wrong shape.
  */
 export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {
-  if (typeof options !== 'object' || options === null)
-    throw usage('options', 'must be an object with turnId and request and adapter (or a plan)', options);
-  const { turnId, step, retry = 2, maxRetryAfter = 60_000, early, seen, onReport, budget } = options;
-  if (typeof turnId !== 'string' || turnId === '')
-    throw usage('turnId', 'must be a non-empty string', turnId);
-  if (!Number.isInteger(retry) || retry < 0) throw usage('retry', 'must be an integer >= 0', retry);
-  if (step !== undefined && !(Number.isSafeInteger(step) && step >= 0))
-    throw usage('step', 'must be an integer >= 0', step);
-  // fromSSE's default and rule for the chunk timer; 0 (off) is passed on as 0, which fromSSE reads as off too.
-  const timeouts = resolveTimeouts('streamTurn', options.timeout, options.stallTimeout);
-  const stallTimeout = timeouts.chunkMs ?? 0;
-  const { signal } = options;
-  if (signal !== undefined && !isAbortSignal(signal))
-    throw usage('signal', 'must be an AbortSignal (AbortController.signal)', signal);
-  const maxBufferSize = checkMaxBufferSize(options.maxBufferSize);
-  if (typeof maxRetryAfter !== 'number' || !(maxRetryAfter >= 0))
-    throw usage('maxRetryAfter', 'must be a number of milliseconds >= 0', maxRetryAfter);
-  optionalFunction('early', early);
-  optionalFunction('onReport', onReport);
-  const { replay } = options;
-  optionalFunction('replay', replay);
-  optionalFunction('fetch', options.fetch);
-  if (seen !== undefined && !hasMethods(seen, 'has'))
-    throw usage('seen', 'must be a Set of effect keys or an effect ledger (with has)', seen);
-  if (budget !== undefined && !hasMethods(budget, 'deposit', 'tryWithdraw'))
-    throw usage('budget', 'must be a retry budget (deposit, tryWithdraw), as retryBudget() makes', budget);
-  const plan = planOf(options);
-  const { resumeFrom } = options;
-  if (resumeFrom !== undefined) checkResumeFrom(resumeFrom, options);
-  const wait = waitOf(options.backoff);
-  const usable = usableOf(options.usable);
-
+  const settings = settingsOf(options);
+  const { turnId, timeouts, signal, onReport } = settings;
   return defer(() => {
     // The attempt the next subscription to the source makes.
     let attempt = 0;
@@ -306,63 +277,17 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       const record: SentRequest = { attempt, request: undefined, readable: undefined };
       sent = record;
       labels.set(attempt, {});
-      const chosen = plan(attempt);
-      const sendRequest = recorded(chosen.request, record);
+      const chosen = settings.plan(attempt);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
-      const sse: FromSSEOptions = { fetch: options.fetch, stallTimeout, maxBufferSize };
-      const { resume } = chosen;
-      if (resume === undefined && attempt === 1 && resumeFrom !== undefined)
-        throw usage(
-          'resumeFrom',
-          'needs resume requests for attempt 1 (plan({ attempt: 1 }).resume)',
-          resume,
-        );
-      if (resume === undefined)
-        return fromSSE(sendRequest, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter), usable);
-      return resumeResponse({
-        create: () => fromSSE(sendRequest, sse).pipe(sseJson()),
-        retrieve: ({ id, after, cursor }) =>
-          fromSSE(
-            ({ signal }) =>
-              resume.retrieve(cursor === undefined ? { id, after, signal } : { id, after, cursor, signal }),
-            sse,
-          ).pipe(sseJson()),
-        // A turn handed over to another runner leaves its response generating: that runner goes on with it.
-        cancel:
-          resume.cancel &&
-          (({ id }) =>
-            signal?.reason === HANDED_OVER
-              ? undefined
-              : sendCancel(resume, id, options.fetch ?? globalThis.fetch)),
-        adapter: chosen.adapter,
-        maxResumes: resume.maxResumes,
-        delay: resume.delay,
-        format: resume.format,
-        resumeFrom: attempt === 1 ? resumeFrom : undefined,
-      }).pipe(attemptPipeline(identity), usable);
+      return attemptOf(settings, chosen, attempt, recorded(chosen.request, record));
     }).pipe(endWithin(timeouts.attemptMs, () => new AttemptTimeoutError(timeouts.attemptMs ?? 0)));
     const events = oneAttempt.pipe(
       turnPipeline({
         turnId,
-        step,
-        early,
-        seen,
-        retry: {
-          count: retry,
-          budget,
-          shouldRetry: (error, retryNumber) =>
-            isRetryable(error) &&
-            !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter) &&
-            // Past the cap the turn ends with RetriesExhaustedError: no replay to decide. Else an unsafe replay
-            // that `replay` does not approve throws an UnsafeReplayError, which ends the turn without a retry.
-            (retryNumber > retry || replayApproved(sent ?? { attempt, request: undefined }, error, replay)),
-          // Milliseconds (or backoff's timer, which says how long it waits): the retry event carries the delay.
-          delay: (error, retryCount) => {
-            const asked = isInstance(error, HttpStatusError) ? (error.retryAfterMs ?? 0) : 0;
-            if (asked > 0 || wait === undefined) return asked;
-            return wait(error, retryCount);
-          },
-        },
+        step: settings.step,
+        early: settings.early,
+        seen: settings.seen,
+        retry: retryRule(settings, () => sent ?? { attempt, request: undefined }),
       }),
     );
     // The turn's own ends, outside the retries: its time is up, or it was stopped.
@@ -373,6 +298,131 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     if (onReport === undefined) return turn;
     return reporting(turn, turnId, onReport, labels);
   });
+}
+
+/** streamTurn's options, checked, with their defaults. */
+interface TurnSettings {
+  turnId: string;
+  step: number | undefined;
+  retry: number;
+  maxRetryAfter: number;
+  early: StreamTurnOptions['early'];
+  seen: EffectKeyLookup | undefined;
+  onReport: StreamTurnOptions['onReport'];
+  budget: RetryBudget | undefined;
+  replay: StreamTurnOptions['replay'];
+  fetch: typeof fetch | undefined;
+  signal: AbortSignal | undefined;
+  timeouts: TurnTimeouts;
+  sse: FromSSEOptions;
+  plan: (attempt: number) => AttemptPlan;
+  resumeFrom: ResumeFrom | undefined;
+  wait: ReturnType<typeof backoff> | undefined;
+  usable: MonoTypeOperatorFunction<AssembledEvent<ProviderEvent>>;
+}
+
+/** Checks streamTurn's options: a wrong one is a `UsageError` at once, before any request. */
+function settingsOf<I>(options: StreamTurnOptions<I>): TurnSettings {
+  if (typeof options !== 'object' || options === null)
+    throw usage('options', 'must be an object with turnId and request and adapter (or a plan)', options);
+  const { turnId, step, retry = 2, maxRetryAfter = 60_000, early, seen, onReport, budget, replay } = options;
+  if (typeof turnId !== 'string' || turnId === '')
+    throw usage('turnId', 'must be a non-empty string', turnId);
+  if (!Number.isInteger(retry) || retry < 0) throw usage('retry', 'must be an integer >= 0', retry);
+  if (step !== undefined && !(Number.isSafeInteger(step) && step >= 0))
+    throw usage('step', 'must be an integer >= 0', step);
+  // fromSSE's default and rule for the chunk timer; 0 (off) is passed on as 0, which fromSSE reads as off too.
+  const timeouts = resolveTimeouts('streamTurn', options.timeout, options.stallTimeout);
+  const { signal } = options;
+  if (signal !== undefined && !isAbortSignal(signal))
+    throw usage('signal', 'must be an AbortSignal (AbortController.signal)', signal);
+  const maxBufferSize = checkMaxBufferSize(options.maxBufferSize);
+  if (typeof maxRetryAfter !== 'number' || !(maxRetryAfter >= 0))
+    throw usage('maxRetryAfter', 'must be a number of milliseconds >= 0', maxRetryAfter);
+  optionalFunction('early', early);
+  optionalFunction('onReport', onReport);
+  optionalFunction('replay', replay);
+  optionalFunction('fetch', options.fetch);
+  if (seen !== undefined && !hasMethods(seen, 'has'))
+    throw usage('seen', 'must be a Set of effect keys or an effect ledger (with has)', seen);
+  if (budget !== undefined && !hasMethods(budget, 'deposit', 'tryWithdraw'))
+    throw usage('budget', 'must be a retry budget (deposit, tryWithdraw), as retryBudget() makes', budget);
+  const plan = planOf(options);
+  const { resumeFrom } = options;
+  if (resumeFrom !== undefined) checkResumeFrom(resumeFrom, options);
+  const sse: FromSSEOptions = { fetch: options.fetch, stallTimeout: timeouts.chunkMs ?? 0, maxBufferSize };
+  const wait = waitOf(options.backoff);
+  const usable = usableOf(options.usable);
+  return {
+    ...{ turnId, step, retry, maxRetryAfter, early, seen, onReport, budget, replay, fetch: options.fetch },
+    ...{ signal, timeouts, sse, plan, resumeFrom, wait, usable },
+  };
+}
+
+/**
+ * One attempt as its plan says: the request's stream through the adapter, or, with `resume`, a background response
+ * resumed where it is cut (and, for a takeover's first attempt, the lost runner's response read again).
+ */
+function attemptOf(
+  settings: TurnSettings,
+  chosen: AttemptPlan,
+  attempt: number,
+  sendRequest: AttemptPlan['request'],
+): Observable<AssembledEvent<ProviderEvent>> {
+  const { sse, usable, resumeFrom, signal } = settings;
+  const { resume } = chosen;
+  if (resume === undefined && attempt === 1 && resumeFrom !== undefined)
+    throw usage('resumeFrom', 'needs resume requests for attempt 1 (plan({ attempt: 1 }).resume)', resume);
+  if (resume === undefined)
+    return fromSSE(sendRequest, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter), usable);
+  const doFetch = settings.fetch ?? globalThis.fetch;
+  return resumeResponse({
+    create: () => fromSSE(sendRequest, sse).pipe(sseJson()),
+    retrieve: ({ id, after, cursor }) =>
+      fromSSE(
+        ({ signal: abort }) =>
+          resume.retrieve(
+            cursor === undefined ? { id, after, signal: abort } : { id, after, cursor, signal: abort },
+          ),
+        sse,
+      ).pipe(sseJson()),
+    // A turn handed over to another runner leaves its response generating: that runner goes on with it.
+    cancel:
+      resume.cancel &&
+      (({ id }) => (signal?.reason === HANDED_OVER ? undefined : sendCancel(resume, id, doFetch))),
+    adapter: chosen.adapter,
+    maxResumes: resume.maxResumes,
+    delay: resume.delay,
+    format: resume.format,
+    resumeFrom: attempt === 1 ? resumeFrom : undefined,
+  }).pipe(attemptPipeline(identity), usable);
+}
+
+/**
+ * When and after how long a failed attempt is retried: a retryable error, not asking to wait past `maxRetryAfter`,
+ * whose replay is safe or approved; after the server's `retry-after` when it gave one, else the backoff's delay.
+ */
+function retryRule(
+  settings: TurnSettings,
+  sent: () => Parameters<typeof replayApproved>[0],
+): RetryAsEventsOptions {
+  const { retry, budget, maxRetryAfter, replay, wait } = settings;
+  return {
+    count: retry,
+    budget,
+    shouldRetry: (error, retryNumber) =>
+      isRetryable(error) &&
+      !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter) &&
+      // Past the cap the turn ends with RetriesExhaustedError: no replay to decide. Else an unsafe replay
+      // that `replay` does not approve throws an UnsafeReplayError, which ends the turn without a retry.
+      (retryNumber > retry || replayApproved(sent(), error, replay)),
+    // Milliseconds (or backoff's timer, which says how long it waits): the retry event carries the delay.
+    delay: (error, retryCount) => {
+      const asked = isInstance(error, HttpStatusError) ? (error.retryAfterMs ?? 0) : 0;
+      if (asked > 0 || wait === undefined) return asked;
+      return wait(error, retryCount);
+    },
+  };
 }
 
 /** Mirrors `events` and calls `onReport` exactly once when the turn ends, however it ends. */
