@@ -256,40 +256,118 @@ type Container = Record<string | number, unknown>;
 
 /** The decoder of {@link geminiContent}, one per attempt: for `decodeAll` in tests or your own `decodeWith`. */
 export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOptions): Decoder<GeminiChunk> {
-  // The attempt's calls so far (the next generated id; whether STOP means tool-calls), the call whose arguments
-  // still stream, the last finish reason (and whether it was a blocked prompt's), the response id, the usage
-  // last emitted, the output's parts so far and the text part still open, and where the part being read is.
-  let calls = 0;
-  let streamed:
-    | { id: string | undefined; name: string; args: Container; signature: string | undefined }
-    | undefined;
-  let reported: { raw: string; blocked: boolean } | undefined;
-  let responseId: string | undefined;
-  const last: Record<UsageKey, number | undefined> = {
+  return new GeminiDecoder(sink, options);
+}
+
+/** A `functionCall` whose arguments still stream: its id and name, the arguments built so far, its signature. */
+type StreamedCall = { id: string | undefined; name: string; args: Container; signature: string | undefined };
+
+/**
+ * One attempt of a Gemini stream: reads candidate 0's parts into events and into the output's parts, keeps the
+ * last finish reason, and gives the finish when the source completes (the format has no end marker).
+ */
+class GeminiDecoder implements Decoder<GeminiChunk> {
+  /** The attempt's calls so far: the next generated id, and whether `STOP` means `tool-calls`. */
+  private calls = 0;
+  /** The call whose arguments still stream (Vertex AI's `willContinue`), emitted when it closes. */
+  private streamed: StreamedCall | undefined;
+  /** The last finish reason, and whether it was a blocked prompt's. */
+  private reported: { raw: string; blocked: boolean } | undefined;
+  /** The chunks' `responseId`, the last non-empty one. */
+  private responseId: string | undefined;
+  /** The usage counts last emitted: a `usage` event goes out only when one changes. */
+  private readonly last: Record<UsageKey, number | undefined> = {
     inputTokens: undefined,
     outputTokens: undefined,
     cachedInputTokens: undefined,
     reasoningTokens: undefined,
   };
-  const parts: GeminiOutputPart[] = [];
-  let open: { thought: boolean; pieces: string[] } | undefined;
-  let payload: GeminiChunk | undefined;
-  let at = 0;
-  let partAt = 0;
+  /** The output's parts so far, in stream order. */
+  private readonly parts: GeminiOutputPart[] = [];
+  /** The text or thought part still open: its fragments join until a signature or the other kind ends it. */
+  private open: { thought: boolean; pieces: string[] } | undefined;
+  /** The chunk being read, for the errors' `payload`. */
+  private payload: GeminiChunk | undefined;
+  /** The index of the candidate being read, and of the part being read in it, for the errors' `field`. */
+  private at = 0;
+  private partAt = 0;
+
+  constructor(
+    private readonly sink: DecoderSink,
+    private readonly options: GeminiContentOptions,
+  ) {}
+
+  /**
+   * A chunk: an error tail fails the attempt; else candidate 0's parts, the usage, the response id and the
+   * finish reason (or a blocked prompt's reason), in that order.
+   */
+  next(chunk: GeminiChunk): void {
+    const { error } = chunk;
+    if (error !== undefined && error !== null) throw this.providerError(errorInfo(error), chunk);
+    this.payload = chunk;
+    const candidate = this.candidate(chunk);
+    this.content(candidate);
+    const metadata: unknown = chunk.usageMetadata;
+    if (isObject(metadata)) this.usage(metadata);
+    else objectField(metadata, { operator, payload: chunk, field: 'usageMetadata' });
+    const id = stringField(chunk.responseId, { operator, payload: chunk, field: 'responseId' });
+    if (id) this.responseId = id;
+    this.finishReason(chunk, candidate);
+  }
+
+  /**
+   * The stream finished: a call still streaming is as complete as it gets, the open text part closes, and the
+   * finish goes out with the whole attempt's output (no finish reason: no finish).
+   */
+  end(): void {
+    if (this.reported === undefined) return;
+    this.closeStreamed();
+    this.closeText();
+    const { raw, blocked } = this.reported;
+    const reason: FinishReason = blocked
+      ? blockedReasons.test(raw)
+        ? 'content-filter'
+        : 'other'
+      : finishReasonOf(raw, this.calls > 0);
+    const output: GeminiOutput = { format: 'gemini', parts: [...this.parts] };
+    const responseId = this.responseId;
+    this.sink.finish({ type: 'finish', reason, raw, ...(responseId ? { responseId } : {}), output });
+  }
+
+  /** The SDK's `ApiError` (a numeric `status`) for an error tail or a failed response; others stay as they are. */
+  error(error: unknown): unknown {
+    const status = isInstance(error, Error) ? readProperty(error, 'status') : undefined;
+    return typeof status === 'number' ? this.providerError(sdkInfo(error, status), error, error) : undefined;
+  }
 
   /** Where a field of the part being read is (`candidates[0].content.parts[1].functionCall.name`). */
-  const site = (field: string, inPart = true): FieldSite => {
-    const where = `candidates[${at}].${inPart ? `content.parts[${partAt}].` : ''}`;
-    return { operator, payload, field: field === '' ? where.slice(0, -1) : where + field };
-  };
-  const invalid = (field: string, message: string, code: PayloadProblem = 'invalid-field') =>
-    new ProviderPayloadError(operator, code, message, { field: site(field).field, payload });
-  const pathError = (j: number, message: string, code?: PayloadProblem) =>
-    invalid(`functionCall.partialArgs[${j}].jsonPath`, message, code);
+  private site(field: string, inPart = true): FieldSite {
+    const where = `candidates[${this.at}].${inPart ? `content.parts[${this.partAt}].` : ''}`;
+    return { operator, payload: this.payload, field: field === '' ? where.slice(0, -1) : where + field };
+  }
 
-  const providerError = (info: GeminiErrorInfo, received: unknown, cause?: unknown) => {
+  /** A payload error at `field` of the part being read. */
+  private invalid(
+    field: string,
+    message: string,
+    code: PayloadProblem = 'invalid-field',
+  ): ProviderPayloadError {
+    return new ProviderPayloadError(operator, code, message, {
+      field: this.site(field).field,
+      payload: this.payload,
+    });
+  }
+
+  /** A payload error at the JSON path of the `j`-th piece of streamed arguments. */
+  private pathError(j: number, message: string, code?: PayloadProblem): ProviderPayloadError {
+    return this.invalid(`functionCall.partialArgs[${j}].jsonPath`, message, code);
+  }
+
+  /** The error the provider reported, retryable as the `retryable` option, else `isRetryableUpstream`, says. */
+  private providerError(info: GeminiErrorInfo, received: unknown, cause?: unknown): ProviderError {
     const { code, status, message } = info;
-    const retryable = options.retryable?.(info) ?? isRetryableUpstream({ codes: [status], status: code });
+    const retryable =
+      this.options.retryable?.(info) ?? isRetryableUpstream({ codes: [status], status: code });
     return new ProviderError('gemini', message, {
       retryable,
       code: status,
@@ -297,71 +375,143 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
       payload: received,
       cause,
     });
-  };
+  }
+
+  /**
+   * Candidate 0 of a chunk (`index` 0 or absent), or none. Each container is checked in place; a reader (and the
+   * site of its error) only for one of the wrong shape. Candidates after it are not read.
+   */
+  private candidate(chunk: GeminiChunk): GeminiCandidate | undefined {
+    const given: unknown = chunk.candidates;
+    const list = Array.isArray(given)
+      ? given
+      : listField(given, { operator, payload: chunk, field: 'candidates' });
+    let candidate: GeminiCandidate | undefined;
+    for (let i = 0; list !== undefined && i < list.length && candidate === undefined; i++) {
+      this.at = i;
+      const entry = list[i];
+      const c = isObject(entry) ? entry : entryField(entry, this.site('', false));
+      const rawIndex = c.index;
+      const index =
+        typeof rawIndex === 'number' || rawIndex === undefined || rawIndex === null
+          ? rawIndex
+          : indexField(rawIndex, this.site('index', false));
+      if ((index ?? 0) === 0) candidate = c as GeminiCandidate;
+    }
+    return candidate;
+  }
+
+  /** The candidate's `content.parts`, each read in order (none without a candidate). */
+  private content(candidate: GeminiCandidate | undefined): void {
+    const rawContent: unknown = candidate?.content;
+    const content = isObject(rawContent) ? rawContent : objectField(rawContent, this.site('content', false));
+    const rawParts: unknown = content?.parts;
+    const parts = Array.isArray(rawParts) ? rawParts : listField(rawParts, this.site('content.parts', false));
+    for (let i = 0; parts !== undefined && i < parts.length; i++) {
+      this.partAt = i;
+      this.part(parts[i]);
+    }
+  }
+
+  /** One part: a `functionCall`, a text or thought fragment, or a part kept as it came; its signature with it. */
+  private part(entry: unknown): void {
+    const part = (isObject(entry) ? entry : entryField(entry, this.site('', true))) as GeminiPart;
+    const { functionCall: fc, text, thought } = part;
+    const signature = stringField(part.thoughtSignature, this.site('thoughtSignature')) || undefined;
+    if (thought !== undefined && thought !== null && typeof thought !== 'boolean') {
+      throw invalidField(this.site('thought'), 'a boolean', thought);
+    }
+    if (fc !== undefined && fc !== null) this.functionCall(fc, signature);
+    else if (typeof text === 'string') this.addText(text, thought === true, signature);
+    else {
+      if (text !== undefined) stringField(text, this.site('text'));
+      this.keepPart(part, signature);
+    }
+  }
+
+  /**
+   * The chunk's finish reason, kept until the end (the last one wins); without a candidate, a blocked prompt's
+   * `promptFeedback.blockReason` stands for it.
+   */
+  private finishReason(chunk: GeminiChunk, candidate: GeminiCandidate | undefined): void {
+    const raw = candidate?.finishReason;
+    const rawFeedback: unknown = chunk.promptFeedback;
+    const feedback = isObject(rawFeedback)
+      ? rawFeedback
+      : objectField(rawFeedback, { operator, payload: chunk, field: 'promptFeedback' });
+    const blocked = candidate === undefined ? feedback?.blockReason : undefined;
+    if (typeof raw === 'string') this.reported = { raw, blocked: false };
+    else if (raw !== undefined) stringField(raw, this.site('finishReason', false));
+    else if (typeof blocked === 'string') this.reported = { raw: blocked, blocked: true };
+  }
 
   /** The open text part joins the output, with the signature that ends it. */
-  const closeText = (signature?: string) => {
-    const text = open;
-    open = undefined;
+  private closeText(signature?: string): void {
+    const text = this.open;
+    this.open = undefined;
     if (text === undefined) return;
     const part: { text: string; thought?: boolean; thoughtSignature?: string } = {
       text: text.pieces.join(''),
     };
     if (text.thought) part.thought = true;
     if (signature !== undefined) part.thoughtSignature = signature;
-    parts.push(part);
-  };
+    this.parts.push(part);
+  }
+
   /**
    * A text or thought fragment: an event when it has text, and the output's open part of its kind grows by it.
    * A fragment of the other kind starts a new part; a signed fragment ends its part with its signature.
    */
-  const addText = (text: string, thought: boolean, signature: string | undefined) => {
-    if (text !== '') sink.event({ type: thought ? 'reasoning' : 'text', text });
+  private addText(text: string, thought: boolean, signature: string | undefined): void {
+    if (text !== '') this.sink.event({ type: thought ? 'reasoning' : 'text', text });
     if (text === '' && signature === undefined) return; // an empty fragment carries nothing
-    if (open !== undefined && open.thought !== thought) closeText();
-    open ??= { thought, pieces: [] };
-    if (text !== '') open.pieces.push(text);
-    if (signature !== undefined) closeText(signature);
-  };
+    if (this.open !== undefined && this.open.thought !== thought) this.closeText();
+    this.open ??= { thought, pieces: [] };
+    if (text !== '') this.open.pieces.push(text);
+    if (signature !== undefined) this.closeText(signature);
+  }
 
   /**
    * A part the model produced other than text and calls (code it ran, its result…): kept as it came. A part with
    * nothing but a signature is an empty text fragment that carries it.
    */
-  const keepPart = (part: GeminiPart, signature: string | undefined) => {
+  private keepPart(part: GeminiPart, signature: string | undefined): void {
     const fields = Object.entries(part).filter(([, value]) => value !== undefined && value !== null);
     if (fields.every(([key]) => key === 'thought' || key === 'thoughtSignature')) {
-      addText('', part.thought === true, signature);
+      this.addText('', part.thought === true, signature);
       return;
     }
-    closeText();
-    parts.push(jsonCopy(Object.fromEntries(fields)) as GeminiOutputPart);
-  };
+    this.closeText();
+    this.parts.push(jsonCopy(Object.fromEntries(fields)) as GeminiOutputPart);
+  }
 
-  const emitCall = (id: string | undefined, name: string, args: unknown, signature: string | undefined) => {
-    const callId = geminiCallId(id, calls++);
-    sink.event({ type: 'tool-call', id: callId, name, args });
-    closeText();
+  /** A whole call: a `tool-call` event (an id generated when it has none), and its part in the output. */
+  private emitCall(id: string | undefined, name: string, args: unknown, signature: string | undefined): void {
+    const callId = geminiCallId(id, this.calls++);
+    this.sink.event({ type: 'tool-call', id: callId, name, args });
+    this.closeText();
     const call = { name, args: jsonCopy(args) as Record<string, unknown>, ...(id ? { id } : {}) };
-    parts.push(
+    this.parts.push(
       signature === undefined ? { functionCall: call } : { functionCall: call, thoughtSignature: signature },
     );
-  };
-  const closeStreamed = () => {
-    const call = streamed;
-    streamed = undefined;
-    if (call !== undefined) emitCall(call.id, call.name, call.args, call.signature);
-  };
+  }
+
+  /** The call whose arguments streamed, if one is open, goes out whole. */
+  private closeStreamed(): void {
+    const call = this.streamed;
+    this.streamed = undefined;
+    if (call !== undefined) this.emitCall(call.id, call.name, call.args, call.signature);
+  }
 
   /**
    * Puts a value at its path; a string continues a string already there. Creates own data properties only, and
    * descends only into containers it created, each addressed by its kind of step (a name or an index).
    */
-  const place = (args: Container, jsonPath: unknown, value: unknown, j: number) => {
+  private place(args: Container, jsonPath: unknown, value: unknown, j: number): void {
     const path = typeof jsonPath === 'string' ? parseJsonPath(jsonPath) : undefined;
-    if (path === undefined) throw pathError(j, 'expected a JSON path such as $.items[0].sku');
+    if (path === undefined) throw this.pathError(j, 'expected a JSON path such as $.items[0].sku');
     if (!path.every(isSafe))
-      throw pathError(j, 'a step named __proto__, constructor or prototype', 'unsafe-path');
+      throw this.pathError(j, 'a step named __proto__, constructor or prototype', 'unsafe-path');
     let node = args;
     for (let k = 0; k < path.length; k++) {
       const step = path[k] as string | number;
@@ -369,7 +519,7 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
       const fits = Array.isArray(node) === (typeof step === 'number');
       const existing = fits && Object.hasOwn(node, step) ? node[step] : undefined;
       if (!fits || (existing !== undefined && isRecord(existing) === leaf)) {
-        throw pathError(j, 'the path conflicts with the arguments built so far');
+        throw this.pathError(j, 'the path conflicts with the arguments built so far');
       }
       const next = !leaf
         ? (existing ?? (typeof path[k + 1] === 'number' ? [] : {}))
@@ -381,54 +531,66 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
       else if (next !== existing) node[step] = next;
       node = next as Container;
     }
-  };
-  const addPartials = (args: Container, partials: readonly GeminiPartialArg[]) => {
+  }
+
+  /** Pieces of streamed arguments, each placed at its path; a piece without a value is skipped. */
+  private addPartials(args: Container, partials: readonly GeminiPartialArg[]): void {
     for (let j = 0; j < partials.length; j++) {
       const partial = partials[j];
-      if (!isRecord(partial)) throw invalid(`functionCall.partialArgs[${j}]`, 'expected an object');
+      if (!isRecord(partial)) throw this.invalid(`functionCall.partialArgs[${j}]`, 'expected an object');
       const { stringValue: s, numberValue: n, boolValue: b, nullValue } = partial;
       const v =
         typeof s === 'string' ? s : typeof n === 'number' ? n : typeof b === 'boolean' ? b : undefined;
       const value = v ?? (nullValue !== undefined && nullValue !== null ? null : undefined);
-      if (value !== undefined) place(args, partial.jsonPath, value, j);
+      if (value !== undefined) this.place(args, partial.jsonPath, value, j);
     }
-  };
+  }
 
-  const functionCall = (fc: GeminiFunctionCall, signature: string | undefined) => {
+  /**
+   * A `functionCall` part. Without a name it continues the streamed call (more pieces, or the empty part that
+   * closes it); with one it closes any streamed call and is a whole call, or opens a streamed one.
+   */
+  private functionCall(fc: GeminiFunctionCall, signature: string | undefined): void {
     const { partialArgs, willContinue } = fc;
     if (!isRecord(fc) || Array.isArray(fc) || (partialArgs !== undefined && !Array.isArray(partialArgs))) {
-      throw invalid('functionCall', 'expected a functionCall object (partialArgs an array)');
+      throw this.invalid('functionCall', 'expected a functionCall object (partialArgs an array)');
     }
     if (fc.name === undefined || fc.name === null) {
       const pieces = partialArgs !== undefined && partialArgs.length > 0;
-      if (streamed !== undefined) {
-        streamed.signature ??= signature;
-        if (pieces) addPartials(streamed.args, partialArgs);
-        else if (willContinue !== true) closeStreamed(); // the empty closing part
+      const open = this.streamed;
+      if (open !== undefined) {
+        open.signature ??= signature;
+        if (pieces) this.addPartials(open.args, partialArgs);
+        else if (willContinue !== true) this.closeStreamed(); // the empty closing part
         return;
       }
       if (pieces || willContinue === true) {
-        throw invalid('functionCall', 'streamed arguments of a call never opened', 'unknown-reference');
+        throw this.invalid('functionCall', 'streamed arguments of a call never opened', 'unknown-reference');
       }
       if (fc.args === undefined || fc.args === null) return; // a stray empty part: nothing to read
     }
-    const name = nameField(fc.name, site('functionCall.name'));
-    const id = stringField(fc.id, site('functionCall.id'));
-    closeStreamed(); // a new call starts: the open one is complete
+    const name = nameField(fc.name, this.site('functionCall.name'));
+    const id = stringField(fc.id, this.site('functionCall.id'));
+    this.closeStreamed(); // a new call starts: the open one is complete
     if (willContinue !== true)
-      emitCall(id, name, argsObjectField(fc.args, site('functionCall.args')), signature);
+      this.emitCall(id, name, argsObjectField(fc.args, this.site('functionCall.args')), signature);
     else {
-      streamed = { id, name, args: {}, signature };
-      if (partialArgs !== undefined) addPartials(streamed.args, partialArgs);
+      const call: StreamedCall = { id, name, args: {}, signature };
+      this.streamed = call;
+      if (partialArgs !== undefined) this.addPartials(call.args, partialArgs);
     }
-  };
+  }
 
-  const usage = (metadata: Record<string, unknown>) => {
+  /**
+   * `usageMetadata`, cumulative: a `usage` event when a count changed, with the counts the chunk gave (input:
+   * prompt + tool-use prompt; output: candidates + thoughts).
+   */
+  private usage(metadata: Record<string, unknown>): void {
     const count = (key: keyof GeminiUsageMetadata) => {
       const value = metadata[key];
       return typeof value === 'number'
         ? value
-        : countField(value, { operator, payload, field: `usageMetadata.${key}` });
+        : countField(value, { operator, payload: this.payload, field: `usageMetadata.${key}` });
     };
     const prompt = count('promptTokenCount');
     const candidates = count('candidatesTokenCount');
@@ -442,95 +604,15 @@ export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOpt
       cachedInputTokens: count('cachedContentTokenCount'),
       reasoningTokens: thoughts,
     };
+    const last = this.last;
     if (usageKeys.every((key) => counts[key] === undefined || counts[key] === last[key])) return;
     const event: UsageEvent = { type: 'usage' };
     for (const key of usageKeys) {
       const value = counts[key];
       if (value !== undefined) event[key] = last[key] = value;
     }
-    sink.event(event);
-  };
-
-  return {
-    next(chunk) {
-      const { error } = chunk;
-      if (error !== undefined && error !== null) throw providerError(errorInfo(error), chunk);
-      payload = chunk;
-      // Each container is checked in place; a reader (and the site of its error) only for one of the wrong shape.
-      const given: unknown = chunk.candidates;
-      const list = Array.isArray(given)
-        ? given
-        : listField(given, { operator, payload, field: 'candidates' });
-      let candidate: GeminiCandidate | undefined;
-      for (let i = 0; list !== undefined && i < list.length && candidate === undefined; i++) {
-        at = i;
-        const entry = list[i];
-        const c = isObject(entry) ? entry : entryField(entry, site('', false));
-        const rawIndex = c.index;
-        const index =
-          typeof rawIndex === 'number' || rawIndex === undefined || rawIndex === null
-            ? rawIndex
-            : indexField(rawIndex, site('index', false));
-        if ((index ?? 0) === 0) candidate = c as GeminiCandidate;
-      }
-      const rawContent: unknown = candidate?.content;
-      const content = isObject(rawContent) ? rawContent : objectField(rawContent, site('content', false));
-      const rawParts: unknown = content?.parts;
-      const parts = Array.isArray(rawParts) ? rawParts : listField(rawParts, site('content.parts', false));
-      for (let i = 0; parts !== undefined && i < parts.length; i++) {
-        partAt = i;
-        const entry = parts[i];
-        const part = (isObject(entry) ? entry : entryField(entry, site('', true))) as GeminiPart;
-        const { functionCall: fc, text, thought } = part;
-        const signature = stringField(part.thoughtSignature, site('thoughtSignature')) || undefined;
-        if (thought !== undefined && thought !== null && typeof thought !== 'boolean') {
-          throw invalidField(site('thought'), 'a boolean', thought);
-        }
-        if (fc !== undefined && fc !== null) functionCall(fc, signature);
-        else if (typeof text === 'string') addText(text, thought === true, signature);
-        else {
-          if (text !== undefined) stringField(text, site('text'));
-          keepPart(part, signature);
-        }
-      }
-      const metadata: unknown = chunk.usageMetadata;
-      if (isObject(metadata)) usage(metadata);
-      else objectField(metadata, { operator, payload, field: 'usageMetadata' });
-      const id = stringField(chunk.responseId, { operator, payload, field: 'responseId' });
-      if (id) responseId = id;
-      const raw = candidate?.finishReason;
-      const rawFeedback: unknown = chunk.promptFeedback;
-      const feedback = isObject(rawFeedback)
-        ? rawFeedback
-        : objectField(rawFeedback, { operator, payload, field: 'promptFeedback' });
-      const blocked = candidate === undefined ? feedback?.blockReason : undefined;
-      if (typeof raw === 'string') reported = { raw, blocked: false };
-      else if (raw !== undefined) stringField(raw, site('finishReason', false));
-      else if (typeof blocked === 'string') reported = { raw: blocked, blocked: true };
-    },
-    /**
-     * The stream finished: a call still streaming is as complete as it gets, the open text part closes, and the
-     * finish goes out with the whole attempt's output (no finish reason: no finish).
-     */
-    end() {
-      if (reported === undefined) return;
-      closeStreamed();
-      closeText();
-      const { raw, blocked } = reported;
-      const reason: FinishReason = blocked
-        ? blockedReasons.test(raw)
-          ? 'content-filter'
-          : 'other'
-        : finishReasonOf(raw, calls > 0);
-      const output: GeminiOutput = { format: 'gemini', parts: [...parts] };
-      sink.finish({ type: 'finish', reason, raw, ...(responseId ? { responseId } : {}), output });
-    },
-    /** The SDK's `ApiError` (a numeric `status`) for an error tail or a failed response; others stay as they are. */
-    error(error) {
-      const status = isInstance(error, Error) ? readProperty(error, 'status') : undefined;
-      return typeof status === 'number' ? providerError(sdkInfo(error, status), error, error) : undefined;
-    },
-  };
+    this.sink.event(event);
+  }
 }
 
 const ownData = { writable: true, enumerable: true, configurable: true } as const;
