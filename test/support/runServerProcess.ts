@@ -41,7 +41,7 @@ const turns = turnServer<RunEvent>({
   takeover: { max: 6 },
   onLogError: (error, turnId) => print({ logError: String(error), run: turnId }),
 });
-const ledger = new RedisEffectLedger({ client, prefix: 'kill:ledger', commandTimeoutMs: 100 });
+const ledger = new RedisEffectLedger({ client, prefix: 'kill:ledger', commandTimeoutMs: 1000 });
 const handlers = {
   issue_refund: async (_args: unknown, { effectKey, turnId }: { effectKey: string; turnId: string }) => {
     print({ phase: 'executing', key: effectKey, run: turnId });

@@ -1,0 +1,105 @@
+/**
+ * What every operation of one Redis turn log shares: its client and settings, the tokens of its claims, the keys of
+ * a turn, and how a command is sent with a time limit (and a write sent again).
+ *
+ * @module
+ */
+import { checkTurnId } from 'cleanturn/transport';
+import type { Cluster, Redis } from 'ioredis';
+import { isReplyError, runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
+
+/** One log's client, its checked settings (see `RedisTurnLogOptions`) and the tokens of its claims. */
+export interface TurnLogContext {
+  /** The shared client: every command but a reader's blocking reads goes through it. */
+  readonly client: Redis | Cluster;
+  /** The prefix of the log's keys. */
+  readonly prefix: string;
+  /** About how many entries are kept per turn. */
+  readonly maxEntries: number;
+  /** How long a turn is kept after its claim and after each entry, in milliseconds. */
+  readonly ttlMs: number;
+  /** How long one blocking read lasts, in milliseconds. */
+  readonly blockMs: number;
+  /** How long an operation waits for Redis, in milliseconds (`commandTimeoutMs`). */
+  readonly timeoutMs: number;
+  /** How long a runner's lease lasts unless renewed, in milliseconds. */
+  readonly leaseMs: number;
+  /** How often a runner checks its stop mark, in milliseconds. */
+  readonly stopCheckMs: number;
+  /** The token of each turn this log claimed and has not ended: its appends carry it. */
+  readonly tokens: Map<string, string>;
+}
+
+/** The keys of one turn: the turn id is the hash tag, so both share a Redis Cluster slot. */
+export interface TurnKeys {
+  stream: string;
+  owner: string;
+  /** The stop mark: the reason of a stop asked for while the turn runs. */
+  stop: string;
+  /** The runner's lease: its token, for `leaseMs`. */
+  lease: string;
+  /** `<claimedAt>:<takeovers>`. */
+  meta: string;
+}
+
+/** How many times a claim or an append is sent, in all, while Redis gives no answer within the timeout. */
+const WRITE_TRIES = 4;
+
+/** The keys of a turn; the turn id is checked first (a lone surrogate has no URI encoding). */
+export function keysOf(prefix: string, turnId: string): TurnKeys {
+  checkTurnId(turnId);
+  const stream = `${prefix}:{${encodeURIComponent(turnId)}}`;
+  return {
+    stream,
+    owner: `${stream}:owner`,
+    stop: `${stream}:stop`,
+    lease: `${stream}:lease`,
+    meta: `${stream}:meta`,
+  };
+}
+
+/** Runs a script of the log on a turn's stream, owner, lease and meta keys (its `KEYS[1]` to `KEYS[4]`). */
+export function runTurnScript(
+  client: Redis | Cluster,
+  script: string,
+  keys: TurnKeys,
+  args: (string | number)[],
+): Promise<unknown> {
+  return runRedisScript(client, script, [keys.stream, keys.owner, keys.lease, keys.meta], args);
+}
+
+/**
+ * Runs `command`, or fails with {@link TurnLogTimeoutError} once `timeoutMs` has passed, or (silently, for a
+ * reader that went away) once `signal` aborts, even after the answer; the timer is always cleared.
+ */
+export function within<T>(
+  operation: RedisTurnLogOperation,
+  timeoutMs: number,
+  command: () => Promise<T>,
+  signal?: AbortSignal,
+  tries = 1,
+): Promise<T> {
+  // A reader that went away meanwhile goes no further (it opens no connection).
+  return withinTime(timeoutMs, () => new TurnLogTimeoutError(operation, timeoutMs, tries), command, signal);
+}
+
+/**
+ * Sends a write (idempotent under its token) until one send gets Redis's answer: each waits `timeoutMs`, at most
+ * {@link WRITE_TRIES} sends. Redis runs a connection's commands in order, so the answer of a later send also tells
+ * what became of every earlier one. Fails with the last send's error: an answer of Redis that is an error, or
+ * what left the outcome unknown ({@link TurnLogTimeoutError}, a connection that closed).
+ */
+export async function write(
+  timeoutMs: number,
+  operation: 'claim' | 'append' | 'takeOver',
+  command: () => Promise<unknown>,
+): Promise<unknown> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await within(operation, timeoutMs, command, undefined, tries);
+    } catch (error) {
+      if (isReplyError(error) || tries >= WRITE_TRIES) throw error;
+    }
+  }
+}
