@@ -279,179 +279,215 @@ export function memoryTurnLogView<E>(log: TurnLog<E>): TurnLog<E> {
   return viewOf(store);
 }
 
+/** A view as a plain object of functions: one that a caller may spread (`{ ...log, append }`) and still use. */
 function viewOf<E>(store: MemoryStore<E>): TurnLog<E> {
-  const { turns, maxEntries, ttlMs, leaseMs, now } = store;
-  // The token of each turn this view claimed (or took over): its appends carry it.
-  const tokens = new Map<string, symbol>();
+  const view = new MemoryLogView(store);
+  const log: TurnLog<E> = {
+    leaseMs: view.leaseMs,
+    claim: (turnId) => view.claim(turnId),
+    append: (turnId, entry) => view.append(turnId, entry),
+    renew: (turnId) => view.renew(turnId),
+    takeOver: (turnId) => view.takeOver(turnId),
+    requestStop: (turnId, reason) => view.requestStop(turnId, reason),
+    watchStop: (turnId) => view.watchStop(turnId),
+    read: (turnId, after) => view.read(turnId, after),
+  };
+  stores.set(log, store as MemoryStore<unknown>);
+  return log;
+}
 
-  // Forgets the ended turns past their time; a turn with readers is kept while they read. A turn that has not
-  // ended is kept however quiet: its run is alive in this process, and a second claim would run it twice.
-  const expire = () => {
+/** One runner's view of a memory log: the store's turns, with the claim tokens of the turns this view holds. */
+class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
+  readonly leaseMs: number;
+  /** The token of each turn this view claimed (or took over): its appends carry it. */
+  readonly #tokens = new Map<string, symbol>();
+
+  constructor(private readonly store: MemoryStore<E>) {
+    this.leaseMs = store.leaseMs;
+  }
+
+  async claim(turnId: string): Promise<boolean> {
+    checkTurnId(turnId);
+    this.#expire();
+    const { turns, now, leaseMs } = this.store;
+    if (turns.has(turnId)) return false;
+    const owner = Symbol(turnId);
+    const at = now();
+    turns.set(turnId, {
+      entries: [],
+      first: 0,
+      ended: false,
+      touched: at,
+      readers: new Set(),
+      stop: undefined,
+      stopWatchers: new Set(),
+      owner,
+      leaseUntil: at + leaseMs,
+      takeovers: 0,
+      claimedAt: at,
+    });
+    this.#tokens.set(turnId, owner);
+    return true;
+  }
+
+  async append(turnId: string, entry: TurnLogEntry<E>): Promise<void> {
+    checkTurnId(turnId);
+    const turn = this.store.turns.get(turnId);
+    if (turn === undefined) throw new TurnNotFoundError(turnId);
+    if (turn.ended) throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
+    if (this.#held(turnId) === undefined) {
+      this.#tokens.delete(turnId);
+      throw new TurnTakenOverError(turnId);
+    }
+    turn.entries.push(entry);
+    if (turn.entries.length > this.store.maxEntries) {
+      turn.entries.shift();
+      turn.first++;
+    }
+    turn.ended = 'end' in entry;
+    turn.touched = this.store.now();
+    if (turn.ended) this.#tokens.delete(turnId);
+    for (const reader of [...turn.readers]) reader(entry);
+    if (turn.ended) for (const watcher of [...turn.stopWatchers]) watcher(undefined);
+  }
+
+  async renew(turnId: string): Promise<boolean> {
+    checkTurnId(turnId);
+    const turn = this.#held(turnId);
+    if (turn === undefined || turn.ended) return false;
+    turn.leaseUntil = this.store.now() + this.leaseMs;
+    return true;
+  }
+
+  async takeOver(turnId: string): Promise<Takeover | undefined> {
+    checkTurnId(turnId);
+    this.#expire();
+    const turn = this.store.turns.get(turnId);
+    const at = this.store.now();
+    if (turn === undefined || turn.ended || turn.leaseUntil > at) return undefined;
+    turn.owner = Symbol(turnId);
+    turn.leaseUntil = at + this.leaseMs;
+    turn.takeovers++;
+    this.#tokens.set(turnId, turn.owner);
+    return { count: turn.takeovers, next: turn.first + turn.entries.length, claimedAt: turn.claimedAt };
+  }
+
+  async requestStop(turnId: string, reason: string): Promise<boolean> {
+    checkTurnId(turnId);
+    this.#expire();
+    const turn = this.store.turns.get(turnId);
+    if (turn === undefined || turn.ended) return false;
+    if (turn.stop === undefined) {
+      turn.stop = reason;
+      for (const watcher of [...turn.stopWatchers]) watcher(reason);
+    }
+    return true;
+  }
+
+  watchStop(turnId: string): Observable<string> {
+    return new Observable<string>((subscriber) => {
+      try {
+        checkTurnId(turnId);
+      } catch (error) {
+        subscriber.error(error);
+        return;
+      }
+      const turn = this.store.turns.get(turnId);
+      if (turn === undefined || turn.ended) {
+        subscriber.complete();
+        return;
+      }
+      const watcher = (reason: string | undefined) => {
+        if (reason !== undefined) subscriber.next(reason);
+        subscriber.complete();
+      };
+      if (turn.stop !== undefined) {
+        watcher(turn.stop);
+        return;
+      }
+      turn.stopWatchers.add(watcher);
+      return () => {
+        turn.stopWatchers.delete(watcher);
+      };
+    });
+  }
+
+  read(turnId: string, after: number): Observable<TurnLogEntry<E>> {
+    return new Observable<TurnLogEntry<E>>((subscriber) => {
+      try {
+        checkTurnId(turnId);
+        checkReadAfter(after, 'memoryTurnLog');
+      } catch (error) {
+        subscriber.error(error);
+        return;
+      }
+      this.#expire();
+      const turn = this.store.turns.get(turnId);
+      const refusal = turn === undefined ? new TurnNotFoundError(turnId) : readRefusal(turnId, turn, after);
+      if (refusal !== undefined || turn === undefined) {
+        if (refusal === 'end') {
+          subscriber.next(turn?.entries[turn.entries.length - 1] as TurnLogEntry<E>);
+          subscriber.complete();
+        } else subscriber.error(refusal);
+        return;
+      }
+      const deliver = (entry: TurnLogEntry<E>) => {
+        if (entry.seq <= after) return;
+        subscriber.next(entry);
+        if ('end' in entry) subscriber.complete();
+      };
+      // What is there now, then what comes.
+      for (const entry of turn.entries.slice(Math.max(0, after + 1 - turn.first))) {
+        if (subscriber.closed) return;
+        deliver(entry);
+      }
+      if (subscriber.closed) return;
+      // A reader that already had the end.
+      if (turn.ended) {
+        subscriber.complete();
+        return;
+      }
+      turn.readers.add(deliver);
+      return () => {
+        turn.readers.delete(deliver);
+      };
+    });
+  }
+
+  /**
+   * Forgets the ended turns past their time; a turn with readers is kept while they read. A turn that has not
+   * ended is kept however quiet: its run is alive in this process, and a second claim would run it twice.
+   */
+  #expire(): void {
+    const { turns, ttlMs, now } = this.store;
     const limit = now() - ttlMs;
     for (const [id, turn] of turns) {
       if (turn.ended && turn.touched < limit && turn.readers.size === 0) turns.delete(id);
     }
-  };
-  /** The turn, when this view holds it. */
-  const held = (turnId: string): MemoryTurn<E> | undefined => {
-    const turn = turns.get(turnId);
-    const token = tokens.get(turnId);
-    return turn !== undefined && token !== undefined && turn.owner === token ? turn : undefined;
-  };
+  }
 
-  const log: TurnLog<E> = {
-    leaseMs,
-    async claim(turnId) {
-      checkTurnId(turnId);
-      expire();
-      if (turns.has(turnId)) return false;
-      const owner = Symbol(turnId);
-      const at = now();
-      turns.set(turnId, {
-        entries: [],
-        first: 0,
-        ended: false,
-        touched: at,
-        readers: new Set(),
-        stop: undefined,
-        stopWatchers: new Set(),
-        owner,
-        leaseUntil: at + leaseMs,
-        takeovers: 0,
-        claimedAt: at,
-      });
-      tokens.set(turnId, owner);
-      return true;
-    },
-    async append(turnId, entry) {
-      checkTurnId(turnId);
-      const turn = turns.get(turnId);
-      if (turn === undefined) throw new TurnNotFoundError(turnId);
-      if (turn.ended) throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
-      if (held(turnId) === undefined) {
-        tokens.delete(turnId);
-        throw new TurnTakenOverError(turnId);
-      }
-      turn.entries.push(entry);
-      if (turn.entries.length > maxEntries) {
-        turn.entries.shift();
-        turn.first++;
-      }
-      turn.ended = 'end' in entry;
-      turn.touched = now();
-      if (turn.ended) tokens.delete(turnId);
-      for (const reader of [...turn.readers]) reader(entry);
-      if (turn.ended) for (const watcher of [...turn.stopWatchers]) watcher(undefined);
-    },
-    async renew(turnId) {
-      checkTurnId(turnId);
-      const turn = held(turnId);
-      if (turn === undefined || turn.ended) return false;
-      turn.leaseUntil = now() + leaseMs;
-      return true;
-    },
-    async takeOver(turnId) {
-      checkTurnId(turnId);
-      expire();
-      const turn = turns.get(turnId);
-      const at = now();
-      if (turn === undefined || turn.ended || turn.leaseUntil > at) return undefined;
-      turn.owner = Symbol(turnId);
-      turn.leaseUntil = at + leaseMs;
-      turn.takeovers++;
-      tokens.set(turnId, turn.owner);
-      return { count: turn.takeovers, next: turn.first + turn.entries.length, claimedAt: turn.claimedAt };
-    },
-    async requestStop(turnId, reason) {
-      checkTurnId(turnId);
-      expire();
-      const turn = turns.get(turnId);
-      if (turn === undefined || turn.ended) return false;
-      if (turn.stop === undefined) {
-        turn.stop = reason;
-        for (const watcher of [...turn.stopWatchers]) watcher(reason);
-      }
-      return true;
-    },
-    watchStop(turnId) {
-      return new Observable<string>((subscriber) => {
-        try {
-          checkTurnId(turnId);
-        } catch (error) {
-          subscriber.error(error);
-          return;
-        }
-        const turn = turns.get(turnId);
-        if (turn === undefined || turn.ended) {
-          subscriber.complete();
-          return;
-        }
-        const watcher = (reason: string | undefined) => {
-          if (reason !== undefined) subscriber.next(reason);
-          subscriber.complete();
-        };
-        if (turn.stop !== undefined) {
-          watcher(turn.stop);
-          return;
-        }
-        turn.stopWatchers.add(watcher);
-        return () => {
-          turn.stopWatchers.delete(watcher);
-        };
-      });
-    },
-    read(turnId, after) {
-      return new Observable<TurnLogEntry<E>>((subscriber) => {
-        try {
-          checkTurnId(turnId);
-          checkReadAfter(after, 'memoryTurnLog');
-        } catch (error) {
-          subscriber.error(error);
-          return;
-        }
-        expire();
-        const turn = turns.get(turnId);
-        if (turn === undefined) {
-          subscriber.error(new TurnNotFoundError(turnId));
-          return;
-        }
-        // Past the last entry: the end again for an ended turn; a running turn never had what the reader names.
-        const last = turn.first + turn.entries.length - 1;
-        if (after > last) {
-          const end = turn.entries[turn.entries.length - 1];
-          if (turn.ended && end !== undefined) {
-            subscriber.next(end);
-            subscriber.complete();
-          } else subscriber.error(new TurnNotFoundError(turnId, 'ahead'));
-          return;
-        }
-        if (after + 1 < turn.first) {
-          subscriber.error(new TurnNotFoundError(turnId, 'trimmed'));
-          return;
-        }
-        const deliver = (entry: TurnLogEntry<E>) => {
-          if (entry.seq <= after) return;
-          subscriber.next(entry);
-          if ('end' in entry) subscriber.complete();
-        };
-        // What is there now, then what comes.
-        for (const entry of turn.entries.slice(Math.max(0, after + 1 - turn.first))) {
-          if (subscriber.closed) return;
-          deliver(entry);
-        }
-        if (subscriber.closed) return;
-        // A reader that already had the end.
-        if (turn.ended) {
-          subscriber.complete();
-          return;
-        }
-        turn.readers.add(deliver);
-        return () => {
-          turn.readers.delete(deliver);
-        };
-      });
-    },
-  };
-  stores.set(log, store as MemoryStore<unknown>);
-  return log;
+  /** The turn, when this view holds it. */
+  #held(turnId: string): MemoryTurn<E> | undefined {
+    const turn = this.store.turns.get(turnId);
+    const token = this.#tokens.get(turnId);
+    return turn !== undefined && token !== undefined && turn.owner === token ? turn : undefined;
+  }
+}
+
+/**
+ * Why a read after `after` cannot follow the turn: past its last entry (the end again, `'end'`, for an ended turn; a
+ * running turn never had what the reader names), or before its first kept one. Undefined when it can.
+ */
+function readRefusal<E>(
+  turnId: string,
+  turn: MemoryTurn<E>,
+  after: number,
+): TurnNotFoundError | 'end' | undefined {
+  const last = turn.first + turn.entries.length - 1;
+  if (after > last) {
+    const end = turn.entries[turn.entries.length - 1];
+    return turn.ended && end !== undefined ? 'end' : new TurnNotFoundError(turnId, 'ahead');
+  }
+  if (after + 1 < turn.first) return new TurnNotFoundError(turnId, 'trimmed');
+  return undefined;
 }

@@ -163,7 +163,16 @@ export interface TurnServer<E> {
  * @returns The server.
  */
 export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
-  return new Server(options);
+  const server = new Server(options);
+  // Plain functions, so that a caller may pass `turns.serve` on as it is.
+  return {
+    serve: (serveOptions) => server.serve(serveOptions),
+    stop: (turnId, reason) => server.stop(turnId, reason),
+    get running() {
+      return server.running;
+    },
+    close: (closeOptions) => server.close(closeOptions),
+  };
 }
 
 /**
