@@ -2,15 +2,12 @@ import type { KeyedToolCall, ReleasedCall, TurnEvent } from 'cleanturn';
 import { isRetryable } from 'cleanturn';
 import {
   catchError,
-  defaultIfEmpty,
   defer,
   filter,
   finalize,
-  from,
-  isObservable,
   map,
   mergeMap,
-  Observable,
+  type Observable,
   type OperatorFunction,
   of,
   tap,
@@ -18,28 +15,27 @@ import {
   timer,
 } from 'rxjs';
 import { DEFAULT_LEASE_MS } from './defaults.js';
+import { EffectInDoubtError, LeaseLostError, MissingEffectKeyError } from './errors.js';
 import {
-  EffectInDoubtError,
-  EffectResultError,
-  HandlerTimeoutError,
-  LeaseLostError,
-  MissingEffectKeyError,
-} from './errors.js';
+  answersRepeats,
+  claimStep,
+  completeFailure,
+  executedResult,
+  failedResult,
+  pollDelay,
+  replay,
+  settledStep,
+  type TimedRun,
+  unknownToolResult,
+  unrecordedRepeat,
+} from './executeRules.js';
+import { runTimed } from './handlerRun.js';
 import { encodeResult, serializeError } from './json.js';
+import { keepLease, type Lease } from './leaseRunner.js';
+import { awaited, awaitedCancellable, record } from './ledgerCalls.js';
 import { checkDuration } from './ledgerRules.js';
 import { MemoryEffectLedger } from './MemoryEffectLedger.js';
-import type {
-  Awaitable,
-  EffectLedger,
-  JsonValue,
-  SerializedError,
-  ToolContext,
-  ToolExecutedEvent,
-  ToolFailedEvent,
-  ToolHandler,
-  ToolHandlers,
-  ToolResultEvent,
-} from './types.js';
+import type { EffectLedger, ToolHandler, ToolHandlers, ToolResultEvent } from './types.js';
 
 /** Options of {@link executeTools}. */
 export interface ExecuteToolsOptions {
@@ -108,41 +104,6 @@ export interface ExecuteToolsOptions {
 
 /** Default `pollMs`. */
 const DEFAULT_POLL_MS = 100;
-
-/** A handler's outcome as a value: handler failures are results, not stream errors. */
-type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-/** How a handler run ended: it settled, or `handlerTimeoutMs` ran out first. */
-type TimedRun = { settled: Settled } | { timedOut: HandlerTimeoutError };
-
-/** The claim whose lease {@link keepLease} keeps: its record, its token, and when and for how long it was taken. */
-interface LeaseTerms {
-  turnId: string;
-  effectKey: string;
-  token: string;
-  leaseMs: number;
-  /** When the claim was sent (epoch milliseconds): the lease runs `leaseMs` from then until renewed. */
-  claimedAt: number;
-}
-
-/** A claim's lease while its call runs and is recorded (see {@link keepLease}). */
-interface Lease {
-  /** When the lease ends as far as this holder knows (epoch ms): `leaseMs` after the last renewal that succeeded. */
-  readonly endsAt: number;
-  /** Whether the lease was lost while the handler ran: a renewal said so, or none succeeded until it ended. */
-  readonly lost: boolean;
-  /** The handler has settled: from now on the lease is only kept while the outcome is recorded. */
-  settling(): void;
-  /** Stops renewing; a renewal under way is aborted. */
-  end(): void;
-}
-
-/** How many times a write that records an outcome (`complete`, `fail`, `release`) is sent, at most. */
-const SETTLE_ATTEMPTS = 5;
-/** The pause before such a write is sent again the first time; it doubles after each failure. */
-const SETTLE_FIRST_PAUSE_MS = 100;
-/** The longest pause between two of those attempts. */
-const SETTLE_MAX_PAUSE_MS = 2_000;
 
 /**
  * Runs the tool calls of a clean turn with your handlers, at most once per effect key across retries,
@@ -243,6 +204,59 @@ export function executeTools(
   handlers: ToolHandlers,
   options: ExecuteToolsOptions,
 ): OperatorFunction<TurnEvent, ToolResultEvent> {
+  const { executor, concurrency, order } = checkOptions(handlers, options);
+  return function executeToolsOperator(source) {
+    return defer(() => {
+      // Keys whose calls this subscription has started: a later call with one of them is a repeat.
+      const started = new Set<string>();
+      // The outcome of each key's call, once it is out: what a repeat of the key is answered with.
+      const answers = new Map<string, ToolResultEvent>();
+      const calls = source.pipe(
+        filter(isReleasedCall),
+        map((call) => markRepeat(call, started)),
+      );
+      const run = ({ call, repeat }: StartedCall) =>
+        runCall(executor, call, repeat, answers).pipe(
+          tap((result) => {
+            if (!answers.has(result.effectKey) && answersRepeats(result))
+              answers.set(result.effectKey, result);
+          }),
+        );
+      if (order === 'completion' || concurrency === 1) return calls.pipe(mergeMap(run, concurrency));
+      return calls.pipe(inCallOrder(run, concurrency));
+    });
+  };
+}
+
+/** What every call of one `executeTools()` reads: its handlers and its options, checked, with their defaults. */
+interface Executor {
+  handlers: ToolHandlers;
+  turnId: string;
+  ledger: EffectLedger;
+  leaseMs: number;
+  pollMs: number;
+  handlerTimeoutMs: number | undefined;
+  inDoubt: 'run' | 'report';
+  inProgress: 'wait' | 'report';
+  recordFailure: (error: unknown) => boolean;
+}
+
+/** A call as the operator met it: `repeat` when its key already ran (or started) in this subscription. */
+interface StartedCall {
+  call: ReleasedCall;
+  repeat: boolean;
+}
+
+/**
+ * Checks the options of {@link executeTools} and fills in their defaults.
+ *
+ * @throws {RangeError} for a duration that is not a positive number, an `inDoubt` that is neither `'run'` nor
+ *   `'report'`, or a `concurrency` that is not a positive integer (or infinity).
+ */
+function checkOptions(
+  handlers: ToolHandlers,
+  options: ExecuteToolsOptions,
+): { executor: Executor; concurrency: number; order: 'calls' | 'completion' } {
   const {
     turnId,
     ledger = new MemoryEffectLedger(),
@@ -264,498 +278,265 @@ export function executeTools(
   if (!(concurrency >= 1 && (Number.isInteger(concurrency) || concurrency === Number.POSITIVE_INFINITY))) {
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
   }
-
-  /**
-   * Claims the call's key and acts on the answer; waits and asks again while another holder runs it. A repeat
-   * (its key already ran) never runs its handler: it is answered from `answers`, the outcomes of this
-   * subscription's calls by key, or from the ledger's record.
-   */
-  function runCall(
-    call: ReleasedCall,
-    repeat: boolean,
-    answers: ReadonlyMap<string, ToolResultEvent>,
-  ): Observable<ToolResultEvent> {
-    const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
-    if (repeat) {
-      const answered = answers.get(call.effectKey);
-      if (answered !== undefined) return of(replay(call, answered));
-    }
-    const handler = Object.hasOwn(handlers, call.name) ? handlers[call.name] : undefined;
-    if (handler === undefined) {
-      const error: SerializedError = {
-        name: 'UnknownToolError',
-        message: `no handler for tool ${call.name}`,
-        retryable: false,
-      };
-      return of({ ...base, outcome: 'unknown-tool', error });
-    }
-    const attempt = (): Observable<ToolResultEvent> =>
-      defer(() => {
-        // The lease runs at least `leaseMs` from when the claim was sent.
-        const sentAt = Date.now();
-        return awaitedCancellable((signal) => ledger.claim(turnId, call.effectKey, { leaseMs, signal })).pipe(
-          map((claim) => ({ claim, sentAt })),
-        );
-      }).pipe(
-        mergeMap(({ claim, sentAt }): Observable<ToolResultEvent> => {
-          switch (claim.status) {
-            case 'completed':
-              return of({ ...base, outcome: 'replayed', result: claim.result });
-            case 'failed':
-              return of({ ...base, outcome: 'failed', error: claim.error, replayed: true });
-            case 'in-progress':
-              // A repeat waits for its key's outcome whatever the option: its call needs a real answer.
-              if (inProgress === 'report' && !repeat)
-                return of({ ...base, outcome: 'in-progress', until: claim.until });
-              return timer(Math.max(1, Math.min(pollMs, claim.until - Date.now()))).pipe(mergeMap(attempt));
-            case 'claimed':
-              // Not a repeat: a `tool-call` whose key this subscription meets for the first time.
-              if (!repeat) {
-                if (claim.reclaimed && inDoubt === 'report')
-                  return reportInDoubt(call as KeyedToolCall, claim.token, sentAt);
-                return execute(call as KeyedToolCall, handler, claim.token, claim.reclaimed, sentAt);
-              }
-              // A repeat whose key has no record: give the claim back and answer from this subscription's
-              // outcome of the key (a failure that was not recorded), or say that there is none.
-              return awaited(() => ledger.release(turnId, call.effectKey, claim.token)).pipe(
-                map(() => {
-                  const answered = answers.get(call.effectKey);
-                  if (answered !== undefined) return replay(call, answered);
-                  const error: SerializedError = {
-                    name: 'NoRecordedResultError',
-                    message: `${call.name} repeats effect ${call.effectKey}, whose result was not recorded`,
-                    retryable: false,
-                  };
-                  return { ...base, outcome: 'failed', error, replayed: true } as const;
-                }),
-              );
-          }
-        }),
-      );
-    return attempt();
-  }
-
-  /** Records a reclaimed key as in doubt (`inDoubt: 'report'`), without running its handler. */
-  function reportInDoubt(call: KeyedToolCall, token: string, claimedAt: number): Observable<ToolResultEvent> {
-    const endsAt = claimedAt + leaseMs;
-    return settle('fail', call, token, new EffectInDoubtError(turnId, call.effectKey), false, () => endsAt);
-  }
-
-  /**
-   * Runs the handler of a claimed call and records its outcome, renewing the claim's lease from the claim until
-   * the outcome is recorded (or the subscriber unsubscribes).
-   */
-  function execute(
-    call: KeyedToolCall,
-    handler: ToolHandler,
-    token: string,
-    reclaimed: boolean,
-    claimedAt: number,
-  ): Observable<ToolResultEvent> {
-    const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
-    const context = { effectKey: call.effectKey, turnId, call, reclaimed };
-    return defer(() => {
-      // The handler's signal: aborted for a lost lease, a timeout, or an unsubscribe while it runs.
-      const controller = new AbortController();
-      // Whether the handler has settled (or timed out): a lease lost after that aborts nothing.
-      let handled = false;
-      const terms = { turnId, effectKey: call.effectKey, token, leaseMs, claimedAt };
-      const lease = keepLease(ledger, terms, () => {
-        if (!handled) controller.abort(new LeaseLostError(turnId, call.effectKey));
-      });
-      const endsAt = () => lease.endsAt;
-      return runTimed(handler, call, context, controller).pipe(
-        mergeMap((run): Observable<ToolResultEvent> => {
-          handled = true;
-          if ('timedOut' in run) {
-            // The handler may still be running: leave the claim to expire, as a crashed holder's.
-            lease.end();
-            const error = serializeError(run.timedOut);
-            return of({ ...base, outcome: 'failed', error, replayed: false, cause: run.timedOut });
-          }
-          const settled = run.settled;
-          const lost = lease.lost;
-          lease.settling();
-          if (settled.ok) {
-            const executed: ToolExecutedEvent = {
-              ...base,
-              outcome: 'executed',
-              result: settled.value as JsonValue | undefined,
-              reclaimed,
-            };
-            const lostLease: ToolExecutedEvent = { ...executed, leaseLost: true };
-            return defer(() => {
-              // Checked here too, so that a ledger of one's own that forgets to check cannot store a non-JSON result.
-              encodeResult(settled.value);
-              return record(() => ledger.complete(turnId, call.effectKey, token, settled.value), endsAt);
-            }).pipe(
-              map(() => (lost ? lostLease : executed)),
-              catchError((error: unknown) => {
-                // The effect ran, but its result cannot be stored: record that as a failure, so that no later run
-                // repeats an effect known to have happened.
-                if (error instanceof EffectResultError)
-                  return settle('fail', call, token, error, lost, endsAt);
-                // Another holder took the key over after our lease was lost; its record stands, our result is real.
-                if (error instanceof LeaseLostError) return of(lostLease);
-                return throwError(() => error);
-              }),
-            );
-          }
-          if (lost) {
-            // Aborted because the lease was lost: another holder's record (or claim) stands; write nothing.
-            const error = serializeError(new LeaseLostError(turnId, call.effectKey));
-            return of({
-              ...base,
-              outcome: 'failed',
-              error,
-              replayed: false,
-              cause: settled.error,
-              leaseLost: true,
-            });
-          }
-          let recorded: boolean;
-          try {
-            recorded = recordFailure(settled.error);
-          } catch (error) {
-            return throwError(() => error);
-          }
-          return settle(recorded ? 'fail' : 'release', call, token, settled.error, false, endsAt);
-        }),
-        finalize(() => lease.end()),
-      );
-    });
-  }
-
-  /**
-   * Runs a handler within `handlerTimeoutMs`: emits its outcome once it settles, or `timedOut` at the deadline
-   * (its signal then aborted with {@link HandlerTimeoutError}). The timer is cleared when the handler settles or
-   * the subscriber unsubscribes.
-   */
-  function runTimed(
-    handler: ToolHandler,
-    call: KeyedToolCall,
-    context: Omit<ToolContext, 'signal'>,
-    controller: AbortController,
-  ): Observable<TimedRun> {
-    const run = runHandler(handler, call.args, context, controller).pipe(map((settled) => ({ settled })));
-    if (handlerTimeoutMs === undefined) return run;
-    return new Observable<TimedRun>((subscriber) => {
-      const deadline = setTimeout(() => {
-        const error = new HandlerTimeoutError(call.name, call.effectKey, handlerTimeoutMs);
-        // Aborted with the timeout first: unsubscribing would abort it without a reason.
-        controller.abort(error);
-        inner.unsubscribe();
-        subscriber.next({ timedOut: error });
-        subscriber.complete();
-      }, handlerTimeoutMs);
-      const inner = run.subscribe({
-        next: (value) => {
-          clearTimeout(deadline);
-          subscriber.next(value);
-        },
-        complete: () => subscriber.complete(),
-      });
-      return () => {
-        clearTimeout(deadline);
-        inner.unsubscribe();
-      };
-    });
-  }
-
-  /** Records (`fail`) or releases a failed call and emits its `failed` result. */
-  function settle(
-    how: 'fail' | 'release',
-    call: KeyedToolCall,
-    token: string,
-    cause: unknown,
-    lost: boolean,
-    endsAt: () => number,
-  ): Observable<ToolResultEvent> {
-    const error = serializeError(cause);
-    const failed: ToolFailedEvent = {
-      type: 'tool-result',
-      effectKey: call.effectKey,
-      call,
-      outcome: 'failed',
-      error,
-      replayed: false,
-      cause,
-    };
-    const lostLease: ToolFailedEvent = { ...failed, leaseLost: true };
-    return record(
-      () =>
-        how === 'fail'
-          ? ledger.fail(turnId, call.effectKey, token, error)
-          : ledger.release(turnId, call.effectKey, token),
-      endsAt,
-    ).pipe(
-      map(() => (lost ? lostLease : failed)),
-      catchError((e: unknown) => (e instanceof LeaseLostError ? of(lostLease) : throwError(() => e))),
-    );
-  }
-
-  return function executeToolsOperator(source) {
-    return defer(() => {
-      // Keys whose calls this subscription has started: a later call with one of them is a repeat.
-      const started = new Set<string>();
-      // The outcome of each key's call, once it is out: what a repeat of the key is answered with.
-      const answers = new Map<string, ToolResultEvent>();
-      const calls = source.pipe(
-        filter(
-          (event): event is ReleasedCall => event.type === 'tool-call' || event.type === 'tool-call-repeat',
-        ),
-        map((call) => {
-          if (typeof call.effectKey !== 'string') throw new MissingEffectKeyError(call.name);
-          const repeat = call.type === 'tool-call-repeat' || started.has(call.effectKey);
-          started.add(call.effectKey);
-          return { call, repeat };
-        }),
-      );
-      const run = ({ call, repeat }: { call: ReleasedCall; repeat: boolean }) =>
-        runCall(call, repeat, answers).pipe(
-          tap((result) => {
-            if (
-              !answers.has(result.effectKey) &&
-              result.outcome !== 'in-progress' &&
-              result.outcome !== 'unknown-tool'
-            )
-              answers.set(result.effectKey, result);
-          }),
-        );
-      if (order === 'completion' || concurrency === 1) return calls.pipe(mergeMap(run, concurrency));
-      // Results that are ready, by call index, waiting for the calls before them.
-      const ready = new Map<number, ToolResultEvent>();
-      // The index of the next result to emit.
-      let next = 0;
-      return calls.pipe(
-        mergeMap((call, index) => run(call).pipe(map((result) => [index, result] as const)), concurrency),
-        mergeMap(([index, result]) => {
-          ready.set(index, result);
-          const out: ToolResultEvent[] = [];
-          for (let r = ready.get(next); r !== undefined; r = ready.get(next)) {
-            ready.delete(next);
-            next++;
-            out.push(r);
-          }
-          return out;
-        }),
-      );
-    });
+  const executor = {
+    handlers,
+    turnId,
+    ledger,
+    leaseMs,
+    pollMs,
+    handlerTimeoutMs,
+    inDoubt,
+    inProgress,
+    recordFailure,
   };
+  return { executor, concurrency, order };
+}
+
+/** Whether a clean turn event is a tool call to answer: a `tool-call` or a `tool-call-repeat`. */
+function isReleasedCall(event: TurnEvent): event is ReleasedCall {
+  return event.type === 'tool-call' || event.type === 'tool-call-repeat';
 }
 
 /**
- * Sends a write that records a call's outcome (`complete`, `fail`, `release`) until it lands. The handler has
- * run, and every write is safe to send twice under its claim token, so a write that fails with a retryable
- * error (no answer, a lock held, memory full, a connection lost) is sent again after a growing pause (100 ms,
- * doubling), at most {@link SETTLE_ATTEMPTS} times in all and never once the lease would have ended (`endsAt`:
- * past it, another run may take the key over). Then the last error goes on. Unsubscribing cancels the pause.
+ * Marks a call as a repeat when it is a `tool-call-repeat` or its key was started before in this subscription
+ * (`started`, which it joins).
+ *
+ * @throws {MissingEffectKeyError} for a call without an effect key.
  */
-function record(write: () => Awaitable<void>, endsAt: () => number): Observable<void> {
-  const attempt = (n: number): Observable<void> =>
-    awaited(write).pipe(
-      catchError((error: unknown) => {
-        const left = endsAt() - Date.now();
-        if (!isRetryable(error) || n >= SETTLE_ATTEMPTS || left <= 0) return throwError(() => error);
-        // The pause ends by the lease's end at the latest; renewals meanwhile may move that end on.
-        const pause = Math.min(SETTLE_FIRST_PAUSE_MS * 2 ** (n - 1), SETTLE_MAX_PAUSE_MS, left);
-        return timer(pause).pipe(
-          mergeMap(() => (Date.now() < endsAt() ? attempt(n + 1) : throwError(() => error))),
-        );
+function markRepeat(call: ReleasedCall, started: Set<string>): StartedCall {
+  if (typeof call.effectKey !== 'string') throw new MissingEffectKeyError(call.name);
+  const repeat = call.type === 'tool-call-repeat' || started.has(call.effectKey);
+  started.add(call.effectKey);
+  return { call, repeat };
+}
+
+/**
+ * Runs the calls `concurrency` at a time and emits their results in the order of the calls (`order: 'calls'`):
+ * a result that is ready early waits until the ones before it are out.
+ */
+function inCallOrder<C>(
+  run: (call: C) => Observable<ToolResultEvent>,
+  concurrency: number,
+): OperatorFunction<C, ToolResultEvent> {
+  return (calls) => {
+    // Results that are ready, by call index, waiting for the calls before them.
+    const ready = new Map<number, ToolResultEvent>();
+    // The index of the next result to emit.
+    let next = 0;
+    return calls.pipe(
+      mergeMap((call, index) => run(call).pipe(map((result) => [index, result] as const)), concurrency),
+      mergeMap(([index, result]) => {
+        ready.set(index, result);
+        const out: ToolResultEvent[] = [];
+        for (let r = ready.get(next); r !== undefined; r = ready.get(next)) {
+          ready.delete(next);
+          next++;
+          out.push(r);
+        }
+        return out;
       }),
     );
-  return attempt(1);
+  };
 }
 
 /**
- * Keeps a claim's lease while its call runs and is recorded: renews it (when the ledger can) `leaseMs / 3` after
- * the previous renewal was sent, and never while one is under way, so renewals never overlap however long one
- * takes. While the handler runs, a renewal that answers `false`, or renewals that fail until the lease has
- * ended, count the lease as lost (`onLost` aborts the handler). Once it settled ({@link Lease.settling}), a
- * renewal that answers `false` only stops the heartbeat: the outcome may be recorded already, by a write whose
- * answer got lost, and the write sent again says which.
+ * Claims the call's key and acts on the answer ({@link claimStep}); waits and asks again while another holder
+ * runs it. A repeat (its key already ran) never runs its handler: it is answered from `answers`, the outcomes
+ * of this subscription's calls by key, or from the ledger's record.
  */
-function keepLease(ledger: EffectLedger, claim: LeaseTerms, onLost: () => void): Lease {
-  const { turnId, effectKey, token, leaseMs, claimedAt } = claim;
-  // Ends a renewal still waiting (for a lock) once the lease is no longer kept: none outlives it.
-  const renewals = new AbortController();
-  // When the last renewal that succeeded was sent (the claim, at first): the lease runs `leaseMs` from then.
-  let renewedAt = claimedAt;
-  // When the last renewal was sent: the next is due a beat after it.
-  let sentAt = claimedAt;
-  // Whether a renewal is under way (then the next waits for its answer).
-  let renewing = false;
-  let lost = false;
-  let settling = false;
-  // Whether the heartbeat has stopped (ended, lost, or refused while settling); at once without `renew`.
-  let stopped = ledger.renew === undefined;
-  // The one timer: the next renewal, or (while one is under way) the end of the lease.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const beatMs = Math.max(1, Math.floor(leaseMs / 3));
-  const stop = () => {
-    stopped = true;
-    clearTimeout(timer);
-    renewals.abort();
-  };
-  const lose = () => {
-    if (stopped) return;
-    stop();
-    if (settling) return;
-    lost = true;
-    onLost();
-  };
-  const arm = () => {
-    clearTimeout(timer);
-    if (stopped) return;
-    const end = renewedAt + leaseMs;
-    const due = renewing ? end : Math.min(sentAt + beatMs, end);
-    timer = setTimeout(tick, Math.max(0, due - Date.now()));
-  };
-  const tick = () => {
-    timer = undefined;
-    if (stopped) return;
-    if (Date.now() - renewedAt >= leaseMs) lose();
-    else if (renewing) arm();
-    else renew();
-  };
-  const renew = () => {
-    const send = ledger.renew;
-    if (send === undefined) return;
-    const sent = Date.now();
-    sentAt = sent;
-    renewing = true;
-    const answered = (ok: boolean) => {
-      renewing = false;
-      if (stopped) return;
-      if (!ok) {
-        lose();
-        return;
-      }
-      renewedAt = Math.max(renewedAt, sent);
-      arm();
-    };
-    // A renewal that failed (a network error, a timeout) is tried again at the next beat, until the lease ends.
-    const failed = () => {
-      renewing = false;
-      arm();
-    };
-    try {
-      const answer = send.call(ledger, turnId, effectKey, token, leaseMs, { signal: renewals.signal });
-      if (isThenable(answer)) answer.then(answered, failed);
-      else answered(answer);
-    } catch {
-      failed();
-    }
-    if (renewing) arm();
-  };
-  arm();
-  return {
-    get endsAt() {
-      return renewedAt + leaseMs;
-    },
-    get lost() {
-      return lost;
-    },
-    settling() {
-      settling = true;
-    },
-    end: stop,
-  };
+function runCall(
+  x: Executor,
+  call: ReleasedCall,
+  repeat: boolean,
+  answers: ReadonlyMap<string, ToolResultEvent>,
+): Observable<ToolResultEvent> {
+  if (repeat) {
+    const answered = answers.get(call.effectKey);
+    if (answered !== undefined) return of(replay(call, answered));
+  }
+  const handler = Object.hasOwn(x.handlers, call.name) ? x.handlers[call.name] : undefined;
+  if (handler === undefined) return of(unknownToolResult(call));
+  const policy = { inProgress: x.inProgress, inDoubt: x.inDoubt };
+  const attempt = (): Observable<ToolResultEvent> =>
+    claim(x, call).pipe(
+      mergeMap(({ claimed, sentAt }): Observable<ToolResultEvent> => {
+        const step = claimStep(call, repeat, claimed, policy);
+        switch (step.type) {
+          case 'answer':
+            return of(step.result);
+          case 'wait':
+            return timer(pollDelay(x.pollMs, step.until, Date.now())).pipe(mergeMap(attempt));
+          case 'in-doubt':
+            return reportInDoubt(x, call as KeyedToolCall, step.token, sentAt);
+          case 'run':
+            return execute(x, call as KeyedToolCall, handler, step.token, step.reclaimed, sentAt);
+          case 'give-back':
+            // Answered from this subscription's outcome of the key once the claim is given back.
+            return awaited(() => x.ledger.release(x.turnId, call.effectKey, step.token)).pipe(
+              map(() => unrecordedRepeat(call, answers.get(call.effectKey))),
+            );
+        }
+      }),
+    );
+  return attempt();
 }
 
-/** The answer of a repeat: the outcome of its key's earlier call, under the repeat's own call. */
-function replay(call: ReleasedCall, answered: ToolResultEvent): ToolResultEvent {
-  const base = { type: 'tool-result', effectKey: call.effectKey, call } as const;
-  switch (answered.outcome) {
-    case 'executed':
-    case 'replayed':
-      return { ...base, outcome: 'replayed', result: answered.result };
-    case 'failed':
-      return { ...base, outcome: 'failed', error: answered.error, replayed: true };
-    default:
-      return { ...answered, call };
+/** Sends one claim of the call's key; emits its answer with when it was sent. */
+function claim(x: Executor, call: ReleasedCall) {
+  return defer(() => {
+    // The lease runs at least `leaseMs` from when the claim was sent.
+    const sentAt = Date.now();
+    return awaitedCancellable((signal) =>
+      x.ledger.claim(x.turnId, call.effectKey, { leaseMs: x.leaseMs, signal }),
+    ).pipe(map((claimed) => ({ claimed, sentAt })));
+  });
+}
+
+/** Records a reclaimed key as in doubt (`inDoubt: 'report'`), without running its handler. */
+function reportInDoubt(
+  x: Executor,
+  call: KeyedToolCall,
+  token: string,
+  claimedAt: number,
+): Observable<ToolResultEvent> {
+  const endsAt = claimedAt + x.leaseMs;
+  return settle(
+    x,
+    'fail',
+    call,
+    token,
+    new EffectInDoubtError(x.turnId, call.effectKey),
+    false,
+    () => endsAt,
+  );
+}
+
+/**
+ * Runs the handler of a claimed call and records its outcome, renewing the claim's lease from the claim until
+ * the outcome is recorded (or the subscriber unsubscribes).
+ */
+function execute(
+  x: Executor,
+  call: KeyedToolCall,
+  handler: ToolHandler,
+  token: string,
+  reclaimed: boolean,
+  claimedAt: number,
+): Observable<ToolResultEvent> {
+  const context = { effectKey: call.effectKey, turnId: x.turnId, call, reclaimed };
+  return defer(() => {
+    // The handler's signal: aborted for a lost lease, a timeout, or an unsubscribe while it runs.
+    const controller = new AbortController();
+    // Whether the handler has settled (or timed out): a lease lost after that aborts nothing.
+    let handled = false;
+    const terms = { turnId: x.turnId, effectKey: call.effectKey, token, leaseMs: x.leaseMs, claimedAt };
+    const lease = keepLease(x.ledger, terms, () => {
+      if (!handled) controller.abort(new LeaseLostError(x.turnId, call.effectKey));
+    });
+    return runTimed(handler, call, context, controller, x.handlerTimeoutMs).pipe(
+      mergeMap((run) => {
+        handled = true;
+        return recordRun(x, call, token, reclaimed, run, lease);
+      }),
+      finalize(() => lease.end()),
+    );
+  });
+}
+
+/**
+ * Records how a handler run ended ({@link settledStep}) and emits its result: a timeout writes nothing (the
+ * handler may still be running), a result is completed, a failure is recorded or released as `recordFailure`
+ * says, and one after a lost lease writes nothing.
+ */
+function recordRun(
+  x: Executor,
+  call: KeyedToolCall,
+  token: string,
+  reclaimed: boolean,
+  run: TimedRun,
+  lease: Lease,
+): Observable<ToolResultEvent> {
+  if ('timedOut' in run) {
+    // The handler may still be running: leave the claim to expire, as a crashed holder's.
+    lease.end();
+    return of(failedResult(call, serializeError(run.timedOut), run.timedOut, false));
+  }
+  const lost = lease.lost;
+  lease.settling();
+  const endsAt = () => lease.endsAt;
+  const step = settledStep(call, x.turnId, run.settled, lost);
+  switch (step.type) {
+    case 'complete':
+      return complete(x, call, token, step.value, reclaimed, lost, endsAt);
+    case 'lost':
+      // Aborted because the lease was lost: another holder's record (or claim) stands; write nothing.
+      return of(step.result);
+    case 'failed': {
+      let recorded: boolean;
+      try {
+        recorded = x.recordFailure(step.error);
+      } catch (error) {
+        return throwError(() => error);
+      }
+      return settle(x, recorded ? 'fail' : 'release', call, token, step.error, false, endsAt);
+    }
   }
 }
 
-/** A ledger answer as an observable: synchronous answers stay synchronous. */
-function awaited<T>(call: () => Awaitable<T>): Observable<T> {
+/** Records a handler's result (`complete`) and emits its `executed` result ({@link completeFailure}). */
+function complete(
+  x: Executor,
+  call: KeyedToolCall,
+  token: string,
+  value: unknown,
+  reclaimed: boolean,
+  lost: boolean,
+  endsAt: () => number,
+): Observable<ToolResultEvent> {
   return defer(() => {
-    const value = call();
-    return isThenable(value) ? from(value) : of(value);
-  });
+    // Checked here too, so that a ledger of one's own that forgets to check cannot store a non-JSON result.
+    encodeResult(value);
+    return record(() => x.ledger.complete(x.turnId, call.effectKey, token, value), endsAt);
+  }).pipe(
+    map(() => executedResult(call, value, reclaimed, lost)),
+    catchError((error: unknown) => {
+      switch (completeFailure(error)) {
+        case 'record-failure':
+          // The effect ran, but its result cannot be stored: record that as a failure, so that no later run
+          // repeats an effect known to have happened.
+          return settle(x, 'fail', call, token, error, lost, endsAt);
+        case 'lease-lost':
+          // Another holder took the key over after our lease was lost; its record stands, our result is real.
+          return of(executedResult(call, value, reclaimed, true));
+        case 'rethrow':
+          return throwError(() => error);
+      }
+    }),
+  );
 }
 
-/**
- * As {@link awaited}, for a ledger call that can wait: unsubscribing before it answers aborts its `signal`, so
- * that a ledger waiting for a lock gives up and writes nothing for a turn that is gone.
- */
-function awaitedCancellable<T>(call: (signal: AbortSignal) => Awaitable<T>): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const controller = new AbortController();
-    const inner = awaited(() => call(controller.signal)).subscribe(subscriber);
-    return () => {
-      inner.unsubscribe();
-      controller.abort();
-    };
-  });
-}
-
-/**
- * Runs a handler and emits its outcome once as a {@link Settled} value. Accepts a plain value, a promise (or
- * any thenable) or an observable (its first value; none means `undefined`). The handler's `signal` is
- * `controller`'s (the caller aborts it for a lost lease or a timeout); unsubscribing before it settles aborts it.
- */
-function runHandler(
-  handler: ToolHandler,
-  args: unknown,
-  context: Omit<ToolContext, 'signal'>,
-  controller: AbortController,
-): Observable<Settled> {
-  return new Observable<Settled>((subscriber) => {
-    // Whether the handler has settled; only an unsettled handler is aborted on unsubscribe.
-    let done = false;
-    const settle = (settled: Settled) => {
-      if (done || subscriber.closed) return;
-      done = true;
-      subscriber.next(settled);
-      subscriber.complete();
-    };
-    const abort = () => {
-      if (!done) controller.abort();
-    };
-    let output: unknown;
-    try {
-      output = handler(args, { ...context, signal: controller.signal });
-    } catch (error) {
-      settle({ ok: false, error });
-      return;
-    }
-    if (isObservable(output)) {
-      const inner = output.pipe(defaultIfEmpty(undefined)).subscribe({
-        next: (value) => settle({ ok: true, value }),
-        error: (error: unknown) => settle({ ok: false, error }),
-      });
-      return () => {
-        abort();
-        inner.unsubscribe();
-      };
-    }
-    if (isThenable(output)) {
-      output.then(
-        (value) => settle({ ok: true, value }),
-        (error: unknown) => settle({ ok: false, error }),
-      );
-    } else {
-      settle({ ok: true, value: output });
-    }
-    return abort;
-  });
-}
-
-function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
+/** Records (`fail`) or releases a failed call and emits its `failed` result. */
+function settle(
+  x: Executor,
+  how: 'fail' | 'release',
+  call: KeyedToolCall,
+  token: string,
+  cause: unknown,
+  lost: boolean,
+  endsAt: () => number,
+): Observable<ToolResultEvent> {
+  const error = serializeError(cause);
+  return record(
+    () =>
+      how === 'fail'
+        ? x.ledger.fail(x.turnId, call.effectKey, token, error)
+        : x.ledger.release(x.turnId, call.effectKey, token),
+    endsAt,
+  ).pipe(
+    map(() => failedResult(call, error, cause, lost)),
+    // A write fenced off: another holder took the key over after our lease was lost; its record stands.
+    catchError((e: unknown) =>
+      e instanceof LeaseLostError ? of(failedResult(call, error, cause, true)) : throwError(() => e),
+    ),
   );
 }
