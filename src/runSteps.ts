@@ -191,6 +191,16 @@ export interface RunStepsOptions {
  * @throws UsageError when an option has the wrong type.
  */
 export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
+  checkRunOptions(options);
+  return defer(() => {
+    if (options.resume === undefined) return runStep(options, []);
+    const { history, ended, cut } = resumePoint(options.resume);
+    return ended ? EMPTY : runStep(options, history, cut);
+  });
+}
+
+/** Checks runSteps' options: a wrong one is a `UsageError` at once, before any step. */
+function checkRunOptions(options: RunStepsOptions): void {
   if (typeof options !== 'object' || options === null)
     throw new UsageError('runSteps', 'options', `must be an object, not ${describeValue(options)}`);
   const { runId, turn, execute, maxSteps = 10, until } = options;
@@ -213,60 +223,65 @@ export function runSteps(options: RunStepsOptions): Observable<RunEvent> {
       'resume',
       `must be an array of run events, not ${describeValue(options.resume)}`,
     );
-  const runStep = (history: readonly StepOutcome[], cut?: CutStep): Observable<RunEvent> =>
-    defer(() => {
-      const step = history.length + 1;
-      const base: StepContext = { runId, step, previous: history[history.length - 1], history };
-      const context: StepContext =
-        cut?.resumeFrom === undefined ? base : { ...base, resumeFrom: cut.resumeFrom };
-      let state: TurnState | undefined;
-      const results: ToolResultLike[] = [];
-      const started = turn(context);
-      const turnEvents =
-        cut === undefined
-          ? started
-          : cut.reset === undefined
-            ? started.pipe(map(cut.renumber))
-            : concat(of(cut.reset), started.pipe(map(cut.renumber)));
-      const events = turnEvents.pipe(
-        connect((shared) =>
-          merge(
-            cut === undefined ? shared : shared.pipe(cut.dropDelivered()),
-            // The step's state, from the same events.
-            shared.pipe(
-              accumulateTurn(),
-              takeLast(1),
-              tap((last) => {
-                state = last as TurnState;
-              }),
-              ignoreElements(),
-            ),
-            execute === undefined
-              ? EMPTY
-              : execute(shared, context).pipe(
-                  tap((result) => results.push(result)),
-                  cut === undefined ? identity : filter((result) => !cut.logged.has(resultKey(result))),
-                ),
-          ),
-        ),
-        map((event): RunEvent => Object.assign({}, event, { step })),
-      );
-      return concat(
-        events,
-        defer(() => {
-          const outcome: StepOutcome = { step, turn: state, results, next: nextStep(state?.finish) };
-          const end = runEnd(outcome, maxSteps, until);
-          const stepEnd: StepEndEvent =
-            end === undefined ? { type: 'step-end', ...outcome } : { type: 'step-end', ...outcome, end };
-          return end === undefined ? concat(of(stepEnd), runStep([...history, outcome])) : of(stepEnd);
-        }),
-      );
-    });
+}
 
+/**
+ * Step `history.length + 1` and the steps after it: its turn, subscribed to once, feeds the run's output, the turn
+ * state and the executor; when all end, a `step-end` says how, and the next step starts unless the run ends there.
+ */
+function runStep(
+  options: RunStepsOptions,
+  history: readonly StepOutcome[],
+  cut?: CutStep,
+): Observable<RunEvent> {
+  const { runId, turn, execute, maxSteps = 10, until } = options;
   return defer(() => {
-    if (options.resume === undefined) return runStep([]);
-    const { history, ended, cut } = resumePoint(options.resume);
-    return ended ? EMPTY : runStep(history, cut);
+    const step = history.length + 1;
+    const base: StepContext = { runId, step, previous: history[history.length - 1], history };
+    const context: StepContext =
+      cut?.resumeFrom === undefined ? base : { ...base, resumeFrom: cut.resumeFrom };
+    let state: TurnState | undefined;
+    const results: ToolResultLike[] = [];
+    const started = turn(context);
+    const turnEvents =
+      cut === undefined
+        ? started
+        : cut.reset === undefined
+          ? started.pipe(map(cut.renumber))
+          : concat(of(cut.reset), started.pipe(map(cut.renumber)));
+    const events = turnEvents.pipe(
+      connect((shared) =>
+        merge(
+          cut === undefined ? shared : shared.pipe(cut.dropDelivered()),
+          // The step's state, from the same events.
+          shared.pipe(
+            accumulateTurn(),
+            takeLast(1),
+            tap((last) => {
+              state = last as TurnState;
+            }),
+            ignoreElements(),
+          ),
+          execute === undefined
+            ? EMPTY
+            : execute(shared, context).pipe(
+                tap((result) => results.push(result)),
+                cut === undefined ? identity : filter((result) => !cut.logged.has(resultKey(result))),
+              ),
+        ),
+      ),
+      map((event): RunEvent => Object.assign({}, event, { step })),
+    );
+    return concat(
+      events,
+      defer(() => {
+        const outcome: StepOutcome = { step, turn: state, results, next: nextStep(state?.finish) };
+        const end = runEnd(outcome, maxSteps, until);
+        const stepEnd: StepEndEvent =
+          end === undefined ? { type: 'step-end', ...outcome } : { type: 'step-end', ...outcome, end };
+        return end === undefined ? concat(of(stepEnd), runStep(options, [...history, outcome])) : of(stepEnd);
+      }),
+    );
   });
 }
 
