@@ -159,80 +159,103 @@ export function retryBudget(options: RetryBudgetOptions = {}): RetryBudget {
       'now',
       `must be a function that returns milliseconds, not ${describeValue(options.now)}`,
     );
-  const now = options.now ?? monotonicNow;
-
-  // The length of one slice of the window, in milliseconds.
-  const width = ttlMs / SLICES;
+  const window = new RetryWindow(ttlMs, options.now ?? monotonicNow);
   // The floor's retries per window, there whatever the first attempts.
   const reserve = (minRetriesPerSec * ttlMs) / 1000;
-  // First attempts per slice, in a ring; `head` is the current slice.
-  const deposits = new Array<number>(SLICES).fill(0);
-  // Retries allowed per slice, in the same ring.
-  const withdrawals = new Array<number>(SLICES).fill(0);
-  // The ring index of the current slice.
-  let head = 0;
-  // The latest time read (since the clock was last set back), or undefined before the first reading.
-  let latest: number | undefined;
+  // How many retries the window's totals allow (fractional).
+  const balance = () => reserve + percentCanRetry * window.deposited() - window.withdrawn();
   // Retries refused since the budget was made.
   let refusals = 0;
+  return {
+    deposit() {
+      window.count('deposits', window.advance());
+    },
+    tryWithdraw() {
+      const i = window.advance();
+      if (balance() + EPSILON < 1) {
+        refusals++;
+        return false;
+      }
+      window.count('withdrawals', i);
+      return true;
+    },
+    state() {
+      window.advance();
+      const available = Math.max(0, Math.floor(balance() + EPSILON));
+      return { deposits: window.deposited(), withdrawals: window.withdrawn(), available, refusals };
+    },
+  };
+}
+
+/** A sliding window of `SLICES` slices over `ttlMs`: first attempts and retries per slice, in two rings. */
+class RetryWindow {
+  /** The length of one slice of the window, in milliseconds. */
+  readonly #width: number;
+  /** First attempts per slice; `#head` is the current slice. */
+  readonly #deposits = new Array<number>(SLICES).fill(0);
+  /** Retries allowed per slice, in the same ring. */
+  readonly #withdrawals = new Array<number>(SLICES).fill(0);
+  /** The ring index of the current slice. */
+  #head = 0;
+  /** The latest time read (since the clock was last set back), or undefined before the first reading. */
+  #latest: number | undefined;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly now: () => number,
+  ) {
+    this.#width = ttlMs / SLICES;
+  }
+
+  /** Counts one in slice `i` of a ring (the current one, from `advance`). */
+  count(ring: 'deposits' | 'withdrawals', i: number): void {
+    const slices = ring === 'deposits' ? this.#deposits : this.#withdrawals;
+    slices[i] = (slices[i] as number) + 1;
+  }
+
+  /** First attempts in the window. */
+  deposited(): number {
+    return sum(this.#deposits);
+  }
+
+  /** Retries allowed in the window. */
+  withdrawn(): number {
+    return sum(this.#withdrawals);
+  }
 
   /** Moves the window to the clock's time and returns the ring index of the current slice. */
-  const advance = (): number => {
-    const time = now();
+  advance(): number {
+    const time = this.now();
     if (typeof time !== 'number' || !Number.isFinite(time))
       throw new UsageError(
         'retryBudget',
         'now',
         `must return a finite number of milliseconds, not ${describeValue(time)}`,
       );
-    if (latest === undefined || latest - time > ttlMs) {
+    const latest = this.#latest;
+    if (latest === undefined || latest - time > this.ttlMs) {
       // The first reading, or a clock set back by more than a window: the window goes on from this reading.
-      latest = time;
-      return head;
+      this.#latest = time;
+      return this.#head;
     }
-    if (time <= latest) return head; // a little back (jitter) or no time at all: the window stands still
+    if (time <= latest) return this.#head; // a little back (jitter) or no time at all: the window stands still
     // Clears the slices that have left the window since the last use: at most all of them, however long ago.
-    const passed = Math.min(slicesBetween(latest, time, width, ttlMs), SLICES);
+    const passed = Math.min(slicesBetween(latest, time, this.#width, this.ttlMs), SLICES);
     for (let k = 0; k < passed; k++) {
-      head = (head + 1) % SLICES;
-      deposits[head] = 0;
-      withdrawals[head] = 0;
+      this.#head = (this.#head + 1) % SLICES;
+      this.#deposits[this.#head] = 0;
+      this.#withdrawals[this.#head] = 0;
     }
-    latest = time;
-    return head;
-  };
+    this.#latest = time;
+    return this.#head;
+  }
+}
 
-  /** The window's totals, and how many retries they allow (fractional). */
-  const totals = () => {
-    let d = 0;
-    let w = 0;
-    for (let i = 0; i < SLICES; i++) {
-      d += deposits[i] as number;
-      w += withdrawals[i] as number;
-    }
-    return { deposits: d, withdrawals: w, balance: reserve + percentCanRetry * d - w };
-  };
-
-  return {
-    deposit() {
-      const i = advance();
-      deposits[i] = (deposits[i] as number) + 1;
-    },
-    tryWithdraw() {
-      const i = advance();
-      if (totals().balance + EPSILON < 1) {
-        refusals++;
-        return false;
-      }
-      withdrawals[i] = (withdrawals[i] as number) + 1;
-      return true;
-    },
-    state() {
-      advance();
-      const { deposits: d, withdrawals: w, balance } = totals();
-      return { deposits: d, withdrawals: w, available: Math.max(0, Math.floor(balance + EPSILON)), refusals };
-    },
-  };
+/** The total of a ring's slices. */
+function sum(slices: readonly number[]): number {
+  let total = 0;
+  for (let i = 0; i < SLICES; i++) total += slices[i] as number;
+  return total;
 }
 
 /** The default clock: monotonic, so that a wall clock set ahead or back changes nothing. */
