@@ -36,11 +36,7 @@ export function reconnecting(
   connect: (request: SseRequestFactory) => Observable<SseMessage>,
   options: SseReconnectOptions,
 ): Observable<SseMessage> {
-  const { count, delay = 1_000, isLast, fromStart = false } = options;
-  if (!Number.isInteger(count) || count < 0)
-    throw new RangeError('fromSSE: reconnect.count must be an integer >= 0');
-  if (!(delay >= 0 && Number.isFinite(delay)))
-    throw new RangeError('fromSSE: reconnect.delay must be a finite number >= 0');
+  const { count, delay, isLast, fromStart } = checkReconnect(options);
   return new Observable<SseMessage>((subscriber) => {
     let lastId: string | undefined;
     // Reconnects since a message last arrived.
@@ -92,6 +88,18 @@ export function reconnecting(
     });
     open();
   });
+}
+
+/** The reconnect options, with their defaults, checked. */
+function checkReconnect(
+  options: SseReconnectOptions,
+): SseReconnectOptions & { delay: number; fromStart: boolean } {
+  const { count, delay = 1_000, fromStart = false } = options;
+  if (!Number.isInteger(count) || count < 0)
+    throw new RangeError('fromSSE: reconnect.count must be an integer >= 0');
+  if (!(delay >= 0 && Number.isFinite(delay)))
+    throw new RangeError('fromSSE: reconnect.delay must be a finite number >= 0');
+  return { ...options, delay, fromStart };
 }
 
 /**

@@ -79,39 +79,67 @@ export function toTurnReport(
     labels !== undefined && all.length > 1 && last !== undefined && !labels.has(last.attempt)
       ? all.slice(0, -1)
       : all;
-  const attempts: AttemptReport[] = records.map((record, i, all) => {
-    const live = i === all.length - 1 && record.outcome === 'streaming';
-    const outcome: AttemptOutcome = !live
-      ? record.outcome
-      : end.outcome === 'failed'
-        ? 'failed'
-        : end.outcome === 'cancelled' || end.outcome === 'stopped'
-          ? 'abandoned'
-          : record.outcome;
-    const report: AttemptReport = {
-      attempt: record.attempt,
-      outcome,
-      usageKnown: record.usage !== undefined,
-      textLength: record.textLength,
-      toolCalls: record.toolCalls,
-      resumes: record.resumes ?? 0,
-    };
-    const reason =
-      record.reason ??
-      (live && end.outcome === 'failed' && end.error !== undefined
-        ? ownReason(end.error)
-        : live && end.outcome === 'cancelled'
-          ? 'cancelled by the consumer'
-          : live && end.outcome === 'stopped' && end.error !== undefined
-            ? describeError(end.error)
-            : undefined);
-    if (reason !== undefined) report.reason = reason;
-    if (record.usage !== undefined) report.usage = record.usage;
-    const label = labels?.get(record.attempt);
-    if (label?.provider !== undefined) report.provider = label.provider;
-    if (label?.model !== undefined) report.model = label.model;
-    return report;
-  });
+  const attempts = records.map((record, i) => attemptReportOf(record, i === records.length - 1, end, labels));
+  const report: TurnReport = {
+    turnId,
+    outcome: end.outcome,
+    text: state?.text ?? '',
+    attempts,
+    resumes: attempts.reduce((sum, a) => sum + a.resumes, 0),
+    usage: totalUsage(attempts),
+    usageComplete: attempts.length > 0 && attempts.every((a) => a.usageKnown),
+  };
+  if (end.error !== undefined) report.error = end.error;
+  return report;
+}
+
+type AttemptRecord = TurnState<unknown>['attempts'][number];
+
+/**
+ * The report of one attempt: its record, and, for the live attempt (`last` and still streaming), how the turn's
+ * end ended it (failed, or abandoned when cancelled or stopped) and why.
+ */
+function attemptReportOf(
+  record: AttemptRecord,
+  last: boolean,
+  end: { outcome: TurnReport['outcome']; error?: unknown },
+  labels: ReadonlyMap<number, { provider?: string; model?: string }> | undefined,
+): AttemptReport {
+  const live = last && record.outcome === 'streaming';
+  const outcome: AttemptOutcome = !live
+    ? record.outcome
+    : end.outcome === 'failed'
+      ? 'failed'
+      : end.outcome === 'cancelled' || end.outcome === 'stopped'
+        ? 'abandoned'
+        : record.outcome;
+  const report: AttemptReport = {
+    attempt: record.attempt,
+    outcome,
+    usageKnown: record.usage !== undefined,
+    textLength: record.textLength,
+    toolCalls: record.toolCalls,
+    resumes: record.resumes ?? 0,
+  };
+  const reason =
+    record.reason ??
+    (live && end.outcome === 'failed' && end.error !== undefined
+      ? ownReason(end.error)
+      : live && end.outcome === 'cancelled'
+        ? 'cancelled by the consumer'
+        : live && end.outcome === 'stopped' && end.error !== undefined
+          ? describeError(end.error)
+          : undefined);
+  if (reason !== undefined) report.reason = reason;
+  if (record.usage !== undefined) report.usage = record.usage;
+  const label = labels?.get(record.attempt);
+  if (label?.provider !== undefined) report.provider = label.provider;
+  if (label?.model !== undefined) report.model = label.model;
+  return report;
+}
+
+/** The usage of every attempt that reported it, each count summed (abandoned attempts are billed too). */
+function totalUsage(attempts: readonly AttemptReport[]): Usage {
   const usage: Usage = {};
   for (const a of attempts) {
     if (a.usage === undefined) continue;
@@ -120,17 +148,7 @@ export function toTurnReport(
       if (count !== undefined) usage[field] = (usage[field] ?? 0) + count;
     }
   }
-  const report: TurnReport = {
-    turnId,
-    outcome: end.outcome,
-    text: state?.text ?? '',
-    attempts,
-    resumes: attempts.reduce((sum, a) => sum + a.resumes, 0),
-    usage,
-    usageComplete: attempts.length > 0 && attempts.every((a) => a.usageKnown),
-  };
-  if (end.error !== undefined) report.error = end.error;
-  return report;
+  return usage;
 }
 
 /** The counts of a usage, each summed over the attempts that reported it. */
