@@ -5,22 +5,27 @@ import {
   Observable,
   type ObservableInput,
   type OperatorFunction,
+  type Subscriber,
   type Subscription,
   take,
 } from 'rxjs';
+import { describeError, isRetryable } from './errors.js';
 import {
-  describeError,
-  type FailedAttempt,
-  isRetryable,
-  RetriesExhaustedError,
-  RetryBudgetExhaustedError,
-} from './errors.js';
-import { readProperty, readString } from './internal/describeError.js';
+  type AskedWait,
+  askWait,
+  FailureLog,
+  type RetriedFailure,
+  type RetryPolicy,
+  refusalOf,
+  retryEvent,
+  safely,
+  statedDelay,
+} from './internal/retryDecisions.js';
 import { subscribeLinked } from './internal/subscribeLinked.js';
 import type { NotInferred } from './internal/types.js';
 import { wait as longWait } from './internal/wait.js';
 import type { RetryBudget } from './retryBudget.js';
-import type { RetryEvent, RetryFacts } from './types.js';
+import type { RetryEvent } from './types.js';
 
 /** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
 export interface RetryAsEventsOptions {
@@ -165,233 +170,216 @@ export function retryAsEvents<T>(
     };
   }
   const describe = options.reason ?? describeError;
+  const policy: RetryPolicy = { count, delay, resetOnSuccess, shouldRetry, describe, budget };
   return function retryAsEventsOperator(source) {
     return new Observable<T | RetryEvent>((subscriber) => {
-      // Retries since the start (or since the last value, with resetOnSuccess).
-      let retryCount = 0;
-      // The number of the live attempt, 1 for the first; never reset.
-      let attempt = 0;
-      // The most recent failed attempts (at most KEPT_FAILURES; with resetOnSuccess, since the last reset).
-      let failures: FailedAttempt[] = [];
-      // Values the live attempt has emitted.
-      let emitted = 0;
-      // The live attempt's subscription.
-      let inner: Subscription | null = null;
-      // A pending delay before the next attempt.
-      let waiting: Subscription | null = null;
-      // Whether the loop that starts attempts is running (further down the stack).
-      let looping = false;
-      // Whether the loop should start one more attempt when the current one has returned.
-      let startAgain = false;
-
-      // Starts the next attempt, and again after each one that asks for another before it has returned (a
-      // synchronous failure): a loop in place of a recursion that would grow the stack with every attempt.
-      const start = (): void => {
-        if (looping) {
-          startAgain = true;
-          return;
-        }
-        looping = true;
-        try {
-          do {
-            startAgain = false;
-            subscribeAttempt();
-          } while (startAgain && !subscriber.closed);
-        } finally {
-          looping = false;
-        }
-      };
-
-      const onError = (error: unknown): { retry: false } | { retry: true; reason: string } => {
-        const reason = safely(() => describe(error));
-        if (!reason.ok) {
-          subscriber.error(reason.error);
-          return { retry: false };
-        }
-        failures.push({ attempt, reason: reason.value, error, emitted });
-        if (failures.length > KEPT_FAILURES) failures.shift();
-        const wanted = safely(() => shouldRetry(error, retryCount + 1));
-        if (!wanted.ok) {
-          subscriber.error(wanted.error);
-          return { retry: false };
-        }
-        if (!wanted.value) {
-          subscriber.error(error);
-          return { retry: false };
-        }
-        if (!(retryCount < count)) {
-          // Every attempt so far has failed: `attempt` of them, of which `failures` holds the most recent.
-          subscriber.error(new RetriesExhaustedError(failures, attempt));
-          return { retry: false };
-        }
-        // Withdrawn before the delay: a refused retry is not waited for.
-        if (budget !== undefined) {
-          const allowed = safely(() => budget.tryWithdraw());
-          if (!allowed.ok) {
-            subscriber.error(allowed.error);
-            return { retry: false };
-          }
-          if (!allowed.value) {
-            subscriber.error(new RetryBudgetExhaustedError(failures, attempt));
-            return { retry: false };
-          }
-        }
-        retryCount++;
-        return { retry: true, reason: reason.value };
-      };
-
-      // Announces the retry at the moment of the failure, then starts the next attempt after the wait. The wait is
-      // asked for first, so that the event can say how long it is.
-      const announceAndWait = (
-        error: unknown,
-        reason: string,
-        failedAttempt: number,
-        outputStarted: boolean,
-      ) => {
-        let wait: Observable<unknown> | undefined;
-        let ms: number | undefined = 0;
-        if (delay !== undefined) {
-          try {
-            const asked = typeof delay === 'number' ? delay : delay(error, retryCount);
-            if (typeof asked === 'number') {
-              ms = asked;
-              wait = longWait(asked);
-            } else {
-              ms = knownDelay(asked);
-              wait = from(asked).pipe(take(1));
-            }
-          } catch (thrown) {
-            subscriber.error(thrown);
-            return;
-          }
-        }
-        subscriber.next({
-          type: 'retry',
-          reason,
-          error,
-          ...retryFacts(error, { delay: ms, failedAttempt, outputStarted, retryCount, count }),
-        });
-        // A consumer may unsubscribe on the retry event itself (take, takeWhile): start nothing then.
-        if (subscriber.closed) return;
-        if (wait === undefined) {
-          start();
-          return;
-        }
-        let fired = false;
-        const subscription = wait.subscribe({
-          next() {
-            fired = true;
-            waiting = null;
-            start();
-          },
-          error: (thrown) => subscriber.error(thrown),
-          complete() {
-            if (!fired) subscriber.complete();
-          },
-        });
-        // A notifier that fired synchronously is done, and may have started the next attempt, which may be
-        // waiting on a delay of its own by now: keep that one.
-        if (!fired) waiting = subscription;
-      };
-
-      const subscribeAttempt = (): void => {
-        attempt++;
-        emitted = 0;
-        // Undefined while the source is still inside `subscribe` (a synchronous error).
-        let attemptSubscription: Subscription | undefined;
-        // A retry decided during a synchronous error, run once `subscribe` has returned.
-        let deferred: (() => void) | null = null;
-        attemptSubscription = subscribeLinked(source, subscriber, {
-          next(value) {
-            emitted++;
-            if (resetOnSuccess) {
-              retryCount = 0;
-              // The count starts again, and so do the records: the failures before this value are history.
-              if (failures.length > 0) failures = [];
-            }
-            subscriber.next(value);
-          },
-          error(error) {
-            const decision = onError(error);
-            if (!decision.retry) return;
-            const failedAttempt = attempt;
-            const outputStarted = emitted > 0;
-            const retry = () => announceAndWait(error, decision.reason, failedAttempt, outputStarted);
-            if (attemptSubscription === undefined) {
-              deferred = retry;
-            } else {
-              inner = null;
-              retry();
-            }
-          },
-          complete() {
-            subscriber.complete();
-          },
-        });
-        if (deferred === null) {
-          inner = attemptSubscription;
-        } else {
-          attemptSubscription.unsubscribe();
-          // Inside the loop of `start`: a retry without delay (or with a synchronous one) only asks the loop
-          // for the next attempt.
-          (deferred as () => void)();
-        }
-      };
-
-      // The first attempt of this subscription is load that the budget is a share of.
-      if (budget !== undefined) {
-        const deposited = safely(() => budget.deposit());
-        if (!deposited.ok) {
-          subscriber.error(deposited.error);
-          return;
-        }
-      }
-      start();
-      return () => {
-        inner?.unsubscribe();
-        waiting?.unsubscribe();
-        inner = null;
-        waiting = null;
-        failures = [];
-      };
+      const session = new RetrySession(policy, source, subscriber);
+      if (!session.deposit()) return;
+      session.start();
+      return () => session.close();
     });
   };
 }
 
-/** How long a delay notifier waits, when it says so: a finite `delay` property >= 0 (as `backoff`'s timers have). */
-function knownDelay(notifier: unknown): number | undefined {
-  const ms = readProperty(notifier, 'delay');
-  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : undefined;
-}
+/**
+ * One subscription of {@link retryAsEvents}: its attempts one after another, what the live one has emitted, the
+ * records of the failed ones, the wait before the next one and the loop that starts them.
+ */
+class RetrySession<T> {
+  /** Retries since the start (or since the last value, with resetOnSuccess). */
+  #retryCount = 0;
+  /** The number of the live attempt, 1 for the first; never reset. */
+  #attempt = 0;
+  /** Values the live attempt has emitted. */
+  #emitted = 0;
+  /** The most recent failed attempts (with resetOnSuccess, since the last reset). */
+  readonly #failures = new FailureLog(KEPT_FAILURES);
+  /** The live attempt's subscription. */
+  #inner: Subscription | null = null;
+  /** A pending wait before the next attempt. */
+  #waiting: Subscription | null = null;
+  /** The loop that starts attempts is running (further down the stack); `again`: it is to start one more. */
+  #looping = false;
+  #again = false;
 
-/** The facts of a retry for its event: only those that are known. */
-function retryFacts(
-  error: unknown,
-  known: {
-    delay: number | undefined;
-    failedAttempt: number;
-    outputStarted: boolean;
-    retryCount: number;
-    count: number;
-  },
-): RetryFacts {
-  const facts: RetryFacts = {};
-  if (known.delay !== undefined) facts.delay = known.delay;
-  facts.failedAttempt = known.failedAttempt;
-  facts.outputStarted = known.outputStarted;
-  facts.retryCount = known.retryCount;
-  if (Number.isFinite(known.count)) facts.maxRetries = known.count;
-  const name = readString(error, 'name');
-  if (name !== undefined && name !== '') facts.errorName = name;
-  const status = readProperty(error, 'status');
-  if (typeof status === 'number' && Number.isInteger(status)) facts.status = status;
-  return facts;
-}
+  /** A subscription to `source` that emits into `subscriber`; nothing starts before {@link start}. */
+  constructor(
+    private readonly policy: RetryPolicy,
+    private readonly source: Observable<T>,
+    private readonly subscriber: Subscriber<T | RetryEvent>,
+  ) {}
 
-function safely<R>(fn: () => R): { ok: true; value: R } | { ok: false; error: unknown } {
-  try {
-    return { ok: true, value: fn() };
-  } catch (error) {
-    return { ok: false, error };
+  /**
+   * Deposits in the budget, if any: the first attempt of this subscription is load that the budget is a share of.
+   * False when the deposit threw, and the result errored with it.
+   */
+  deposit(): boolean {
+    const { budget } = this.policy;
+    if (budget === undefined) return true;
+    const deposited = safely(() => budget.deposit());
+    if (!deposited.ok) this.subscriber.error(deposited.error);
+    return deposited.ok;
   }
+
+  /**
+   * Starts the next attempt, and again after each one that asks for another before it has returned (a
+   * synchronous failure): a loop in place of a recursion that would grow the stack with every attempt.
+   */
+  start(): void {
+    if (this.#looping) {
+      this.#again = true;
+      return;
+    }
+    this.#looping = true;
+    try {
+      do {
+        this.#again = false;
+        this.#subscribeAttempt();
+      } while (this.#again && !this.subscriber.closed);
+    } finally {
+      this.#looping = false;
+    }
+  }
+
+  /** Ends the live attempt or the wait, and forgets the records. */
+  close(): void {
+    this.#inner?.unsubscribe();
+    this.#waiting?.unsubscribe();
+    this.#inner = null;
+    this.#waiting = null;
+    this.#failures.clear();
+  }
+
+  /** Subscribes to the source for the next attempt; the retry of a synchronous failure runs once that returned. */
+  #subscribeAttempt(): void {
+    this.#attempt++;
+    this.#emitted = 0;
+    const live: LiveAttempt = { subscription: undefined, retry: null };
+    live.subscription = subscribeLinked(this.source, this.subscriber, {
+      next: (value) => this.#onValue(value),
+      error: (error: unknown) => this.#onError(live, error),
+      complete: () => this.subscriber.complete(),
+    });
+    if (live.retry === null) {
+      this.#inner = live.subscription;
+      return;
+    }
+    live.subscription.unsubscribe();
+    // Inside the loop of `start`: a retry without delay (or with a synchronous one) only asks the loop for the
+    // next attempt.
+    this.#retry(live.retry);
+  }
+
+  /** A value of the live attempt, passed on; with resetOnSuccess, the count and the records start again. */
+  #onValue(value: T): void {
+    this.#emitted++;
+    if (this.policy.resetOnSuccess) {
+      this.#retryCount = 0;
+      // The failures before this value are history.
+      this.#failures.clear();
+    }
+    this.subscriber.next(value);
+  }
+
+  /** The live attempt failed: the result errors, or the failure is retried (a synchronous one after `subscribe`). */
+  #onError(live: LiveAttempt, error: unknown): void {
+    const verdict = this.#judge(error);
+    if (!verdict.retry) {
+      this.subscriber.error(verdict.error);
+      return;
+    }
+    const failure: RetriedFailure = {
+      error,
+      reason: verdict.reason,
+      failedAttempt: this.#attempt,
+      outputStarted: this.#emitted > 0,
+    };
+    if (live.subscription === undefined) {
+      live.retry = failure;
+    } else {
+      this.#inner = null;
+      this.#retry(failure);
+    }
+  }
+
+  /**
+   * Whether the live attempt's failure is retried: its reason, counted as a retry; else the error the result ends
+   * with. The failure is recorded once its reason is known, so that the error past the cap carries it.
+   */
+  #judge(error: unknown): { retry: true; reason: string } | { retry: false; error: unknown } {
+    const { describe } = this.policy;
+    const reason = safely(() => describe(error));
+    if (!reason.ok) return { retry: false, error: reason.error };
+    this.#failures.record({ attempt: this.#attempt, reason: reason.value, error, emitted: this.#emitted });
+    const refusal = refusalOf(this.policy, error, this.#retryCount, this.#failures.records, this.#attempt);
+    if (refusal !== undefined) return { retry: false, error: refusal.error };
+    this.#retryCount++;
+    return { retry: true, reason: reason.value };
+  }
+
+  /**
+   * Announces the retry at the moment of the failure, then starts the next attempt after the wait. The wait is
+   * asked for first, so that the event can say how long it is.
+   */
+  #retry(failure: RetriedFailure): void {
+    const wait = this.#askWait(failure.error);
+    if (wait === null) return;
+    const { count } = this.policy;
+    this.subscriber.next(retryEvent(failure, { delay: wait.ms, retryCount: this.#retryCount, count }));
+    // A consumer may unsubscribe on the retry event itself (take, takeWhile): start nothing then.
+    if (this.subscriber.closed) return;
+    if (wait.notifier === undefined) this.start();
+    else this.#startAfter(wait.notifier);
+  }
+
+  /**
+   * The wait before the next attempt (`notifier` undefined: none) and the length the event states; null when the
+   * `delay` function threw, and the result errored with it.
+   */
+  #askWait(error: unknown): { ms: number | undefined; notifier: Observable<unknown> | undefined } | null {
+    try {
+      const asked = askWait(this.policy.delay, error, this.#retryCount);
+      return { ms: statedDelay(asked), notifier: notifierOf(asked) };
+    } catch (thrown) {
+      this.subscriber.error(thrown);
+      return null;
+    }
+  }
+
+  /**
+   * Starts the next attempt on the notifier's first value; the result errors with its error, and completes when
+   * it completes without a value.
+   */
+  #startAfter(notifier: Observable<unknown>): void {
+    let fired = false;
+    const subscription = notifier.subscribe({
+      next: () => {
+        fired = true;
+        this.#waiting = null;
+        this.start();
+      },
+      error: (thrown: unknown) => this.subscriber.error(thrown),
+      complete: () => {
+        if (!fired) this.subscriber.complete();
+      },
+    });
+    // A notifier that fired synchronously is done, and may have started the next attempt, which may be
+    // waiting on a delay of its own by now: keep that one.
+    if (!fired) this.#waiting = subscription;
+  }
+}
+
+/**
+ * An attempt while the source subscribes: its subscription once `subscribe` has returned (undefined before: an
+ * error then is synchronous), and the retry such an error decided, to run once it has.
+ */
+interface LiveAttempt {
+  subscription: Subscription | undefined;
+  retry: RetriedFailure | null;
+}
+
+/** The wait as an Observable whose first value starts the next attempt: a timer, or the notifier's first value. */
+function notifierOf(asked: AskedWait): Observable<unknown> | undefined {
+  if (asked.kind === 'none') return undefined;
+  return asked.kind === 'ms' ? longWait(asked.ms) : from(asked.notifier).pipe(take(1));
 }
