@@ -21,36 +21,6 @@ export function runRedisScript(
 }
 
 /**
- * Runs `command`, or rejects with `timeout()` once `timeoutMs` has passed, or with `signal`'s reason when it aborts;
- * the timer and the listener are always removed.
- */
-export async function withinTime<T>(
-  timeoutMs: number,
-  timeout: () => Error,
-  command: () => Promise<T>,
-  signal?: AbortSignal,
-): Promise<T> {
-  if (signal?.aborted) throw signal.reason;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let abort: (() => void) | undefined;
-  const stopped = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(timeout()), timeoutMs);
-    if (signal !== undefined) {
-      abort = () => reject(signal.reason);
-      signal.addEventListener('abort', abort, { once: true });
-    }
-  });
-  try {
-    const result = await Promise.race([command(), stopped]);
-    if (signal?.aborted) throw signal.reason;
-    return result;
-  } finally {
-    clearTimeout(timer);
-    if (abort !== undefined) signal?.removeEventListener('abort', abort);
-  }
-}
-
-/**
  * Whether an error is Redis's own answer (an error reply: a refused or failed command), rather than no answer at all
  * (a timeout, a broken connection): the outcome is known. Read without throwing (see describeError).
  */

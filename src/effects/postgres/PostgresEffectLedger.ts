@@ -11,6 +11,7 @@ import {
   type SerializedError,
   toEffectRecord,
 } from 'cleanturn/effects';
+import { withinTime } from '../../internal/wait.js';
 import { isWellFormed } from '../../internal/wellFormed.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import {
@@ -638,16 +639,12 @@ export class PostgresEffectLedger implements EffectLedger {
    * Settles as `query` does, or rejects (code `ETIMEDOUT`) once `timeoutMs` (default `queryTimeoutMs`) has
    * passed; the timer is always cleared.
    */
-  async #withTimeout<T>(query: Promise<T>, timeoutMs = this.#timeoutMs): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new QueryTimeoutError(this.#timeoutMs)), Math.max(0, timeoutMs));
-    });
-    try {
-      return await Promise.race([query, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  #withTimeout<T>(query: Promise<T>, timeoutMs = this.#timeoutMs): Promise<T> {
+    return withinTime(
+      Math.max(0, timeoutMs),
+      () => new QueryTimeoutError(this.#timeoutMs),
+      () => query,
+    );
   }
 }
 

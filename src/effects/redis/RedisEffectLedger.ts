@@ -13,7 +13,8 @@ import {
   type SerializedError,
 } from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
-import { isReplyError, runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
+import { withinTime } from '../../internal/wait.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
 import {
   LedgerDataLostError,

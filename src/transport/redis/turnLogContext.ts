@@ -6,7 +6,8 @@
  */
 import { checkTurnId } from 'cleanturn/transport';
 import type { Cluster, Redis } from 'ioredis';
-import { isReplyError, runRedisScript, withinTime } from '../../internal/redisScripts.js';
+import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
+import { withinTime } from '../../internal/wait.js';
 import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
 
 /** One log's client, its checked settings (see `RedisTurnLogOptions`) and the tokens of its claims. */
