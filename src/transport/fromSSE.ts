@@ -1,10 +1,10 @@
 import { UsageError } from 'cleanturn';
-import { type MonoTypeOperatorFunction, Observable, type Subscription } from 'rxjs';
+import { type MonoTypeOperatorFunction, Observable, type Subscriber, type Subscription } from 'rxjs';
 // The longest delay `setTimeout` keeps (a longer one fires at once): a longer stall timeout re-arms the timer.
 import { MAX_TIMER_DELAY } from '../internal/wait.js';
 import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf, StallError } from './errors.js';
 import { reconnecting, type SseReconnectOptions } from './reconnect.js';
-import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
+import { createSseDecoder, resolveMaxBufferSize, type SseDecoder, type SseMessage } from './sseParser.js';
 import { describeFailure, ERROR_BODY_SIZE, responseProblem } from './sseResponse.js';
 
 export type { SseMessage } from './sseParser.js';
@@ -119,6 +119,7 @@ function milliseconds(operator: string, option: string, value: unknown): number 
   return value === 0 || value === Number.POSITIVE_INFINITY ? undefined : value;
 }
 
+/** What a value is, for a message: the number itself, `null`, or its type. */
 function describeNumber(value: unknown): string {
   return typeof value === 'number'
     ? String(value)
@@ -248,107 +249,194 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
   if (reconnect !== undefined)
     return reconnecting(request, (made) => fromSSE(made, { ...options, reconnect: undefined }), reconnect);
   const errorBodyWait = Math.min(ERROR_BODY_WAIT, stallTimeout ?? ERROR_BODY_WAIT);
+  const settings: SseConnectionSettings = { request, options, stallTimeout, maxBufferSize, errorBodyWait };
   return new Observable<SseMessage>((subscriber) => {
-    const controller = new AbortController();
-    const doFetch = options.fetch ?? globalThis.fetch;
-    // The stall timer. It is not re-armed per piece (a clearTimeout and a setTimeout per token cost more than
-    // the parsing): it fires `stallTimeout` after it was set, and if bytes arrived meanwhile it sets itself
-    // again for what remains after the latest ones.
-    let stall: ReturnType<typeof setTimeout> | undefined;
-    // When the latest bytes arrived (performance.now()).
-    let lastActivity = 0;
-    // The SSE parser of this response (the rules are in sseParser.ts).
-    const sse = createSseDecoder((message) => subscriber.next(message), maxBufferSize);
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+    const connection = new SseConnection(settings, subscriber);
+    connection.start();
+    return () => connection.close();
+  });
+}
 
-    const checkStall = () => {
-      stall = undefined;
-      if (stallTimeout === undefined || subscriber.closed) return;
-      const remaining = lastActivity + stallTimeout - performance.now();
-      if (remaining > 0) {
-        stall = setTimeout(checkStall, Math.min(Math.ceil(remaining), MAX_TIMER_DELAY));
-        return;
-      }
-      subscriber.error(new StallError(stallTimeout));
-      controller.abort();
-    };
-    const startStallTimer = () => {
-      if (stallTimeout === undefined) return;
-      lastActivity = performance.now();
-      stall = setTimeout(checkStall, Math.min(stallTimeout, MAX_TIMER_DELAY));
-    };
-    const stopStallTimer = () => {
-      if (stall !== undefined) clearTimeout(stall);
-      stall = undefined;
-    };
+/** The checked options of one `fromSSE` stream, shared by its subscriptions. */
+interface SseConnectionSettings {
+  request: SseRequestFactory;
+  /** The options as given: `fetch` is read on each subscription. */
+  options: FromSSEOptions;
+  /** `undefined`: no stall timer. */
+  stallTimeout: number | undefined;
+  maxBufferSize: number;
+  /** How long the start of an error body is read, at most. */
+  errorBodyWait: number;
+}
 
-    const run = async () => {
-      startStallTimer();
-      const made = await request({ signal: controller.signal });
-      const [input, init] = toFetchArgs(checkedRequest(made));
-      let response: Response;
-      try {
-        response = await doFetch(input, { ...init, signal: controller.signal });
-      } catch (error) {
-        throw controller.signal.aborted
-          ? error
-          : new ConnectionError(describeFailure('request failed', error), error);
-      }
-      const { body } = response;
-      const contentType = response.headers.get('content-type') ?? undefined;
-      const problem = responseProblem(response.status, contentType, body !== null);
-      if (problem === 'status') {
-        // The error is in the status and headers; the start of the body is for logs, and no stall applies.
-        stopStallTimer();
-        const body = await readStart(response, errorBodyWait);
-        throw new HttpStatusError(response.status, response.statusText, body, retryAfterOf(response.headers));
-      }
-      if (problem === 'no-body' || body === null) {
-        throw new NotEventStreamError(response.status, contentType, undefined);
-      }
-      if (problem === 'not-event-stream') {
-        stopStallTimer();
-        throw new NotEventStreamError(response.status, contentType, await readStart(response, errorBodyWait));
-      }
-      reader = body.getReader();
-      const decoder = new TextDecoder();
-      for (;;) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (error) {
-          throw controller.signal.aborted
-            ? error
-            : new ConnectionError(describeFailure('the stream broke', error), error);
-        }
-        if (subscriber.closed) return;
-        if (chunk.done) break;
-        if (stallTimeout !== undefined) lastActivity = performance.now();
-        sse.feed(decoder.decode(chunk.value, { stream: true }));
-      }
-      sse.feed(decoder.decode());
-      sse.end();
-      subscriber.complete();
-    };
+/**
+ * The error of a response that is not an event stream, with the start of its body: a non-2xx status an
+ * {@link HttpStatusError}, another `content-type` a {@link NotEventStreamError}.
+ */
+function rejectionOf(
+  response: Response,
+  problem: 'status' | 'not-event-stream',
+  contentType: string | undefined,
+  start: string,
+): Error {
+  return problem === 'status'
+    ? new HttpStatusError(response.status, response.statusText, start, retryAfterOf(response.headers))
+    : new NotEventStreamError(response.status, contentType, start);
+}
 
-    run().then(
+/**
+ * One subscription of `fromSSE`: its request, the response's checks, the body read chunk by chunk into the SSE
+ * parser, and the stall timer; `close` aborts it all.
+ */
+class SseConnection {
+  /** Aborts the request and its body when the subscription ends or fails. */
+  readonly #controller = new AbortController();
+  readonly #fetch: typeof fetch;
+  /** The SSE parser of this response (the rules are in sseParser.ts). */
+  readonly #sse: SseDecoder;
+  /** The body's reader, once the response was found to be an event stream. */
+  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  /**
+   * The stall timer. It is not re-armed per piece (a clearTimeout and a setTimeout per token cost more than the
+   * parsing): it fires `stallTimeout` after it was set, and if bytes arrived meanwhile it sets itself again for
+   * what remains after the latest ones.
+   */
+  #stall: ReturnType<typeof setTimeout> | undefined;
+  /** When the latest bytes arrived (performance.now()). */
+  #lastActivity = 0;
+
+  constructor(
+    private readonly settings: SseConnectionSettings,
+    private readonly subscriber: Subscriber<SseMessage>,
+  ) {
+    this.#fetch = settings.options.fetch ?? globalThis.fetch;
+    this.#sse = createSseDecoder((message) => subscriber.next(message), settings.maxBufferSize);
+  }
+
+  /** Makes the request and reads its response; a failure errors the result and aborts the request. */
+  start(): void {
+    this.#run().then(
       () => {
-        stopStallTimer();
+        this.#stopStallTimer();
       },
       (error: unknown) => {
-        stopStallTimer();
-        subscriber.error(error);
-        controller.abort();
+        this.#stopStallTimer();
+        this.subscriber.error(error);
+        this.#controller.abort();
       },
     );
+  }
 
-    return () => {
-      stopStallTimer();
-      sse.clear();
-      controller.abort();
-      reader?.cancel().catch(() => {});
-    };
-  });
+  /** Ends the subscription: the timer, the parser's buffers, the request and its body. */
+  close(): void {
+    this.#stopStallTimer();
+    this.#sse.clear();
+    this.#controller.abort();
+    this.#reader?.cancel().catch(() => {});
+  }
+
+  /** The request, the checks of its response, then the body to its end (or until the subscription ends). */
+  async #run(): Promise<void> {
+    // Plain calls, as functions of their own: a browser's `fetch` called as a method of another object throws.
+    const { request } = this.settings;
+    const doFetch = this.#fetch;
+    const { signal } = this.#controller;
+    this.#startStallTimer();
+    const made = await request({ signal });
+    const [input, init] = toFetchArgs(checkedRequest(made));
+    let response: Response;
+    try {
+      response = await doFetch(input, { ...init, signal });
+    } catch (error) {
+      throw this.#failure('request failed', error);
+    }
+    const contentType = response.headers.get('content-type') ?? undefined;
+    const body = this.#eventStream(response, contentType);
+    if (typeof body === 'string') {
+      const start = await readStart(response, this.settings.errorBodyWait);
+      throw rejectionOf(response, body, contentType, start);
+    }
+    const reader = body.getReader();
+    this.#reader = reader;
+    const decoder = new TextDecoder();
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw this.#failure('the stream broke', error);
+      }
+      if (this.subscriber.closed) return;
+      if (chunk.done) break;
+      this.#read(decoder.decode(chunk.value, { stream: true }));
+    }
+    this.#sse.feed(decoder.decode());
+    this.#sse.end();
+    this.subscriber.complete();
+  }
+
+  /**
+   * The body of a response that is an event stream. A response without one (a 204) throws at once; for any other
+   * problem, its name, with the stall timer stopped: the error is in the status and headers, the start of the body
+   * is read for logs, and no stall applies to it.
+   */
+  #eventStream(
+    response: Response,
+    contentType: string | undefined,
+  ): ReadableStream<Uint8Array> | 'status' | 'not-event-stream' {
+    const { body } = response;
+    const problem = responseProblem(response.status, contentType, body !== null);
+    if (problem === 'status') {
+      this.#stopStallTimer();
+      return problem;
+    }
+    if (problem === 'no-body' || body === null)
+      throw new NotEventStreamError(response.status, contentType, undefined);
+    if (problem === 'not-event-stream') {
+      this.#stopStallTimer();
+      return problem;
+    }
+    return body;
+  }
+
+  /** A failure of the request or its body: a {@link ConnectionError}, unless the request was aborted. */
+  #failure(what: string, error: unknown): unknown {
+    return this.#controller.signal.aborted ? error : new ConnectionError(describeFailure(what, error), error);
+  }
+
+  /** A chunk of the body's text: it counts as activity for the stall timer, and goes to the parser. */
+  #read(text: string): void {
+    if (this.settings.stallTimeout !== undefined) this.#lastActivity = performance.now();
+    this.#sse.feed(text);
+  }
+
+  /** Arms the stall timer, from now. */
+  #startStallTimer(): void {
+    const { stallTimeout } = this.settings;
+    if (stallTimeout === undefined) return;
+    this.#lastActivity = performance.now();
+    this.#stall = setTimeout(() => this.#checkStall(), Math.min(stallTimeout, MAX_TIMER_DELAY));
+  }
+
+  /** The stall timer fired: it sets itself again when bytes arrived since, else errors with a {@link StallError}. */
+  #checkStall(): void {
+    this.#stall = undefined;
+    const { stallTimeout } = this.settings;
+    if (stallTimeout === undefined || this.subscriber.closed) return;
+    const remaining = this.#lastActivity + stallTimeout - performance.now();
+    if (remaining > 0) {
+      this.#stall = setTimeout(() => this.#checkStall(), Math.min(Math.ceil(remaining), MAX_TIMER_DELAY));
+      return;
+    }
+    this.subscriber.error(new StallError(stallTimeout));
+    this.#controller.abort();
+  }
+
+  /** Clears the stall timer. */
+  #stopStallTimer(): void {
+    if (this.#stall !== undefined) clearTimeout(this.#stall);
+    this.#stall = undefined;
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import { Observable, type OperatorFunction, type Subscriber, type Subscription } from 'rxjs';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
 import {
   ConnectionError,
@@ -8,7 +8,7 @@ import {
   ResponseRestartError,
   retryAfterOf,
 } from './errors.js';
-import { createSseDecoder, resolveMaxBufferSize, type SseMessage } from './sseParser.js';
+import { createSseDecoder, resolveMaxBufferSize, type SseDecoder, type SseMessage } from './sseParser.js';
 import { describeFailure, ERROR_BODY_SIZE, type ResponseProblem, responseProblem } from './sseResponse.js';
 
 /**
@@ -149,127 +149,175 @@ export function httpClientSSE(
   const maxBufferSize = resolveMaxBufferSize('httpClientSSE', options.maxBufferSize);
   return function httpClientSSEOperator(source) {
     return new Observable<SseMessage>((subscriber) => {
-      // Whether a message reached the consumer: from then on, a response that starts over is an error.
-      let emitted = false;
-      const onMessage = (message: SseMessage) => {
-        emitted = true;
-        subscriber.next(message);
-      };
-      // The SSE parser of this response (the rules are in sseParser.ts).
-      let sse = createSseDecoder(onMessage, maxBufferSize);
-      // The body's text parsed so far: each event holds the whole text so far, which must go on from it.
-      let seen = '';
-      // Whether an event of a response arrived (a Sent, a head, text): a Sent after it is the request sent again.
-      let started = false;
-      // Whether the status and headers arrived: a failure after them is a broken stream.
-      let responded = false;
-      // A response that is not an event stream, and why, while the start of its body is awaited for the error.
-      let rejected: { response: ResponseHead; problem: ResponseProblem } | undefined;
-      // That start of the body, so far.
-      let bodyStart = '';
-
-      // The response starts over (a new request, or text that does not go on from what was parsed): before any
-      // message reached the consumer it is read afresh, as if it were the first; after, reading on would splice two
-      // responses, so the result fails. True when reading may go on.
-      const restart = (kind: 'resent' | 'rewritten'): boolean => {
-        if (emitted) {
-          subscriber.error(new ResponseRestartError(kind, seen.length));
-          return false;
-        }
-        sse.clear();
-        sse = createSseDecoder(onMessage, maxBufferSize);
-        seen = '';
-        if (kind === 'resent') {
-          responded = false;
-          rejected = undefined;
-          bodyStart = '';
-        }
-        return true;
-      };
-
-      // The status and headers arrived: an event stream is read on; a 204 fails at once; any other problem waits
-      // for the start of the body.
-      const onHead = (response: ResponseHead) => {
-        started = true;
-        responded = true;
-        const problem = responseProblem(response.status, contentTypeOf(response.headers));
-        if (problem === undefined) return;
-        rejected = { response, problem };
-        if (problem === 'no-body') subscriber.error(rejection(rejected, undefined));
-      };
-
-      // The whole text so far arrived (`whole`: the final body, all of it); `end`: and the response ended.
-      const onText = (text: string | undefined, end: boolean, whole = false) => {
-        if (text !== undefined) started = true;
-        if (rejected !== undefined) {
-          if (text !== undefined) bodyStart = text.slice(0, ERROR_BODY_SIZE);
-          if (end || bodyStart.length >= ERROR_BODY_SIZE) subscriber.error(rejection(rejected, bodyStart));
-          return;
-        }
-        if (text !== undefined && !continues(seen, text, whole) && !restart('rewritten')) return;
-        try {
-          if (text !== undefined && text.length > seen.length) {
-            const piece = text.slice(seen.length);
-            seen = text;
-            sse.feed(piece);
-          }
-          if (end) sse.end();
-        } catch (error) {
-          subscriber.error(error);
-          return;
-        }
-        if (end) subscriber.complete();
-      };
-
-      const upstream = subscribeLinked(source, subscriber, {
-        next(event) {
-          if (typeof event !== 'object' || event === null || typeof event.type !== 'number') {
-            throw new TypeError(
-              `httpClientSSE: expected the events of an HttpClient request (observe: 'events'), got ${describeValue(event)}`,
-            );
-          }
-          if (event.type === 0) {
-            // The request was sent: again, when a response had begun (an interceptor's retry).
-            if (started && !restart('resent')) return;
-            started = true;
-          } else if (event.type === 2) {
-            if (responded && !restart('resent')) return;
-            onHead(event);
-          } else if (event.type === 3) {
-            if (typeof event.partialText === 'string') onText(event.partialText, false);
-          } else if (event.type === 4) {
-            if (!responded) onHead(event);
-            if (subscriber.closed) return;
-            const { body } = event;
-            if (body !== null && typeof body !== 'string') {
-              throw new TypeError(
-                `httpClientSSE: the response body is ${describeValue(body)}, not text: request it with responseType: 'text'`,
-              );
-            }
-            if (body === null && seen === '' && rejected === undefined) {
-              subscriber.error(rejection({ response: event, problem: 'no-body' }, undefined));
-              return;
-            }
-            onText(body ?? undefined, true, true);
-          }
-          // UploadProgress and User events carry nothing to read.
-        },
-        error(error) {
-          subscriber.error(isHttpErrorResponse(error) ? fromHttpError(error, responded, bodyStart) : error);
-        },
-        complete() {
-          // The response ended without its HttpResponse (Angular's app was destroyed, or a source of one's own).
-          onText(undefined, true);
-        },
-      });
-      return () => {
-        upstream.unsubscribe();
-        sse.clear();
-        seen = '';
-        bodyStart = '';
-      };
+      const reader = new HttpClientSseReader(maxBufferSize, subscriber);
+      reader.subscribe(source);
+      return () => reader.close();
     });
   };
+}
+
+/** A response that is not an event stream, and why, while the start of its body is awaited for the error. */
+interface Rejected {
+  response: ResponseHead;
+  problem: ResponseProblem;
+}
+
+/**
+ * One subscription of `httpClientSSE`: the HttpClient events of one request read into the SSE parser, with what
+ * is known of the response so far (its text parsed, its head, whether a message went out), so that a response that
+ * starts over is read afresh or refused.
+ */
+class HttpClientSseReader {
+  /** Whether a message reached the consumer: from then on, a response that starts over is an error. */
+  #emitted = false;
+  /** The SSE parser of this response (the rules are in sseParser.ts). */
+  #sse: SseDecoder;
+  /** The body's text parsed so far: each event holds the whole text so far, which must go on from it. */
+  #seen = '';
+  /** Whether an event of a response arrived (a Sent, a head, text): a Sent after it is the request sent again. */
+  #started = false;
+  /** Whether the status and headers arrived: a failure after them is a broken stream. */
+  #responded = false;
+  /** A response that is not an event stream, while the start of its body is awaited. */
+  #rejected: Rejected | undefined;
+  /** That start of the body, so far. */
+  #bodyStart = '';
+  /** The subscription to the HttpClient's events. */
+  #upstream: Subscription | undefined;
+  /** Hands a message of the parser to the consumer. */
+  readonly #onMessage = (message: SseMessage): void => {
+    this.#emitted = true;
+    this.subscriber.next(message);
+  };
+
+  constructor(
+    private readonly maxBufferSize: number,
+    private readonly subscriber: Subscriber<SseMessage>,
+  ) {
+    this.#sse = createSseDecoder(this.#onMessage, maxBufferSize);
+  }
+
+  /** Reads the events of `source`, the HttpClient request. */
+  subscribe(source: Observable<HttpClientEvent>): void {
+    this.#upstream = subscribeLinked(source, this.subscriber, {
+      next: (event) => this.#onEvent(event),
+      error: (error: unknown) =>
+        this.subscriber.error(
+          isHttpErrorResponse(error) ? fromHttpError(error, this.#responded, this.#bodyStart) : error,
+        ),
+      // The response ended without its HttpResponse (Angular's app was destroyed, or a source of one's own).
+      complete: () => this.#onText(undefined, true),
+    });
+  }
+
+  /** Ends the subscription: the request, and the text held. */
+  close(): void {
+    this.#upstream?.unsubscribe();
+    this.#sse.clear();
+    this.#seen = '';
+    this.#bodyStart = '';
+  }
+
+  /** An event of the HttpClient; one that is not such an event throws a `TypeError`. */
+  #onEvent(event: HttpClientEvent): void {
+    if (typeof event !== 'object' || event === null || typeof event.type !== 'number') {
+      throw new TypeError(
+        `httpClientSSE: expected the events of an HttpClient request (observe: 'events'), got ${describeValue(event)}`,
+      );
+    }
+    if (event.type === 0) {
+      // The request was sent: again, when a response had begun (an interceptor's retry).
+      if (this.#started && !this.#restart('resent')) return;
+      this.#started = true;
+    } else if (event.type === 2) {
+      if (this.#responded && !this.#restart('resent')) return;
+      this.#onHead(event);
+    } else if (event.type === 3) {
+      if (typeof event.partialText === 'string') this.#onText(event.partialText, false);
+    } else if (event.type === 4) {
+      this.#onResponse(event);
+    }
+    // UploadProgress and User events carry nothing to read.
+  }
+
+  /**
+   * The response starts over (a new request, or text that does not go on from what was parsed): before any message
+   * reached the consumer it is read afresh, as if it were the first; after, reading on would splice two responses,
+   * so the result fails. True when reading may go on.
+   */
+  #restart(kind: 'resent' | 'rewritten'): boolean {
+    if (this.#emitted) {
+      this.subscriber.error(new ResponseRestartError(kind, this.#seen.length));
+      return false;
+    }
+    this.#sse.clear();
+    this.#sse = createSseDecoder(this.#onMessage, this.maxBufferSize);
+    this.#seen = '';
+    if (kind === 'resent') {
+      this.#responded = false;
+      this.#rejected = undefined;
+      this.#bodyStart = '';
+    }
+    return true;
+  }
+
+  /**
+   * The status and headers arrived: an event stream is read on; a 204 fails at once; any other problem waits for
+   * the start of the body.
+   */
+  #onHead(response: ResponseHead): void {
+    this.#started = true;
+    this.#responded = true;
+    const problem = responseProblem(response.status, contentTypeOf(response.headers));
+    if (problem === undefined) return;
+    this.#rejected = { response, problem };
+    if (problem === 'no-body') this.subscriber.error(rejection(this.#rejected, undefined));
+  }
+
+  /**
+   * The final `HttpResponse`: its head, if no header event came first, then its whole body, which ends the
+   * response. A body that is not text throws a `TypeError`; none, with no text before it, is a response without a
+   * body.
+   */
+  #onResponse(event: HttpClientResponseEvent): void {
+    if (!this.#responded) this.#onHead(event);
+    if (this.subscriber.closed) return;
+    const { body } = event;
+    if (body !== null && typeof body !== 'string') {
+      throw new TypeError(
+        `httpClientSSE: the response body is ${describeValue(body)}, not text: request it with responseType: 'text'`,
+      );
+    }
+    if (body === null && this.#seen === '' && this.#rejected === undefined) {
+      this.subscriber.error(rejection({ response: event, problem: 'no-body' }, undefined));
+      return;
+    }
+    this.#onText(body ?? undefined, true, true);
+  }
+
+  /** The whole text so far arrived (`whole`: the final body, all of it); `end`: and the response ended. */
+  #onText(text: string | undefined, end: boolean, whole = false): void {
+    if (text !== undefined) this.#started = true;
+    if (this.#rejected !== undefined) {
+      if (text !== undefined) this.#bodyStart = text.slice(0, ERROR_BODY_SIZE);
+      if (end || this.#bodyStart.length >= ERROR_BODY_SIZE)
+        this.subscriber.error(rejection(this.#rejected, this.#bodyStart));
+      return;
+    }
+    if (text !== undefined && !continues(this.#seen, text, whole) && !this.#restart('rewritten')) return;
+    try {
+      if (text !== undefined && text.length > this.#seen.length) {
+        const piece = text.slice(this.#seen.length);
+        this.#seen = text;
+        this.#sse.feed(piece);
+      }
+      if (end) this.#sse.end();
+    } catch (error) {
+      this.subscriber.error(error);
+      return;
+    }
+    if (end) this.subscriber.complete();
+  }
 }
 
 /** How many characters before the end of the text parsed so far a progress event's text is compared with it. */
@@ -291,7 +339,7 @@ function continues(seen: string, text: string, whole: boolean): boolean {
 type ResponseHead = HttpClientHeaderEvent | HttpClientResponseEvent;
 
 /** The error of a response that is not an event stream, with the start of its body. */
-function rejection(rejected: { response: ResponseHead; problem: ResponseProblem }, body: string | undefined) {
+function rejection(rejected: Rejected, body: string | undefined) {
   const { response, problem } = rejected;
   return problem === 'status'
     ? new HttpStatusError(response.status, response.statusText, body ?? '', retryAfterOf(response.headers))
