@@ -48,3 +48,69 @@ export function startRunner(
     void exited.then(() => reject(new Error(`runner ${name} exited before it listened: ${stderr}`)));
   });
 }
+
+/** Runner processes for a kill test: each one killed with SIGKILL, one at a time, and replaced by a new one. */
+export class RunnerPool {
+  readonly runners: Runner[] = [];
+  #born = 0;
+  #killing = false;
+
+  /**
+   * @param prefix The start of the runners' names (`R` names them `R0`, `R1`…).
+   * @param settleMs How long after a replacement listens the next kill may come.
+   */
+  constructor(
+    private readonly prefix: string,
+    private readonly env: Record<string, string>,
+    private readonly onLine: (line: Line) => void,
+    private readonly settleMs: number,
+    private readonly random: () => number,
+  ) {}
+
+  /** Starts `count` runners; resolves once they all listen. */
+  async start(count: number): Promise<void> {
+    this.runners.push(...(await Promise.all(Array.from({ length: count }, () => this.#spawn()))));
+  }
+
+  /** Whether a kill is under way (its replacement is not listening yet, or has just started). */
+  get killing(): boolean {
+    return this.#killing;
+  }
+
+  /**
+   * Kills the live runner `name` and starts another in its place (a restarted instance), when no kill is under way
+   * and another runner is alive: whether it did.
+   */
+  kill(name: string): boolean {
+    const runner = this.runners.find((r) => r.name === name && r.alive);
+    if (this.#killing || runner === undefined || this.runners.filter((r) => r.alive).length < 2) return false;
+    this.#killing = true;
+    runner.alive = false;
+    runner.child.kill('SIGKILL');
+    void runner.exited
+      .then(() => this.#spawn())
+      .then((fresh) => {
+        this.runners.push(fresh);
+        setTimeout(() => {
+          this.#killing = false;
+        }, this.settleMs);
+      });
+    return true;
+  }
+
+  /** A live runner, at random; the newest when none is alive. */
+  live(): Runner | undefined {
+    const alive = this.runners.filter((r) => r.alive);
+    return alive[Math.floor(this.random() * alive.length)] ?? this.runners[this.runners.length - 1];
+  }
+
+  /** Kills every runner and waits for them to exit. */
+  async stop(): Promise<void> {
+    for (const runner of this.runners) runner.child.kill('SIGKILL');
+    await Promise.all(this.runners.map((runner) => runner.exited));
+  }
+
+  #spawn(): Promise<Runner> {
+    return startRunner(`${this.prefix}${this.#born++}`, this.env, this.onLine);
+  }
+}

@@ -15,7 +15,7 @@ import { type RedisServer, redisTests, startRedisServer } from '../effects/redis
 import { type BackgroundServer, startBackgroundResponses } from '../support/backgroundResponses.js';
 import { prng, seed } from '../support/random.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
-import { type Line, type Runner, startRunner } from '../support/runners.js';
+import { type Line, RunnerPool } from '../support/runners.js';
 
 const RUNS = 80;
 /** Runs go on past RUNS (up to this many) until every kill was made: a restart may be slow on a busy machine. */
@@ -30,7 +30,7 @@ describe.skipIf(redisTests.skip)(
   () => {
     let redis: RedisServer;
     let provider: BackgroundServer;
-    const runners: Runner[] = [];
+    let pool: RunnerPool | undefined;
     beforeAll(async () => {
       redis = await startRedisServer();
       // About 20 fragments a response, one every 20 ms: a runner is killed while many responses are mid-text.
@@ -41,8 +41,7 @@ describe.skipIf(redisTests.skip)(
       await redis?.stop();
     });
     expectNoLeftoverHandles(async () => {
-      for (const runner of runners) runner.child.kill('SIGKILL');
-      await Promise.all(runners.map((runner) => runner.exited));
+      await pool?.stop();
     });
 
     it(`${RUNS} runs or more, ${KILLS} runners killed mid-text: one generation per run, no reset, every fragment once`, async () => {
@@ -54,40 +53,18 @@ describe.skipIf(redisTests.skip)(
       };
       let killed = 0;
       let takeovers = 0;
-      let born = 0;
-      let killing = false;
       const onLine = (line: Line) => {
         if (line.phase === 'takeover') takeovers++;
-        if (killing || killed >= KILLS || line.phase !== 'text' || random() > 0.3) return;
-        const runner = runners.find((r) => r.name === line.name && r.alive);
-        if (runner === undefined || runners.filter((r) => r.alive).length < 2) return;
-        killing = true;
-        runner.alive = false;
-        runner.child.kill('SIGKILL');
-        killed++;
-        void runner.exited
-          .then(() => startRunner(`B${born++}`, env, onLine))
-          .then((fresh) => {
-            runners.push(fresh);
-            setTimeout(() => {
-              killing = false;
-            }, 300);
-          });
+        if (runners.killing || killed >= KILLS || line.phase !== 'text' || random() > 0.3) return;
+        if (runners.kill(line.name)) killed++;
       };
-      runners.push(
-        ...(await Promise.all([
-          startRunner(`B${born++}`, env, onLine),
-          startRunner(`B${born++}`, env, onLine),
-        ])),
-      );
-      const live = () => {
-        const alive = runners.filter((r) => r.alive);
-        return alive[Math.floor(random() * alive.length)] ?? runners[runners.length - 1];
-      };
+      const runners = new RunnerPool('B', env, onLine, 300, random);
+      pool = runners;
+      await runners.start(2);
       const read = (runId: string) =>
         new Promise<{ runId: string; events: RunEvent[]; error?: unknown }>((resolve) => {
           const events: RunEvent[] = [];
-          fromTurnSSE<RunEvent>(() => `${live()?.url}/runs/${runId}`, {
+          fromTurnSSE<RunEvent>(() => `${runners.live()?.url}/runs/${runId}`, {
             reconnect: { delay: 20, count: 50 },
           }).subscribe({
             next: (event) => events.push(event),

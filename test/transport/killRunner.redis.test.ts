@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
 import { prng, seed } from '../support/random.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
-import { type Line, type Runner, startRunner } from '../support/runners.js';
+import { type Line, RunnerPool } from '../support/runners.js';
 
 const RUNS = 200;
 const CONCURRENT = 12;
@@ -135,7 +135,7 @@ describe.skipIf(redisTests.skip)(
   () => {
     let redis: RedisServer;
     let provider: Provider;
-    const runners: Runner[] = [];
+    let pool: RunnerPool | undefined;
     beforeAll(async () => {
       redis = await startRedisServer();
       provider = await startProvider();
@@ -146,8 +146,7 @@ describe.skipIf(redisTests.skip)(
     });
     // The runners go before the check: their keep-alive connections are the test's sockets too.
     expectNoLeftoverHandles(async () => {
-      for (const runner of runners) runner.child.kill('SIGKILL');
-      await Promise.all(runners.map((runner) => runner.exited));
+      await pool?.stop();
     });
 
     it(`${RUNS} runs of two steps, two runners killed at random points: every run once, every effect once`, async () => {
@@ -165,43 +164,21 @@ describe.skipIf(redisTests.skip)(
       };
       /** When a reader received each run's step ends. */
       const stepEnds = new Map<string, number[]>();
-      let born = 0;
-      let killing = false;
-
       const onLine = (line: Line) => {
         if (line.phase === 'takeover') takeovers++;
         if (line.phase === 'executing') inflight(line.name).add(String(line.key));
         if (line.phase === 'executed') inflight(line.name).delete(String(line.key));
         // The points in turn, each at a random line of its kind, one kill at a time, half a second apart.
         const point = KILLS[killed % KILLS.length] as KillPoint;
-        if (killing || killed >= ROUNDS * KILLS.length || line.phase !== point || random() > 0.3) return;
-        const runner = runners.find((r) => r.name === line.name && r.alive);
-        if (runner === undefined || runners.filter((r) => r.alive).length < 2) return;
-        killing = true;
-        runner.alive = false;
-        runner.child.kill('SIGKILL');
+        if (runners.killing || killed >= ROUNDS * KILLS.length || line.phase !== point || random() > 0.3)
+          return;
+        if (!runners.kill(line.name)) return;
         kills[point]++;
         killed++;
-        // A restarted instance takes its place.
-        void runner.exited
-          .then(() => startRunner(`R${born++}`, env, onLine))
-          .then((fresh) => {
-            runners.push(fresh);
-            setTimeout(() => {
-              killing = false;
-            }, 500);
-          });
       };
-      runners.push(
-        ...(await Promise.all([
-          startRunner(`R${born++}`, env, onLine),
-          startRunner(`R${born++}`, env, onLine),
-        ])),
-      );
-      const live = () => {
-        const alive = runners.filter((r) => r.alive);
-        return alive[Math.floor(random() * alive.length)] ?? runners[runners.length - 1];
-      };
+      const runners = new RunnerPool('R', env, onLine, 500, random);
+      pool = runners;
+      await runners.start(2);
 
       interface Outcome {
         runId: string;
@@ -214,7 +191,7 @@ describe.skipIf(redisTests.skip)(
         let last = performance.now();
         let longestWait = 0;
         return new Promise((resolve) => {
-          fromTurnSSE<RunEvent>(() => `${live()?.url}/runs/${runId}`, {
+          fromTurnSSE<RunEvent>(() => `${runners.live()?.url}/runs/${runId}`, {
             reconnect: { delay: 20, count: 50 },
           }).subscribe({
             next: (event) => {
@@ -287,7 +264,9 @@ describe.skipIf(redisTests.skip)(
 
       // Every refund: applied once per effect key; run again only where its runner died mid-effect (every line of a
       // killed runner has arrived by now: its pipe was drained when it exited).
-      const cutMidEffect = new Set(runners.filter((r) => !r.alive).flatMap((r) => [...inflight(r.name)]));
+      const cutMidEffect = new Set(
+        runners.runners.filter((r) => !r.alive).flatMap((r) => [...inflight(r.name)]),
+      );
       const keys = (await client.keys('service:*')).map((k) => k.slice('service:'.length));
       const completed = outcomes.filter((o) => o.error === undefined).length;
       expect(keys.length).toBeGreaterThanOrEqual(completed);
