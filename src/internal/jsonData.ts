@@ -60,94 +60,133 @@ export function quote(text: string): string {
  * @returns The text, or the problem.
  */
 export function writeJson(value: unknown, path: string, canonical: boolean): JsonWritten {
-  // The arrays and objects being written, outermost first; no more than MAX_JSON_DEPTH, so a cycle is found by
-  // looking through it.
-  const stack: Open[] = [];
-  let json = '';
-  // Whether a value is being read (a getter or a proxy may throw), not written.
-  let reading = false;
-  // The value to write next, while `pending`; then the walk moves on to the next item.
-  let item: unknown = value;
-  let pending = true;
+  const walk: Walk = { path, canonical, stack: [], json: '', reading: false, item: value, pending: true };
   try {
     for (;;) {
-      if (pending) {
-        pending = false;
-        switch (typeof item) {
-          case 'string':
-            json += quote(item);
-            break;
-          case 'boolean':
-            json += item ? 'true' : 'false';
-            break;
-          case 'number': {
-            const wrong = numberProblem(item, canonical);
-            if (wrong !== undefined) return problem(path, stack, wrong);
-            json += String(item);
-            break;
-          }
-          case 'object': {
-            if (item === null) {
-              json += 'null';
-              break;
-            }
-            reading = true;
-            const open = openContainer(item, stack, canonical);
-            reading = false;
-            if (typeof open === 'string') return problem(path, stack, open);
-            stack.push(open);
-            json += open.keys === undefined ? '[' : '{';
-            break;
-          }
-          case 'undefined':
-            return problem(path, stack, 'undefined');
-          default:
-            return problem(path, stack, article(typeof item));
-        }
+      if (walk.pending) {
+        walk.pending = false;
+        const wrong = writeValue(walk, walk.item);
+        if (wrong !== undefined) return wrong;
       }
-      const top = stack[stack.length - 1];
-      if (top === undefined) return { ok: true, json };
-      const { keys } = top;
-      if (keys === undefined) {
-        const array = top.value as readonly unknown[];
-        reading = true;
-        if (top.next < array.length) {
-          const index = top.next++;
-          if (!(index in array)) return problem(path, stack, 'a hole in an array');
-          item = array[index];
-          reading = false;
-          if (item === undefined) return problem(path, stack, 'undefined in an array');
-          if (index > 0) json += ',';
-          pending = true;
-          continue;
-        }
-        if (Object.keys(array).length !== array.length) {
-          return problem(path, stack.slice(0, -1), 'an array with properties besides its items');
-        }
-        reading = false;
-        json += ']';
-      } else {
-        const object = top.value as Record<string, unknown>;
-        while (top.next < keys.length) {
-          const key = keys[top.next++] as string;
-          reading = true;
-          item = object[key];
-          reading = false;
-          if (item === undefined) continue;
-          json += `${top.wrote ? ',' : ''}${quote(key)}:`;
-          top.wrote = true;
-          pending = true;
-          break;
-        }
-        if (pending) continue;
-        json += '}';
+      const top = walk.stack[walk.stack.length - 1];
+      if (top === undefined) return { ok: true, json: walk.json };
+      if (top.keys !== undefined) nextMember(walk, top, top.keys);
+      else {
+        const wrong = nextItem(walk, top);
+        if (wrong !== undefined) return wrong;
       }
-      stack.pop();
     }
   } catch (error) {
-    if (!reading) return { ok: false, path, problem: 'too long to write as JSON text', cause: error };
-    return problem(path, stack, `reading it threw: ${thrownMessage(error)}`, error);
+    if (!walk.reading) return { ok: false, path, problem: 'too long to write as JSON text', cause: error };
+    return problem(path, walk.stack, `reading it threw: ${thrownMessage(error)}`, error);
   }
+}
+
+/** Where a {@link writeJson} walk is: the text so far, the open arrays and objects, the value to write next. */
+interface Walk {
+  /** What the value is, for problems. */
+  readonly path: string;
+  /** Whether the canonical form is written (see {@link writeJson}'s `canonical`). */
+  readonly canonical: boolean;
+  /**
+   * The arrays and objects being written, outermost first; no more than MAX_JSON_DEPTH, so a cycle is found by
+   * looking through it.
+   */
+  readonly stack: Open[];
+  /** The JSON text so far. */
+  json: string;
+  /** Whether a value is being read (a getter or a proxy may throw), not written. */
+  reading: boolean;
+  /** The value to write next, while `pending`; then the walk moves on to the next item. */
+  item: unknown;
+  pending: boolean;
+}
+
+/** Writes one value: a primitive whole, an array or object opened; or says what is wrong with it. */
+function writeValue(walk: Walk, item: unknown): JsonWritten | undefined {
+  switch (typeof item) {
+    case 'string':
+    case 'boolean':
+    case 'number':
+      return writePrimitive(walk, item);
+    case 'object':
+      if (item === null) return writePrimitive(walk, item);
+      return openValue(walk, item);
+    case 'undefined':
+      return problem(walk.path, walk.stack, 'undefined');
+    default:
+      return problem(walk.path, walk.stack, article(typeof item));
+  }
+}
+
+/** Writes a string, a boolean, a number (unless it is not JSON data) or `null`. */
+function writePrimitive(walk: Walk, item: string | boolean | number | null): JsonWritten | undefined {
+  if (typeof item === 'string') walk.json += quote(item);
+  else if (typeof item === 'boolean') walk.json += item ? 'true' : 'false';
+  else if (item === null) walk.json += 'null';
+  else {
+    const wrong = numberProblem(item, walk.canonical);
+    if (wrong !== undefined) return problem(walk.path, walk.stack, wrong);
+    walk.json += String(item);
+  }
+  return undefined;
+}
+
+/** Opens an array or object: its bracket is written, and it becomes the innermost open one. */
+function openValue(walk: Walk, item: object): JsonWritten | undefined {
+  walk.reading = true;
+  const open = openContainer(item, walk.stack, walk.canonical);
+  walk.reading = false;
+  if (typeof open === 'string') return problem(walk.path, walk.stack, open);
+  walk.stack.push(open);
+  walk.json += open.keys === undefined ? '[' : '{';
+  return undefined;
+}
+
+/**
+ * The next item of the innermost open array (a hole or an `undefined` is a problem), or its end: its bracket
+ * closes it, unless it has properties besides its items.
+ */
+function nextItem(walk: Walk, top: Open): JsonWritten | undefined {
+  const array = top.value as readonly unknown[];
+  walk.reading = true;
+  if (top.next < array.length) {
+    const index = top.next++;
+    if (!(index in array)) return problem(walk.path, walk.stack, 'a hole in an array');
+    const item = array[index];
+    walk.reading = false;
+    if (item === undefined) return problem(walk.path, walk.stack, 'undefined in an array');
+    if (index > 0) walk.json += ',';
+    walk.item = item;
+    walk.pending = true;
+    return undefined;
+  }
+  if (Object.keys(array).length !== array.length) {
+    return problem(walk.path, walk.stack.slice(0, -1), 'an array with properties besides its items');
+  }
+  walk.reading = false;
+  walk.json += ']';
+  walk.stack.pop();
+  return undefined;
+}
+
+/** The next member of the innermost open object (its name written; `undefined` members left out), or its end. */
+function nextMember(walk: Walk, top: Open, keys: readonly string[]): void {
+  const object = top.value as Record<string, unknown>;
+  while (top.next < keys.length) {
+    const key = keys[top.next++] as string;
+    walk.reading = true;
+    const item = object[key];
+    walk.reading = false;
+    if (item === undefined) continue;
+    walk.json += `${top.wrote ? ',' : ''}${quote(key)}:`;
+    top.wrote = true;
+    walk.item = item;
+    walk.pending = true;
+    return;
+  }
+  walk.json += '}';
+  walk.stack.pop();
 }
 
 /** What is wrong with a number as JSON data, or `undefined` when nothing is (see {@link writeJson}'s `canonical`). */
@@ -165,14 +204,20 @@ function numberProblem(number: number, canonical: boolean): string | undefined {
  * (a proxy's traps may throw): the caller counts what it throws as an error while reading.
  */
 function openContainer(value: object, stack: readonly Open[], canonical: boolean): Open | string {
-  for (const open of stack) if (open.value === value) return 'a cycle';
-  if (stack.length >= MAX_JSON_DEPTH) return `nested deeper than ${MAX_JSON_DEPTH} levels`;
+  const nesting = nestingProblem(value, stack);
+  if (nesting !== undefined) return nesting;
   if (Array.isArray(value)) return { value, keys: undefined, next: 0, wrote: false };
   const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return describeObject(value);
   const keys = Object.keys(value);
   if (canonical) keys.sort();
   return { value, keys, next: 0, wrote: false };
+}
+
+/** What is wrong with opening `value` inside `stack`: a cycle (it is open already), or one level too deep. */
+function nestingProblem(value: object, stack: readonly Open[]): string | undefined {
+  for (const open of stack) if (open.value === value) return 'a cycle';
+  return stack.length >= MAX_JSON_DEPTH ? `nested deeper than ${MAX_JSON_DEPTH} levels` : undefined;
 }
 
 /** The message of what a getter threw, which may itself throw when read (no describeError: this module imports nothing). */

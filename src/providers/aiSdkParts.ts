@@ -314,6 +314,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     private readonly options: AiSdkPartsOptions,
   ) {}
 
+  /** A part, by its type, to the reader of its kind; other types are ignored, a part with no string `type` fails. */
   next(part: AiSdkStreamPart): void {
     switch (part.type) {
       case 'text-start':
@@ -326,99 +327,34 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
         return;
       case 'tool-call':
       case 'tool-input-available':
-      case 'tool-input-error': {
-        const call = part as AiSdkToolCallPart | AiSdkToolInputErrorPart;
-        if (call.providerExecuted === true) {
-          if (call.type !== 'tool-input-error') this.providerCall(call);
-          return;
-        }
-        const id = callId(call);
-        const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
-        if (call.type === 'tool-input-error' || call.invalid === true) throw this.invalidCall(id, tool, call);
-        if (this.callIds.has(id)) return;
-        const args = argsObjectField(call.input, { operator: name, payload: call, field: 'input' });
-        this.callIds.add(id);
-        this.emitted = true;
-        this.pending.push({ type: 'tool-call', id, name: tool, args });
-        this.record(
-          { type: 'tool-call', toolCallId: id, toolName: tool, input: json(args, call, 'input') },
-          call,
-        );
+      case 'tool-input-error':
+        this.toolCall(part as AiSdkToolCallPart | AiSdkToolInputErrorPart);
         return;
-      }
       case 'tool-result':
       case 'tool-error':
       case 'tool-output-available':
       case 'tool-output-error':
-      case 'tool-output-denied': {
-        const id = callId(part as { toolCallId?: unknown });
-        this.ran.add(id);
-        this.result(id, part as AiSdkResultPart);
+      case 'tool-output-denied':
+        this.toolOutcome(part as AiSdkResultPart);
         return;
-      }
       case 'start-step':
         this.endStep();
         return;
-      case 'finish-step': {
-        this.stepHadCall = false;
-        this.release();
-        this.endStep();
-        const { usage, response } = part as AiSdkFinishStepPart;
-        const id = stringField(objectField(response, site(part, 'response'))?.id, site(part, 'response.id'));
-        if (id !== undefined) this.responseId = id;
-        const counts = readUsage(usage, part, 'usage');
-        if (counts === undefined) return;
-        this.steps = add(this.steps, counts);
-        this.usage(this.steps);
+      case 'finish-step':
+        this.finishStep(part as AiSdkFinishStepPart);
         return;
-      }
       case 'response-metadata': // a model's own stream part (`doStream`), as middleware sees it
         this.responseId = stringField((part as { id?: unknown }).id, site(part, 'id')) ?? this.responseId;
         return;
-      case 'finish': {
-        this.release(); // calls of a stream without finish-step parts
-        this.endStep();
-        const finish = part as AiSdkFinishPart;
-        const total = readUsage(finish.totalUsage, part, 'totalUsage');
-        if (total !== undefined && !same(total, this.steps)) this.usage(total);
-        const finishReason = stringField(finish.finishReason, site(part, 'finishReason'));
-        const raw = stringField(finish.rawFinishReason, site(part, 'rawFinishReason'));
-        // Anthropic's pause_turn (the SDK says stop) and compaction: the turn goes on when the output goes back.
-        const paused = !this.stepHadCall && (raw === 'pause_turn' || raw === 'compaction');
-        const event: FinishEvent = {
-          type: 'finish',
-          reason: paused ? 'other' : finishReasonOf(finishReason, this.stepHadCall),
-        };
-        if (raw !== undefined) event.raw = raw;
-        if (paused) event.paused = true;
-        if (this.responseId !== undefined) event.responseId = this.responseId;
-        event.output = this.output();
-        this.sink.finish(event);
-        this.sink.end();
+      case 'finish':
+        this.finish(part as AiSdkFinishPart);
         return;
-      }
       case 'error': // the error itself in streamText parts, a (masked) text in UI chunks
         throw this.upstreamError((part as AiSdkErrorPart).error ?? (part as AiSdkErrorPart).errorText, part);
-      case 'abort': {
-        const { reason } = part as AiSdkAbortPart;
-        const message = nonEmptyText(reason) ?? 'the stream was aborted';
-        const info: AiSdkErrorInfo = { code: 'aborted', status: undefined, message, error: reason };
-        throw this.providerError(info, /timeout of \d+ms exceeded/i.test(message), part);
-      }
+      case 'abort':
+        throw this.aborted(part as AiSdkAbortPart);
       case 'reset-step':
-        if (!this.emitted) return;
-        this.emitted = this.stepHadCall = false;
-        this.callIds.clear();
-        this.ran.clear();
-        this.pending = [];
-        this.steps = {};
-        this.content = [];
-        this.openText.clear();
-        this.openReasoning.clear();
-        this.calls.clear();
-        this.stepResults = [];
-        this.responseId = undefined;
-        this.sink.event({ type: 'retry', reason: 'reset-step' });
+        this.resetStep();
         return;
       default: // previews, sources, files, and part types added later
         if (typeof part.type !== 'string') throw invalid(part, 'type', 'a part type (a string)');
@@ -465,6 +401,100 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     if (piece === undefined || piece === '') return;
     this.emitted = true;
     this.sink.event({ type: kind, text: piece });
+  }
+
+  /**
+   * A whole call (`tool-call`, `tool-input-available`): held to the end of its step and put into the output (a
+   * repeated id once, a provider-run one never released); one marked `invalid`, or a `tool-input-error`, fails.
+   */
+  private toolCall(call: AiSdkToolCallPart | AiSdkToolInputErrorPart): void {
+    if (call.providerExecuted === true) {
+      if (call.type !== 'tool-input-error') this.providerCall(call);
+      return;
+    }
+    const id = callId(call);
+    const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
+    if (call.type === 'tool-input-error' || call.invalid === true) throw this.invalidCall(id, tool, call);
+    if (this.callIds.has(id)) return;
+    const args = argsObjectField(call.input, { operator: name, payload: call, field: 'input' });
+    this.callIds.add(id);
+    this.emitted = true;
+    this.pending.push({ type: 'tool-call', id, name: tool, args });
+    this.record(
+      { type: 'tool-call', toolCallId: id, toolName: tool, input: json(args, call, 'input') },
+      call,
+    );
+  }
+
+  /** A tool's result, error or denial: the SDK ran (or was denied to run) the call, which must not run again. */
+  private toolOutcome(part: AiSdkResultPart): void {
+    const id = callId(part);
+    this.ran.add(id);
+    this.result(id, part);
+  }
+
+  /** `finish-step`: the step's calls are released, its parts close; its response id and usage are read. */
+  private finishStep(part: AiSdkFinishStepPart): void {
+    this.stepHadCall = false;
+    this.release();
+    this.endStep();
+    const { usage, response } = part;
+    const id = stringField(objectField(response, site(part, 'response'))?.id, site(part, 'response.id'));
+    if (id !== undefined) this.responseId = id;
+    const counts = readUsage(usage, part, 'usage');
+    if (counts === undefined) return;
+    this.steps = add(this.steps, counts);
+    this.usage(this.steps);
+  }
+
+  /** `finish`, the end: the total usage (when it differs from the steps'), the finish with the output, the end. */
+  private finish(part: AiSdkFinishPart): void {
+    this.release(); // calls of a stream without finish-step parts
+    this.endStep();
+    const total = readUsage(part.totalUsage, part, 'totalUsage');
+    if (total !== undefined && !same(total, this.steps)) this.usage(total);
+    const finishReason = stringField(part.finishReason, site(part, 'finishReason'));
+    const raw = stringField(part.rawFinishReason, site(part, 'rawFinishReason'));
+    // Anthropic's pause_turn (the SDK says stop) and compaction: the turn goes on when the output goes back.
+    const paused = !this.stepHadCall && (raw === 'pause_turn' || raw === 'compaction');
+    const event: FinishEvent = {
+      type: 'finish',
+      reason: paused ? 'other' : finishReasonOf(finishReason, this.stepHadCall),
+    };
+    if (raw !== undefined) event.raw = raw;
+    if (paused) event.paused = true;
+    if (this.responseId !== undefined) event.responseId = this.responseId;
+    event.output = this.output();
+    this.sink.finish(event);
+    this.sink.end();
+  }
+
+  /** `abort`: not retryable, unless it is `streamText`'s own `timeout` (a stall). */
+  private aborted(part: AiSdkAbortPart): ProviderError {
+    const { reason } = part;
+    const message = nonEmptyText(reason) ?? 'the stream was aborted';
+    const info: AiSdkErrorInfo = { code: 'aborted', status: undefined, message, error: reason };
+    return this.providerError(info, /timeout of \d+ms exceeded/i.test(message), part);
+  }
+
+  /**
+   * `reset-step`, before each attempt of a durable step: when something was read since the last one, all of it
+   * is dropped and a `retry` goes out, so that a retried step never glues onto its failed attempt.
+   */
+  private resetStep(): void {
+    if (!this.emitted) return;
+    this.emitted = this.stepHadCall = false;
+    this.callIds.clear();
+    this.ran.clear();
+    this.pending = [];
+    this.steps = {};
+    this.content = [];
+    this.openText.clear();
+    this.openReasoning.clear();
+    this.calls.clear();
+    this.stepResults = [];
+    this.responseId = undefined;
+    this.sink.event({ type: 'retry', reason: 'reset-step' });
   }
 
   /** A call the provider ran (a server tool): never released, kept in the output with its result. */
@@ -573,6 +603,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     }
   }
 
+  /** A usage event of `counts`, when it has any count. */
   private usage(counts: Counts): void {
     const event: UsageEvent = { type: 'usage' };
     if (counts.input !== undefined) event.inputTokens = counts.input;
@@ -582,6 +613,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     if (Object.keys(event).length > 1) this.sink.event(event);
   }
 
+  /** The ProviderError of `info`: the `retryable` option decides, else `byDefault`. */
   private providerError(info: AiSdkErrorInfo, byDefault: boolean, payload: unknown): ProviderError {
     const { message, code, status, error } = info;
     const retryable = this.options.retryable?.(info) ?? byDefault;
@@ -672,6 +704,8 @@ const pieceKinds: Record<
 /** A result, error or denial of a call, in `streamText` parts or UI message chunks. */
 interface AiSdkResultPart {
   type: 'tool-result' | 'tool-error' | 'tool-output-available' | 'tool-output-error' | 'tool-output-denied';
+  /** The id of the call it answers. */
+  toolCallId?: unknown;
   output?: unknown;
   error?: unknown;
   errorText?: unknown;
@@ -720,6 +754,7 @@ function add(a: Counts, b: Counts): Counts {
   return sum;
 }
 
+/** Whether two usages have the same counts (a `totalUsage` equal to the steps' sum is not sent again). */
 function same(a: Counts, b: Counts): boolean {
   return countNames.every((key) => a[key] === b[key]);
 }
@@ -743,6 +778,7 @@ function providerOptionsOf(part: { providerMetadata?: unknown }): Metadata | und
 
 const neutralReasons = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']);
 
+/** The neutral reason of the SDK's: `stop` or none is `tool-calls` after a released call, an unknown one `other`. */
 function finishReasonOf(finishReason: string | undefined, stepHadCall: boolean): FinishReason {
   if (finishReason === undefined || finishReason === 'stop') return stepHadCall ? 'tool-calls' : 'stop';
   return neutralReasons.has(finishReason) ? (finishReason as FinishReason) : 'other';

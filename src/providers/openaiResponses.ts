@@ -8,7 +8,7 @@ import type {
 } from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { ProviderPayloadError } from './errors.js';
+import { type ProviderError, ProviderPayloadError } from './errors.js';
 import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
 import {
   argumentsField,
@@ -239,6 +239,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     private readonly options: OpenAIResponsesOptions,
   ) {}
 
+  /** An event, by its type, unless it is a replay (a sequence number seen already); other types are ignored. */
   next(event: OpenAIResponsesEvent): void {
     const sequence = event.sequence_number;
     if (typeof sequence === 'number' && sequence <= this.sequence) return;
@@ -248,19 +249,13 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     switch (event.type) {
       case 'response.created':
       case 'response.queued':
-      case 'response.in_progress': {
-        const response = objectField(event.response, this.at(event, 'response'));
-        const id = response && stringField(response.id, this.at(event, 'response.id'));
-        if (id) this.responseId = id;
+      case 'response.in_progress':
+        this.lifecycle(event);
         break;
-      }
       case 'response.output_text.delta':
-      case 'response.refusal.delta': {
-        const text = stringField(event.delta, this.at(event, 'delta'));
-        if (text && event.type === 'response.output_text.delta') this.sink.event({ type: 'text', text });
-        else if (text) this.refusal = (this.refusal ?? '') + text;
+      case 'response.refusal.delta':
+        this.textDelta(event);
         break;
-      }
       case 'response.refusal.done':
         this.refusal ??= stringField(event.refusal, this.at(event, 'refusal')) || undefined;
         break;
@@ -273,18 +268,12 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
         this.reason(event, stringField(event.text, this.at(event, 'text')), false);
         break;
       case 'response.output_item.added':
-      case 'response.output_item.done': {
-        const item = this.item(event.item, event, 'item', event.output_index);
-        if (item !== undefined) this.announce(item, event);
+      case 'response.output_item.done':
+        this.outputItem(event);
         break;
-      }
-      case 'response.function_call_arguments.delta': {
-        const call = this.ref(event);
-        const argsDelta = stringField(event.delta, this.at(event, 'delta'));
-        if (argsDelta) this.sink.event({ type: 'tool-call-delta', index: call.index, argsDelta });
-        if (argsDelta) call.streamed = true;
+      case 'response.function_call_arguments.delta':
+        this.argumentsDelta(event);
         break;
-      }
       case 'response.function_call_arguments.done':
         this.whole(this.ref(event), argumentsField(event.arguments, this.at(event, 'arguments')));
         break;
@@ -292,22 +281,59 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
       case 'response.incomplete':
         this.terminal(event, objectField(event.response, this.at(event, 'response')) ?? {});
         break;
-      case 'response.failed': {
-        const error = isRecord(event.response) ? event.response.error : undefined;
-        throw openaiError(provider, isRecord(error) ? error : {}, event, this.options);
-      }
-      case 'error': {
-        const { error, code, message, param } = event;
-        const body = isRecord(error) || typeof error === 'string' ? error : { code, message, param };
-        throw openaiError(provider, body, event, this.options);
-      }
+      case 'response.failed':
+        throw this.failed(event);
+      case 'error':
+        throw this.errorEvent(event);
     }
   }
 
+  /** An SDK `APIError` (its error body, its HTTP status) becomes a ProviderError; other errors stay as they are. */
   error(error: unknown): unknown {
     const read = sdkErrorBody(error);
     const extra = { status: read?.status, cause: error };
     return read && openaiError(provider, read.body, read.body, this.options, extra);
+  }
+
+  /** A lifecycle event (`response.created`, `.queued`, `.in_progress`): the response id it gives. */
+  private lifecycle(event: OpenAIResponsesEvent): void {
+    const response = objectField(event.response, this.at(event, 'response'));
+    const id = response && stringField(response.id, this.at(event, 'response.id'));
+    if (id) this.responseId = id;
+  }
+
+  /** A fragment of answer text (a `text` event) or of a refusal (kept for the finish). */
+  private textDelta(event: OpenAIResponsesEvent): void {
+    const text = stringField(event.delta, this.at(event, 'delta'));
+    if (text && event.type === 'response.output_text.delta') this.sink.event({ type: 'text', text });
+    else if (text) this.refusal = (this.refusal ?? '') + text;
+  }
+
+  /** `output_item.added` or `.done`: the item (a call's start, or its arguments), and its place in the output. */
+  private outputItem(event: OpenAIResponsesEvent): void {
+    const item = this.item(event.item, event, 'item', event.output_index);
+    if (item !== undefined) this.announce(item, event);
+  }
+
+  /** A fragment of a call's arguments, as a `tool-call-delta` of the call it refers to. */
+  private argumentsDelta(event: OpenAIResponsesEvent): void {
+    const call = this.ref(event);
+    const argsDelta = stringField(event.delta, this.at(event, 'delta'));
+    if (argsDelta) this.sink.event({ type: 'tool-call-delta', index: call.index, argsDelta });
+    if (argsDelta) call.streamed = true;
+  }
+
+  /** `response.failed`: the error of its response (an empty body when it has none). */
+  private failed(event: OpenAIResponsesEvent): ProviderError {
+    const error = isRecord(event.response) ? event.response.error : undefined;
+    return openaiError(provider, isRecord(error) ? error : {}, event, this.options);
+  }
+
+  /** An `error` event: its nested body (an object or a string), else its flat `code`, `message` and `param`. */
+  private errorEvent(event: OpenAIResponsesEvent): ProviderError {
+    const { error, code, message, param } = event;
+    const body = isRecord(error) || typeof error === 'string' ? error : { code, message, param };
+    return openaiError(provider, body, event, this.options);
   }
 
   /** The site of `field` in `payload`, for the error of a reader. */
