@@ -10,6 +10,7 @@ import {
   take,
 } from 'rxjs';
 import { describeError, isRetryable } from './errors.js';
+import { RestartLoop } from './internal/restartLoop.js';
 import {
   type AskedWait,
   askWait,
@@ -198,9 +199,11 @@ class RetrySession<T> {
   #inner: Subscription | null = null;
   /** A pending wait before the next attempt. */
   #waiting: Subscription | null = null;
-  /** The loop that starts attempts is running (further down the stack); `again`: it is to start one more. */
-  #looping = false;
-  #again = false;
+  /** Starts attempts: one more after each that asks for another before it has returned. */
+  readonly #restarts = new RestartLoop(
+    () => this.#subscribeAttempt(),
+    () => this.subscriber.closed,
+  );
 
   /** A subscription to `source` that emits into `subscriber`; nothing starts before {@link start}. */
   constructor(
@@ -226,19 +229,7 @@ class RetrySession<T> {
    * synchronous failure): a loop in place of a recursion that would grow the stack with every attempt.
    */
   start(): void {
-    if (this.#looping) {
-      this.#again = true;
-      return;
-    }
-    this.#looping = true;
-    try {
-      do {
-        this.#again = false;
-        this.#subscribeAttempt();
-      } while (this.#again && !this.subscriber.closed);
-    } finally {
-      this.#looping = false;
-    }
+    this.#restarts.run();
   }
 
   /** Ends the live attempt or the wait, and forgets the records. */

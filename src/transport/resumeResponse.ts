@@ -19,6 +19,7 @@ import {
   takeUntil,
   timer,
 } from 'rxjs';
+import { RestartLoop } from '../internal/restartLoop.js';
 import { ResumeError } from './errors.js';
 
 /**
@@ -299,9 +300,14 @@ class ResumeSession {
   /** The live connection, or the wait before the next one. */
   #live: Connection | undefined;
   #wait: Subscription | undefined;
-  /** A connection is being made; `again`: one was cut meanwhile and is to be made again, from the loop. */
-  #connecting = false;
-  #again = false;
+  /**
+   * Makes connections: a connection cut while it subscribes (a synchronous source) connects again from the loop,
+   * not from inside the cut, so the stack does not grow with the resumes.
+   */
+  readonly #connections = new RestartLoop(
+    () => this.#connect(true),
+    () => this.subscriber.closed,
+  );
 
   constructor(
     private readonly settings: ResumeSettings,
@@ -320,13 +326,7 @@ class ResumeSession {
 
   /** Makes the first connection: the create request, or the retrieve of the response to go on with. */
   start(): void {
-    this.#connecting = true;
-    try {
-      this.#connect(this.settings.resumeFrom !== undefined);
-    } finally {
-      this.#connecting = false;
-    }
-    if (this.#again && !this.subscriber.closed) this.#reconnect();
+    this.#connections.run(() => this.#connect(this.settings.resumeFrom !== undefined));
   }
 
   /** Ends the subscription's connections, and cancels a response abandoned before its end. */
@@ -493,24 +493,9 @@ class ResumeSession {
       });
   }
 
-  /**
-   * Connects again; a connection cut while it subscribes (a synchronous source) connects again from the loop, not
-   * from inside the cut: the stack does not grow with the resumes.
-   */
+  /** Connects again (from the loop, when a connection is being made). */
   #reconnect(): void {
-    if (this.#connecting) {
-      this.#again = true;
-      return;
-    }
-    this.#connecting = true;
-    try {
-      do {
-        this.#again = false;
-        this.#connect(true);
-      } while (this.#again && !this.subscriber.closed);
-    } finally {
-      this.#connecting = false;
-    }
+    this.#connections.run();
   }
 }
 
