@@ -238,21 +238,23 @@ function runStep(
   return defer(() => {
     const step = history.length + 1;
     const base: StepContext = { runId, step, previous: history[history.length - 1], history };
-    const context: StepContext =
-      cut?.resumeFrom === undefined ? base : { ...base, resumeFrom: cut.resumeFrom };
+    const resuming = cut?.kind === 'resume' ? cut : undefined;
+    const context: StepContext = resuming === undefined ? base : { ...base, resumeFrom: resuming.resumeFrom };
     let state: TurnState | undefined;
     const results: ToolResultLike[] = [];
     const started = turn(context);
     const turnEvents =
       cut === undefined
         ? started
-        : cut.reset === undefined
+        : cut.kind === 'resume'
           ? started.pipe(map(cut.renumber))
           : concat(of(cut.reset), started.pipe(map(cut.renumber)));
     const events = turnEvents.pipe(
       connect((shared) =>
         merge(
-          cut === undefined ? shared : shared.pipe(cut.dropDelivered()),
+          resuming === undefined
+            ? shared
+            : shared.pipe(dropDelivered(resuming.resumeFrom.delivered.length, resuming.attempt)),
           // The step's state, from the same events.
           shared.pipe(
             accumulateTurn(),
@@ -266,7 +268,9 @@ function runStep(
             ? EMPTY
             : execute(shared, context).pipe(
                 tap((result) => results.push(result)),
-                cut === undefined ? identity : filter((result) => !cut.logged.has(resultKey(result))),
+                resuming === undefined
+                  ? identity
+                  : filter((result) => !resuming.logged.has(resultKey(result))),
               ),
         ),
       ),
@@ -286,19 +290,25 @@ function runStep(
 }
 
 /**
- * How a step cut by a lost runner goes on: a reset first and the new turn's attempts after the cut one, or, for an
- * attempt that was reading a background response, that response again under the cut attempt's number, with what
- * the lost runner emitted (its events, its results) not emitted again.
+ * How a step cut by a lost runner goes on: a reset first and the new turn's attempts after the cut one (`restart`),
+ * or, for an attempt that was reading a background response, that response again under the cut attempt's number,
+ * with what the lost runner emitted (its events, its results) not emitted again (`resume`).
  */
-interface CutStep {
-  readonly reset?: ResetEvent;
-  readonly renumber: (event: TurnEvent) => TurnEvent;
-  readonly resumeFrom?: ResumeFrom;
-  /** Drops the events of the turn that the lost runner emitted already. */
-  readonly dropDelivered: () => MonoTypeOperatorFunction<TurnEvent>;
-  /** The results the lost runner emitted (`resultKey`). */
-  readonly logged: ReadonlySet<string>;
-}
+type CutStep =
+  | {
+      readonly kind: 'restart';
+      readonly reset: ResetEvent;
+      readonly renumber: (event: TurnEvent) => TurnEvent;
+    }
+  | {
+      readonly kind: 'resume';
+      readonly renumber: (event: TurnEvent) => TurnEvent;
+      readonly resumeFrom: ResumeFrom;
+      /** The cut attempt's number. */
+      readonly attempt: number;
+      /** The results the lost runner emitted (`resultKey`). */
+      readonly logged: ReadonlySet<string>;
+    };
 
 /**
  * Where a run goes on from the events it emitted: the finished steps (from their `step-end` events), whether the run
@@ -320,9 +330,6 @@ function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; end
   let attempt = 0;
   for (const event of partial)
     if ('attempt' in event && typeof event.attempt === 'number') attempt = Math.max(attempt, event.attempt);
-  const logged = new Set(
-    partial.flatMap((event) => (event.type === 'tool-result' ? [resultKey(event)] : [])),
-  );
   const resumable = partial.find((event) => event.type === 'resumable' && event.attempt === attempt);
   if (resumable !== undefined && resumable.type === 'resumable') {
     // The cut attempt's events, as the turn emitted them (without their step), but the reset that started it and
@@ -334,15 +341,14 @@ function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; end
       const { step: _, ...turnEvent } = event;
       return [turnEvent as TurnEvent];
     });
+    const logged = new Set(
+      partial.flatMap((event) => (event.type === 'tool-result' ? [resultKey(event)] : [])),
+    );
+    const resumeFrom = { responseId: resumable.responseId, delivered };
     return {
       history,
       ended,
-      cut: {
-        renumber: renumberBy(attempt - 1),
-        resumeFrom: { responseId: resumable.responseId, delivered },
-        dropDelivered: () => dropDelivered(delivered.length, attempt),
-        logged,
-      },
+      cut: { kind: 'resume', renumber: renumberBy(attempt - 1), resumeFrom, attempt, logged },
     };
   }
   const offset = Math.max(attempt, 1);
@@ -357,7 +363,7 @@ function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; end
   return {
     history,
     ended,
-    cut: { reset, renumber: renumberBy(offset), dropDelivered: () => identity, logged },
+    cut: { kind: 'restart', reset, renumber: renumberBy(offset) },
   };
 }
 

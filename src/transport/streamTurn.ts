@@ -118,7 +118,7 @@ export interface StreamTurnOptions<I = unknown> {
    * with `openaiBackground({ headers })`, the `openaiResponses()` adapter, and a request that asks for
    * `background: true, stream: true`. A cut then emits a `resume` and the same generation goes on (see
    * `resumeResponse`); when resuming is impossible (no response id yet, 404, expired, a gap or an event without a
-   * sequence number, resumes that keep failing), an ordinary retry takes over, its reason saying why. An abandoned response is cancelled. With a
+   * sequence number, resumes that keep failing), an ordinary retry takes over, its reason saying why. An abandoned response is cancelled (but for a turn its `turnServer` hands over). With a
    * `plan`, each attempt's plan names its own `resume`.
    */
   resume?: ResumeRequests;

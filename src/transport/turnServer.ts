@@ -73,8 +73,8 @@ export interface RunContext<E> {
   /**
    * Set when this run takes over a turn whose runner was lost: `count` (1 for the first takeover) and the
    * `events` the turn's log holds, which every reader has read or will read. The run continues after them:
-   * `runSteps({ resume: takeover.events })` goes on at the step in progress, with a reset when that step's
-   * attempt was cut, and never repeats a finished step.
+   * `runSteps({ resume: takeover.events })` goes on at the step in progress (with the same background response,
+   * `StepContext.resumeFrom`, when the cut attempt read one; else with a reset) and never repeats a finished step.
    */
   readonly takeover?: { readonly count: number; readonly events: readonly E[] };
 }
@@ -129,7 +129,8 @@ export interface TurnServer<E> {
    * Stops the turns this server runs (a shutdown); each one's log ends as failed (`the server closed`, retryable),
    * so that its readers end too. With `handOver: true`, on a log with leases, nothing is written instead: the runs
    * stop, their leases lapse, and a reader on another instance takes each turn over (a deploy that restarts
-   * instances one at a time loses no turn).
+   * instances one at a time loses no turn); their background responses are left generating, not cancelled, for
+   * the runner that takes over.
    */
   close(options?: { handOver?: boolean }): Promise<void>;
 }
