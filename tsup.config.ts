@@ -20,11 +20,10 @@ export default defineConfig({
   clean: true,
   target: 'es2022',
   platform: 'neutral',
-  // Dependencies stay imports: rxjs is a peer (a bundled second copy breaks TestScheduler and instanceof checks),
+  // The entry points share their common code (the core, the error classes, internal helpers) through shared chunks:
+  // one copy of each module per format, whichever entry points a program loads. Dependencies stay imports: rxjs is a peer (a bundled second copy breaks TestScheduler and instanceof checks),
   // and the heavy optional peers load only from their own entry points.
   external: [
-    // Sub-entries import the core through the package name: one copy of its classes per module format.
-    /^cleanturn($|\/)/,
     /^rxjs($|\/)/,
     /^@noble\/hashes($|\/)/,
     'eventsource-parser',
@@ -35,4 +34,6 @@ export default defineConfig({
     /^node:/,
   ],
   treeshake: true,
+  // Shared chunks for CJS too, not only for ESM.
+  splitting: true,
 });

@@ -7,75 +7,62 @@
 
 import { describeError, oneLine, readProperty } from './internal/describeError.js';
 
-/** The base class of every error raised by cleanturn. */
-export class CleanturnError extends Error {
+/** Where an error's kinds are kept: one symbol for every copy of this package that a program loads. */
+const KINDS: unique symbol = Symbol.for('cleanturn.error.kinds') as never;
+
+/**
+ * The base class of every error raised by cleanturn. Each area has one subclass, and its `code` names the case:
+ * {@link TurnError} (the core operators), {@link UsageError} (a function called wrongly), `ProviderError`
+ * (`cleanturn/providers`), `TransportError` (`cleanturn/transport`) and `EffectError` (`cleanturn/effects` and its
+ * ledgers).
+ *
+ * `instanceof` holds across two copies of the package in one program (its ESM and its CommonJS build, or two
+ * versions in `node_modules`): it checks a brand that every copy writes the same way, not the prototype chain.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof CleanturnError && !error.retryable) console.error(error.code, error.message);
+ * ```
+ */
+export class CleanturnError<Code extends string = string> extends Error {
+  /** The kind that `instanceof` checks: the class's name, written out so that minifiers cannot change it. */
+  static readonly kind: string = 'CleanturnError';
+
+  /** Whether `value` is an error of this class, made by any copy of this package. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // A subclass of the user's own, without a kind of its own: the prototype chain decides.
+    if (!Object.hasOwn(this, 'kind')) return Function.prototype[Symbol.hasInstance].call(this, value);
+    const kinds = readProperty(value, KINDS);
+    return Array.isArray(kinds) && kinds.includes((this as { kind: string }).kind);
+  }
+
+  /** Which case this is, in kebab case: `stall`, `retries-exhausted`, `lease-lost`… Each area lists its codes. */
+  readonly code: Code;
   /** Whether a new attempt of the same turn could succeed. */
   readonly retryable: boolean;
 
-  constructor(message: string, options: { retryable: boolean; cause?: unknown }) {
+  /**
+   * @param code Which case this is.
+   * @param message One line for people and logs.
+   * @param options Whether a new attempt could succeed, and the error that caused this one.
+   */
+  constructor(code: Code, message: string, options: { retryable: boolean; cause?: unknown }) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
+    const kinds = kindsOf(new.target);
+    this.name = kinds[kinds.length - 1] ?? 'CleanturnError';
+    Object.defineProperty(this, KINDS, { value: kinds });
+    this.code = code;
     this.retryable = options.retryable;
   }
 }
 
-/** What went wrong while joining tool-call fragments. */
-export type ToolCallAssemblyProblem = 'invalid-json' | 'missing-name';
-
-/**
- * A streamed tool call could not be assembled: its arguments are not valid JSON (a truncated or garbled
- * generation) or it never said which tool it calls. Retryable: a new attempt usually produces a valid call.
- * The raw argument text is kept so that nothing is lost.
- */
-export class ToolCallAssemblyError extends CleanturnError {
-  /** Which check failed. */
-  readonly problem: ToolCallAssemblyProblem;
-  /** The call's `index` within its attempt. */
-  readonly index: number;
-  /** The call id, if the fragments carried one. */
-  readonly id: string | undefined;
-  /** The tool name, if the fragments carried one. */
-  readonly toolName: string | undefined;
-  /** The joined argument text as received. */
-  readonly argsText: string;
-
-  constructor(
-    problem: ToolCallAssemblyProblem,
-    call: { index: number; id: string | undefined; name: string | undefined; argsText: string },
-    cause?: unknown,
-  ) {
-    const what =
-      call.name === undefined ? `tool call #${call.index}` : `tool call #${call.index} (${call.name})`;
-    const message =
-      problem === 'invalid-json'
-        ? `${what}: arguments are not valid JSON: ${preview(call.argsText)}`
-        : `${what}: no fragment named the tool`;
-    super(message, { retryable: true, cause });
-    this.problem = problem;
-    this.index = call.index;
-    this.id = call.id;
-    this.toolName = call.name;
-    this.argsText = call.argsText;
+/** The kinds a class and its ancestors declare, base first: `['CleanturnError', 'TransportError']`. */
+function kindsOf(type: unknown): string[] {
+  const kinds: string[] = [];
+  for (let at = type; typeof at === 'function' && at !== Error; at = Object.getPrototypeOf(at)) {
+    if (Object.hasOwn(at, 'kind')) kinds.unshift(String((at as unknown as { kind: unknown }).kind));
   }
-}
-
-/**
- * The source completed without a `finish` event: the stream was cut off cleanly (a socket closed just
- * before the finish is the common case). Retryable.
- */
-export class MissingFinishError extends CleanturnError {
-  /** The attempt that ended without a finish, when the stream carried attempt numbers. */
-  readonly attempt: number | undefined;
-
-  constructor(attempt?: number) {
-    super(
-      attempt === undefined
-        ? 'the stream completed without a finish event'
-        : `attempt ${attempt} completed without a finish event`,
-      { retryable: true },
-    );
-    this.attempt = attempt;
-  }
+  return kinds;
 }
 
 /**
@@ -87,42 +74,32 @@ export class MissingFinishError extends CleanturnError {
 export type UnusableCode = 'refusal' | 'empty' | 'malformed-call' | 'invalid-arguments' | (string & {});
 
 /**
- * An attempt finished but cannot be used (a refusal, an empty answer, a malformed or invalid tool call):
- * `requireUsable` raises it in place of the attempt's `finish`, so that {@link retryAsEvents} retries the attempt
- * like a failed connection, counted against the same cap and budget. Retryable.
+ * The cases of a {@link TurnError}:
  *
- * The message reads `attempt <n> is unusable (<code>): <reason>` (`the attempt is unusable (<code>): <reason>` on a
- * stream without attempt numbers); it is the reason of the `retry` and of the `reset` that follow.
+ * | code | the case | retryable |
+ * |---|---|---|
+ * | `tool-call-invalid-json` | a streamed call's joined arguments are not JSON (`index`, `id`, `toolName`, `argsText`) | yes |
+ * | `tool-call-missing-name` | no fragment of a streamed call named its tool (`index`, `id`, `argsText`) | yes |
+ * | `missing-finish` | the source completed without a `finish` (`attempt`) | yes |
+ * | `unusable` | `requireUsable` refused a finished attempt (`check`, `reason`, `attempt`) | yes |
+ * | `retries-exhausted` | the retry cap was reached (`attempts`, `failures`) | no |
+ * | `retry-budget-exhausted` | a shared retry budget refused the retry (`attempts`, `failures`) | no |
+ * | `effect-key` | a call's arguments cannot be keyed (`toolName`, `path`, `reason`) | no |
  */
-export class UnusableAttemptError extends CleanturnError {
-  /** Which check failed: `refusal`, `empty`, `malformed-call`, `invalid-arguments`, or a code of your own. */
-  readonly code: UnusableCode;
-  /** What the check found, on one line, for people and logs: `the model refused: "I can't help with that."`. */
-  readonly reason: string;
-  /** The attempt that finished unusable, when the stream carried attempt numbers. */
-  readonly attempt: number | undefined;
-
-  /**
-   * @param code Which check failed.
-   * @param reason What it found.
-   * @param attempt The attempt, when the stream carried attempt numbers.
-   */
-  constructor(code: UnusableCode, reason: string, attempt?: number) {
-    const which = attempt === undefined ? 'the attempt' : `attempt ${attempt}`;
-    // One line, whatever the check said (a validator's report over several lines, a tool name from the model).
-    const said = oneLine(reason, 300);
-    super(`${which} is unusable (${oneLine(code, 80)}): ${said}`, { retryable: true });
-    this.code = code;
-    this.reason = said;
-    this.attempt = attempt;
-  }
-}
+export type TurnErrorCode =
+  | 'tool-call-invalid-json'
+  | 'tool-call-missing-name'
+  | 'missing-finish'
+  | 'unusable'
+  | 'retries-exhausted'
+  | 'retry-budget-exhausted'
+  | 'effect-key';
 
 /** What happened to one attempt that failed, as recorded by {@link retryAsEvents}. */
 export interface FailedAttempt {
   /**
    * Which attempt of the subscription this was: 1 for the first. Absolute, also when the records of earlier
-   * attempts have been dropped (see {@link RetriesExhaustedError.attempts}).
+   * attempts have been dropped (see the `attempts` of {@link TurnError}).
    */
   attempt: number;
   /** A short description of the error, as the `retry` event gave it. */
@@ -134,103 +111,183 @@ export interface FailedAttempt {
 }
 
 /**
- * The last attempt failed and no further attempt is allowed: the retry cap was reached, or (the subclass
- * {@link RetryBudgetExhaustedError}) a shared retry budget refused the retry.
+ * An error of the core operators; its {@link TurnErrorCode | code} names the case, and the fields that its code
+ * names are set (the others are `undefined`).
  *
- * The message is one line: `gave up after <failures> attempt(s): <reason of the last attempt>` (without the colon and
- * reason when the reason is empty).
- */
-export class RetriesExhaustedError extends CleanturnError {
-  /**
-   * The most recent failed attempts, oldest first; the last one is the error that hit the cap. Bounded, so that
-   * a long-lived retried stream does not keep every error it ever saw: {@link retryAsEvents} keeps at most the
-   * 32 most recent records, and with `resetOnSuccess` only those since the retry count was last reset. Each
-   * record keeps its absolute attempt number.
-   */
-  readonly attempts: readonly FailedAttempt[];
-  /**
-   * How many attempts failed in total, those whose records were dropped included. Equal to `attempts.length`
-   * when nothing was dropped.
-   */
-  readonly failures: number;
-
-  /**
-   * @param attempts The records kept, oldest first.
-   * @param failures How many attempts failed in total (default: `attempts.length`).
-   */
-  constructor(attempts: readonly FailedAttempt[], failures: number = attempts.length) {
-    // One line, whatever the reason holds (a body with line breaks, a terminal escape): the record keeps it as it was.
-    const last = attempts[attempts.length - 1]?.reason;
-    const reason = typeof last === 'string' ? oneLine(last) : '';
-    const summary = `gave up after ${failures} attempt(s)`;
-    // No `cause`: the last failure is in the message already and its error in `attempts`; a cause would make every
-    // printer of error chains repeat it.
-    super(reason === '' ? summary : `${summary}: ${reason}`, { retryable: false });
-    this.attempts = attempts;
-    this.failures = failures;
-  }
-}
-
-/**
- * A retry budget shared by many turns (see `retryBudget`) refused the retry that this turn's last failure asked for:
- * the turn ends at once, without the retry's delay. Not retryable.
+ * Messages are one line:
+ * - `tool call #0 (issue_refund): arguments are not valid JSON: "{\"order"` (`tool-call-invalid-json`);
+ * - `attempt 2 completed without a finish event` (`missing-finish`);
+ * - `attempt 1 is unusable (refusal): the model refused: "…"` (`unusable`), the reason of the `retry` and `reset`
+ *   that follow;
+ * - `gave up after 3 attempt(s): <reason of the last attempt>` (`retries-exhausted`), prefixed with `retry budget
+ *   exhausted: ` for `retry-budget-exhausted`;
+ * - `cannot compute an effect key for issue_refund: args.when: a Date; the arguments must be JSON data`
+ *   (`effect-key`).
  *
- * A {@link RetriesExhaustedError} (no further attempt is allowed), with the same `attempts` and `failures`; its message
- * reads `retry budget exhausted: gave up after <failures> attempt(s): <reason of the last attempt>`.
+ * @example
+ * ```ts
+ * catchError((error) => {
+ *   if (error instanceof TurnError && error.code === 'retries-exhausted') report(error.attempts);
+ *   throw error;
+ * });
+ * ```
  */
-export class RetryBudgetExhaustedError extends RetriesExhaustedError {
+export class TurnError extends CleanturnError<TurnErrorCode> {
+  static override readonly kind: string = 'TurnError';
+
+  /** The attempt the error is about, when the stream carried attempt numbers (`missing-finish`, `unusable`). */
+  readonly attempt: number | undefined;
+  /** A streamed call's `index` within its attempt (`tool-call-*`). */
+  readonly index: number | undefined;
+  /** A streamed call's id, if its fragments carried one (`tool-call-*`). */
+  readonly id: string | undefined;
+  /** The tool's name, if known (`tool-call-*`, `effect-key`). */
+  readonly toolName: string | undefined;
+  /** A streamed call's joined argument text as received: nothing is lost (`tool-call-*`). */
+  readonly argsText: string | undefined;
+  /** Which check of `requireUsable` refused the attempt: `refusal`, `empty`, … or a code of your own (`unusable`). */
+  readonly check: UnusableCode | undefined;
   /**
-   * @param attempts The records kept, oldest first; the last one is the failure whose retry was refused.
-   * @param failures How many attempts failed in total (default: `attempts.length`).
+   * What was found, on one line: `the model refused: "I can't help with that."` (`unusable`); `a Map`, `NaN is not a
+   * finite number` (`effect-key`).
    */
-  constructor(attempts: readonly FailedAttempt[], failures: number = attempts.length) {
-    super(attempts, failures);
-    this.message = `retry budget exhausted: ${this.message}`;
-  }
-}
-
-/**
- * A tool call's arguments cannot be keyed: they are not JSON data that one key can stand for (`undefined` in an
- * array, `NaN`, an integer beyond `Number.MAX_SAFE_INTEGER`, a `Map`, a class instance, a function, a `bigint`, a
- * cycle, nesting deeper than 256 levels; see `effectKey`). The call must not run: `dedupeByEffectKey` (and so
- * `cleanTurn`) fails the turn with this error at that call. Not retryable: the same arguments fail the same way.
- */
-export class EffectKeyError extends CleanturnError {
-  /** The tool's name. */
-  readonly toolName: string;
-  /** Where the value that cannot be keyed is: `args`, `args.order_id`, `args.lines[2]`, or `step`. */
-  readonly path: string;
-  /** What is wrong with it: `a Map`, `undefined in an array`, `NaN is not a finite number`… */
-  readonly problem: string;
+  readonly reason: string | undefined;
+  /** Where the value that cannot be keyed is: `args`, `args.order_id`, `args.lines[2]`, or `step` (`effect-key`). */
+  readonly path: string | undefined;
+  /**
+   * The most recent failed attempts, oldest first; the last one is the error that hit the cap (`retries-exhausted`,
+   * `retry-budget-exhausted`). Bounded, so that a long-lived retried stream does not keep every error it ever saw:
+   * {@link retryAsEvents} keeps at most the 32 most recent records, and with `resetOnSuccess` only those since the
+   * retry count was last reset. Each record keeps its absolute attempt number.
+   */
+  readonly attempts: readonly FailedAttempt[] | undefined;
+  /** How many attempts failed in total, those whose records were dropped included (`retries-exhausted`, …). */
+  readonly failures: number | undefined;
 
   /**
-   * @param toolName The tool's name.
-   * @param cause What computing the key threw, if anything threw (a getter of the arguments), else `undefined`.
-   * @param where Where the value is and what is wrong with it; by default `args` and the cause's message.
+   * @param code Which case this is.
+   * @param message One line for people and logs.
+   * @param details The fields of the case, whether a new attempt could succeed, and the cause.
    */
   constructor(
-    toolName: string,
-    cause: unknown,
-    where: { path: string; problem: string } = { path: 'args', problem: describeError(cause) },
+    code: TurnErrorCode,
+    message: string,
+    details: Partial<Omit<TurnError, keyof CleanturnError>> & { retryable: boolean; cause?: unknown },
   ) {
-    super(
-      `cannot compute an effect key for ${toolName}: ${where.path}: ${where.problem}; the arguments must be JSON data`,
-      { retryable: false, cause },
-    );
-    this.toolName = toolName;
-    this.path = where.path;
-    this.problem = where.problem;
+    super(code, message, details);
+    this.attempt = details.attempt;
+    this.index = details.index;
+    this.id = details.id;
+    this.toolName = details.toolName;
+    this.argsText = details.argsText;
+    this.check = details.check;
+    this.reason = details.reason;
+    this.path = details.path;
+    this.attempts = details.attempts;
+    this.failures = details.failures;
   }
+}
+
+/**
+ * A streamed tool call could not be assembled: its arguments are not valid JSON (a truncated or garbled
+ * generation) or it never said which tool it calls. Retryable: a new attempt usually produces a valid call.
+ * @internal
+ */
+export function toolCallAssemblyError(
+  code: 'tool-call-invalid-json' | 'tool-call-missing-name',
+  call: { index: number; id: string | undefined; name: string | undefined; argsText: string },
+  cause?: unknown,
+): TurnError {
+  const what =
+    call.name === undefined ? `tool call #${call.index}` : `tool call #${call.index} (${call.name})`;
+  const message =
+    code === 'tool-call-invalid-json'
+      ? `${what}: arguments are not valid JSON: ${preview(call.argsText)}`
+      : `${what}: no fragment named the tool`;
+  return new TurnError(code, message, {
+    retryable: true,
+    cause,
+    index: call.index,
+    id: call.id,
+    toolName: call.name,
+    argsText: call.argsText,
+  });
+}
+
+/** The source completed without a `finish` event. Retryable. @internal */
+export function missingFinishError(attempt?: number): TurnError {
+  return new TurnError(
+    'missing-finish',
+    attempt === undefined
+      ? 'the stream completed without a finish event'
+      : `attempt ${attempt} completed without a finish event`,
+    { retryable: true, attempt },
+  );
+}
+
+/** An attempt finished but cannot be used: `requireUsable` raises it in place of the `finish`. Retryable. @internal */
+export function unusableAttemptError(check: UnusableCode, reason: string, attempt?: number): TurnError {
+  const which = attempt === undefined ? 'the attempt' : `attempt ${attempt}`;
+  // One line, whatever the check said (a validator's report over several lines, a tool name from the model).
+  const said = oneLine(reason, 300);
+  return new TurnError('unusable', `${which} is unusable (${oneLine(check, 80)}): ${said}`, {
+    retryable: true,
+    check,
+    reason: said,
+    attempt,
+  });
+}
+
+/**
+ * No further attempt is allowed: the retry cap was reached (`retries-exhausted`), or a shared retry budget refused
+ * the retry (`retry-budget-exhausted`). Not retryable. @internal
+ */
+export function retriesExhaustedError(
+  code: 'retries-exhausted' | 'retry-budget-exhausted',
+  attempts: readonly FailedAttempt[],
+  failures: number = attempts.length,
+): TurnError {
+  // One line, whatever the reason holds (a body with line breaks, a terminal escape): the record keeps it as it was.
+  const last = attempts[attempts.length - 1]?.reason;
+  const reason = typeof last === 'string' ? oneLine(last) : '';
+  const summary = `gave up after ${failures} attempt(s)`;
+  const message = reason === '' ? summary : `${summary}: ${reason}`;
+  // No `cause`: the last failure is in the message already and its error in `attempts`; a cause would make every
+  // printer of error chains repeat it.
+  return new TurnError(
+    code,
+    code === 'retry-budget-exhausted' ? `retry budget exhausted: ${message}` : message,
+    { retryable: false, attempts, failures },
+  );
+}
+
+/**
+ * A tool call's arguments cannot be keyed (see `effectKey`): the call must not run. Not retryable: the same
+ * arguments fail the same way. @internal
+ */
+export function effectKeyError(
+  toolName: string,
+  cause: unknown,
+  where: { path: string; problem: string } = { path: 'args', problem: describeError(cause) },
+): TurnError {
+  return new TurnError(
+    'effect-key',
+    `cannot compute an effect key for ${toolName}: ${where.path}: ${where.problem}; the arguments must be JSON data`,
+    { retryable: false, cause, toolName, path: where.path, reason: where.problem },
+  );
 }
 
 /**
  * A function of this package was called wrongly: an option of the wrong type or out of its range
  * (`retryBudget({ ttlMs: 1e-3 })`), or a callback that returned what it must not (a `plan` of `streamTurn` that
  * returns no plan). A mistake in the calling code: never retryable, since a new attempt would make the same call.
+ * Every area raises it; its code is always `usage`.
  *
  * The message reads `<operator>: <option> must be <what it must be>, not <what it was>`.
  */
-export class UsageError extends CleanturnError {
+export class UsageError extends CleanturnError<'usage'> {
+  static override readonly kind: string = 'UsageError';
+
   /** The function that refused the call (`retryBudget`, `streamTurn`). */
   readonly operator: string;
   /** The option, argument or callback at fault (`ttlMs`, `plan`, `plan().adapter`). */
@@ -243,7 +300,7 @@ export class UsageError extends CleanturnError {
    * @param cause What a callback threw, when that is the problem.
    */
   constructor(operator: string, option: string, problem: string, cause?: unknown) {
-    super(`${operator}: ${option} ${problem}`, { retryable: false, cause });
+    super('usage', `${operator}: ${option} ${problem}`, { retryable: false, cause });
     this.operator = operator;
     this.option = option;
   }

@@ -145,10 +145,15 @@ describe('the built package', () => {
     expect(esm.cleanturn?.probe).toEqual(calls);
   });
 
-  it('imports rxjs as an external: `from "rxjs"` in ESM, `require("rxjs")` in CJS', () => {
-    expect(specifiers(read('index.js'))).toContain('rxjs');
-    expect(read('index.js')).toMatch(/from\s*['"]rxjs['"]/);
-    expect(read('index.cjs')).toMatch(/require\(\s*['"]rxjs['"]\s*\)/);
+  it('imports rxjs as an external: `from "rxjs"` in ESM, `require("rxjs")` in CJS (in the entry or its chunks)', () => {
+    const code = (ext: string) =>
+      coreFiles()
+        .filter((file) => file.endsWith(ext))
+        .map((file) => readFileSync(file, 'utf8'))
+        .join('\n');
+    expect(specifiers(code('.js'))).toContain('rxjs');
+    expect(code('.js')).toMatch(/from\s*['"]rxjs['"]/);
+    expect(code('.cjs')).toMatch(/require\(\s*['"]rxjs['"]\s*\)/);
     expect(read('testing.js')).toMatch(/from\s*['"]rxjs\/testing['"]/);
     expect(read('testing.cjs')).toMatch(/require\(\s*['"]rxjs\/testing['"]\s*\)/);
   });
