@@ -4,8 +4,9 @@
 // workload of many attempts (10 per turn, 9 of them cut by a retry), also 1,000,000 events.
 
 import type * as Core from 'cleanturn';
-import type { ProviderEvent, ReleasedCall, TurnState } from 'cleanturn';
+import type { ProviderEvent, TurnState } from 'cleanturn';
 import { filter, from, map, scan } from 'rxjs';
+import type { ReleasedCall } from '../src/types.js';
 import { compare, type Measured, pick, rate, ratio, same, times, type Variant } from './harness.js';
 
 /** The workload's shape. */

@@ -1,5 +1,6 @@
-import { assembleToolCalls, ToolCallAssemblyError } from 'cleanturn';
+import { assembleToolCalls } from 'cleanturn';
 import { at, call, defineMarbles, delta, finish, retrying, text } from 'cleanturn/testing';
+import { toolCallAssemblyError } from '../src/errors.js';
 
 const refundArgs = { order_id: 'ORD-7781', amount: 'full' };
 const invalid = (() => {
@@ -71,14 +72,14 @@ export default defineMarbles({
       },
     },
     {
-      title: 'arguments that are not JSON error the stream with a retryable ToolCallAssemblyError',
+      title: 'arguments that are not JSON error the stream with a retryable tool-call TurnError',
       source: /*   */ '-p-f-|',
       values: { p: delta(0, '{"order_id":', { id: 'c1', name: 'issue_refund' }), f: finish('length') },
       label: 'assembleToolCalls()',
       operator: () => assembleToolCalls(),
       expected: /* */ '---#',
-      expectedError: new ToolCallAssemblyError(
-        'invalid-json',
+      expectedError: toolCallAssemblyError(
+        'tool-call-invalid-json',
         { index: 0, id: 'c1', name: 'issue_refund', argsText: '{"order_id":' },
         invalid,
       ),

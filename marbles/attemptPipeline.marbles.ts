@@ -1,5 +1,6 @@
-import { attemptPipeline, MissingFinishError } from 'cleanturn';
+import { attemptPipeline, TurnError } from 'cleanturn';
 import { call, defineMarbles, delta, finish, text } from 'cleanturn/testing';
+import { missingFinishError } from '../src/errors.js';
 
 const v = {
   a: text('Checking order ORD-7781. '),
@@ -35,14 +36,14 @@ export default defineMarbles({
       subscriptions: '^--!',
     },
     {
-      title: 'an attempt cut off before its finish fails with a retryable MissingFinishError',
+      title: 'an attempt cut off before its finish fails with a retryable missing-finish TurnError',
       source: /*   */ '-a-x-y-|',
       values: v,
       label: 'attemptPipeline()',
       operator: () => attemptPipeline(),
       expected: /* */ '-a---K-#',
       expectedValues: { ...v, K: whole },
-      expectedError: new MissingFinishError(),
+      expectedError: missingFinishError(),
     },
   ],
 });

@@ -1,9 +1,10 @@
-import { MissingFinishError, requireFinish } from 'cleanturn';
+import { requireFinish, TurnError } from 'cleanturn';
 import { at, defineMarbles, finish, reset, text } from 'cleanturn/testing';
+import { missingFinishError } from '../src/errors.js';
 
 export default defineMarbles({
   name: 'requireFinish',
-  summary: 'Errors with a retryable `MissingFinishError` when the stream ends without a finish.',
+  summary: 'Errors with a retryable `missing-finish TurnError` when the stream ends without a finish.',
   cases: [
     {
       title: 'a finished stream passes through untouched',
@@ -23,7 +24,7 @@ export default defineMarbles({
       operator: () => requireFinish(),
       expected: /* */ '-a-b-#',
       expectedValues: { a: text('Refunding '), b: text('the dam') },
-      expectedError: new MissingFinishError(),
+      expectedError: missingFinishError(),
     },
     {
       title: 'on a tagged stream, each attempt after a reset needs its own finish',
@@ -38,7 +39,7 @@ export default defineMarbles({
         x: reset(2, 'late error'),
         b: at(2, text('Hel')),
       },
-      expectedError: new MissingFinishError(2),
+      expectedError: missingFinishError(2),
     },
   ],
 });

@@ -1,5 +1,6 @@
-import { requireUsable, UnusableAttemptError } from 'cleanturn';
+import { requireUsable, TurnError } from 'cleanturn';
 import { at, call, defineMarbles, finish, refundArgs, reset, text } from 'cleanturn/testing';
+import { unusableAttemptError } from '../src/errors.js';
 
 const refund = call('c1', 'issue_refund', refundArgs);
 const everything = call('c1', 'issue_refund', { order_id: 'ORD-7781', amount: 'everything' });
@@ -14,7 +15,7 @@ const nothing = 'the model finished with no answer text and no tool call';
 export default defineMarbles({
   name: 'requireUsable',
   summary:
-    'Errors with a retryable `UnusableAttemptError` in place of the finish of an attempt that cannot be used: a refusal, an empty answer, a malformed call, arguments that fail the schema.',
+    'Errors with a retryable `unusable TurnError` in place of the finish of an attempt that cannot be used: a refusal, an empty answer, a malformed call, arguments that fail the schema.',
   cases: [
     {
       title: 'arguments that fail the schema: the finish becomes the error, and the call is never released',
@@ -24,7 +25,7 @@ export default defineMarbles({
       operator: () => requireUsable({ validateArgs }),
       expected: /* */ '-a-k-#',
       expectedValues: { a: text('Refunding everything. '), k: everything },
-      expectedError: new UnusableAttemptError(
+      expectedError: unusableAttemptError(
         'invalid-arguments',
         'tool call c1 (issue_refund): amount must be "full" or "partial"',
       ),
@@ -47,7 +48,7 @@ export default defineMarbles({
       label: 'requireUsable()',
       operator: () => requireUsable(),
       expected: /* */ '-#',
-      expectedError: new UnusableAttemptError('refusal', 'the model refused: "I can\'t help with that."'),
+      expectedError: unusableAttemptError('refusal', 'the model refused: "I can\'t help with that."'),
       subscriptions: '^!',
     },
     {
@@ -58,7 +59,7 @@ export default defineMarbles({
       operator: () => requireUsable(),
       expected: /* */ '-a-#',
       expectedValues: { a: text(' ') },
-      expectedError: new UnusableAttemptError('empty', nothing),
+      expectedError: unusableAttemptError('empty', nothing),
       subscriptions: '^--!',
     },
     {
@@ -78,7 +79,7 @@ export default defineMarbles({
         x: reset(2, 'connection reset'),
         s: at(1, text('aged book.')),
       },
-      expectedError: new UnusableAttemptError('empty', nothing, 2),
+      expectedError: unusableAttemptError('empty', nothing, 2),
       subscriptions: '^------!',
     },
   ],

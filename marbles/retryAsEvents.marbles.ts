@@ -1,6 +1,7 @@
-import { backoff, RetriesExhaustedError, retryAsEvents } from 'cleanturn';
+import { backoff, retryAsEvents } from 'cleanturn';
 import { defineMarbles, finish, retrying, text } from 'cleanturn/testing';
 import { timer } from 'rxjs';
+import { retriesExhaustedError } from '../src/errors.js';
 
 const reset = new Error('connection reset');
 const stall = new Error('stalled');
@@ -72,7 +73,7 @@ export default defineMarbles({
       subscriptions: ['^--!', '-------^-----!'],
     },
     {
-      title: 'past the cap: RetriesExhaustedError with a record of every attempt',
+      title: 'past the cap: retries-exhausted TurnError with a record of every attempt',
       source: ['-a-#', '--b-#'],
       values: v,
       error: reset,
@@ -80,7 +81,7 @@ export default defineMarbles({
       operator: () => retryAsEvents({ count: 1 }),
       expected: /* */ '-a-r-b-#',
       expectedValues: { ...v, r: retrying('connection reset', reset, facts(1, 1, 0)) },
-      expectedError: new RetriesExhaustedError([
+      expectedError: retriesExhaustedError('cap', [
         { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
         { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
       ]),

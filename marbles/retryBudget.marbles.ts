@@ -1,6 +1,7 @@
-import { RetryBudgetExhaustedError, retryAsEvents, retryBudget } from 'cleanturn';
+import { retryAsEvents, retryBudget } from 'cleanturn';
 import { defineMarbles, finish, retrying, text } from 'cleanturn/testing';
 import { asyncScheduler } from 'rxjs';
+import { retriesExhaustedError } from '../src/errors.js';
 
 const reset = new Error('connection reset');
 const v = { a: text('Refunding the dam'), b: text('Refund'), c: text('Refund started.'), f: finish() };
@@ -37,7 +38,7 @@ export default defineMarbles({
       operator: () => retryAsEvents({ count: 3, budget: budget() }),
       expected: /* */ '-a-r-b-#',
       expectedValues: { ...v, r: r(1, 0) },
-      expectedError: new RetryBudgetExhaustedError([
+      expectedError: retriesExhaustedError('budget', [
         { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
         { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
       ]),
@@ -64,7 +65,7 @@ export default defineMarbles({
       operator: () => retryAsEvents({ count: 3, delay: 5, budget: budget() }),
       expected: /* */ '-a-r------b-#',
       expectedValues: { ...v, r: r(1, 5) },
-      expectedError: new RetryBudgetExhaustedError([
+      expectedError: retriesExhaustedError('budget', [
         { attempt: 1, reason: 'connection reset', error: reset, emitted: 1 },
         { attempt: 2, reason: 'connection reset', error: reset, emitted: 1 },
       ]),

@@ -9,9 +9,16 @@ export function describeValue(value: unknown): string {
   return typeof step === 'number' && type !== 'step-end' ? `${described}, step ${step}` : described;
 }
 
+/** An error's class and, for one of ours, its code: `TurnError missing-finish`, `TypeError`. */
+function errorLabel(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? `${error.name} ${code}` : error.name;
+}
+
 /** {@link describeValue} without the step. */
 function describeEvent(value: unknown): string {
-  if (value instanceof Error) return `error: ${value.name}${value.message ? ` (${value.message})` : ''}`;
+  if (value instanceof Error)
+    return `error: ${errorLabel(value)}${value.message ? ` (${value.message})` : ''}`;
   if (typeof value !== 'object' || value === null) return JSON.stringify(value);
   const e = value as Record<string, unknown>;
   const angular = describeHttpClientValue(e);

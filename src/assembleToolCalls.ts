@@ -1,5 +1,5 @@
 import type { OperatorFunction } from 'rxjs';
-import { ToolCallAssemblyError } from './errors.js';
+import { toolCallAssemblyError } from './errors.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ToolCallEvent } from './types.js';
 
@@ -92,7 +92,7 @@ function advance(scan: JsonScan, text: string): void {
  * - A `retry` or `reset` discards the open fragments (their attempt is void); so does a completion or an
  *   error without `finish`: a call that never completed is never emitted.
  * - A call whose arguments are not valid JSON (also: text after the closed object), or that never named its
- *   tool, errors the stream with a retryable {@link ToolCallAssemblyError} carrying the raw argument text.
+ *   tool, errors the stream with a retryable {@link TurnError} (`tool-call-invalid-json` or `tool-call-missing-name`) carrying the raw argument text.
  * - A call with no id gets `index-<index>`.
  *
  * ```text
@@ -200,7 +200,7 @@ export class AssembleStage<E extends { type: string }> extends Stage<E, Assemble
       // Whitespace after the closed arguments is harmless; anything else makes them invalid.
       if (text.trim() === '') return;
       call.parts.push(text);
-      this.error(new ToolCallAssemblyError('invalid-json', describeCall(call)));
+      this.error(toolCallAssemblyError('tool-call-invalid-json', describeCall(call)));
       return;
     }
     if (text.length === 0) return;
@@ -263,7 +263,7 @@ function extraFields(first: Fragment): PropertyKey[] | undefined {
 
 function assemble(call: OpenCall): ToolCallEvent {
   const argsText = joined(call);
-  if (call.name === undefined) throw new ToolCallAssemblyError('missing-name', describeCall(call, argsText));
+  if (call.name === undefined) throw toolCallAssemblyError('tool-call-missing-name', describeCall(call, argsText));
   let args: unknown;
   if (argsText.trim() === '') {
     args = {};
@@ -271,7 +271,7 @@ function assemble(call: OpenCall): ToolCallEvent {
     try {
       args = JSON.parse(argsText);
     } catch (error) {
-      throw new ToolCallAssemblyError('invalid-json', describeCall(call, argsText), error);
+      throw toolCallAssemblyError('tool-call-invalid-json', describeCall(call, argsText), error);
     }
   }
   const id = call.id ?? `index-${call.index}`;

@@ -10,7 +10,7 @@ import type { ProviderEvent } from './types.js';
  *
  * Put it inside what {@link turnPipeline} (or {@link retryAsEvents}) resubscribes to, so that each attempt
  * is decoded, has its call fragments joined into whole calls, and fails with a retryable
- * `MissingFinishError` when it ends without a finish: a garbled call and a cut-off stream are both retried.
+ * a `missing-finish` `TurnError` when it ends without a finish: a garbled call and a cut-off stream are both retried.
  * Without an adapter it reads provider events (a client of one's own).
  *
  * The attempt completes with its `finish` and unsubscribes from its source then (closing the request): a

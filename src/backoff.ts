@@ -1,4 +1,5 @@
 import type { Observable, SchedulerLike } from 'rxjs';
+import { checkOneOf, checkOption } from './internal/options.js';
 import { wait as longWait } from './internal/wait.js';
 
 /** A wait of {@link backoff}: a timer that emits `0` once, and says how long it waits (`delay`, in milliseconds). */
@@ -48,11 +49,10 @@ export function backoff(options: BackoffOptions = {}): (error: unknown, retryCou
     random = Math.random,
     scheduler,
   } = options;
-  if (jitter !== 'full' && jitter !== 'equal' && jitter !== 'none')
-    throw new RangeError(`backoff: jitter must be 'full', 'equal' or 'none', not ${JSON.stringify(jitter)}`);
-  if (!(initialDelay >= 0) || !(maxDelay >= 0) || !(factor >= 1)) {
-    throw new RangeError('backoff: initialDelay and maxDelay must be >= 0 and factor >= 1');
-  }
+  checkOneOf('backoff', 'jitter', jitter, ['full', 'equal', 'none']);
+  checkOption(initialDelay >= 0, 'backoff', 'initialDelay', 'a number >= 0', initialDelay);
+  checkOption(maxDelay >= 0, 'backoff', 'maxDelay', 'a number >= 0', maxDelay);
+  checkOption(factor >= 1, 'backoff', 'factor', 'a number >= 1', factor);
   return function backoffDelay(_error, retryCount) {
     const capped = Math.min(maxDelay, initialDelay * factor ** Math.max(0, retryCount - 1));
     const wait =

@@ -75,7 +75,7 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
  *
  * A call whose arguments cannot be keyed ({@link effectKey}: not JSON data, an integer beyond
  * `Number.MAX_SAFE_INTEGER`, nesting deeper than 256 levels) must not run, and no key is made up for it: the stream
- * errors with `EffectKeyError` in its place, so that neither it nor any later event is released. Calls released
+ * errors with an `effect-key` `TurnError` in its place, so that neither it nor any later event is released. Calls released
  * before it stay released.
  *
  * State: the keys released in this subscription.
@@ -131,7 +131,7 @@ export class DedupeStage<E extends { type: string }> extends Stage<E, WithEffect
       return;
     }
     // The key function and the lookup are the user's: what they throw becomes an error notification. So does the
-    // EffectKeyError of a call that cannot be keyed: it must not run, and no key may be made up for it.
+    // The effect-key TurnError of a call that cannot be keyed: it must not run, and no key may be made up for it.
     const k = this.key(this.turnId, event as unknown as ToolCallEvent, this.step);
     const repeat = this.released?.has(k) === true || this.seen?.has(k) === true;
     if (this.released === undefined) this.released = new Set();

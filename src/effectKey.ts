@@ -1,4 +1,4 @@
-import { EffectKeyError } from './errors.js';
+import { effectKeyError } from './errors.js';
 import { quote, writeJson } from './internal/jsonData.js';
 import { sha256Hex16 } from './internal/sha256.js';
 import type { ToolCallMeaning } from './types.js';
@@ -20,7 +20,7 @@ import type { ToolCallMeaning } from './types.js';
  * gives: `null`, booleans, strings, numbers, arrays and plain objects (prototype `Object.prototype` or `null`),
  * at most 256 levels deep (the one bound of JSON data, for results too). An object member whose value is `undefined` is left out, as
  * `JSON.stringify` leaves it out: `{ note: undefined }` has the key of `{}`. Everything else would either share
- * its key with another value or lose what tells two values apart, so it is refused with {@link EffectKeyError}
+ * its key with another value or lose what tells two values apart, so it is refused with an `effect-key` {@link TurnError}
  * instead, naming where it is:
  * - `undefined` as the arguments or in an array (JSON would write `null`), a hole in an array, an array with
  *   properties besides its items;
@@ -55,7 +55,7 @@ import type { ToolCallMeaning } from './types.js';
  * @param call The tool's name and parsed arguments (a whole `tool-call` event will do).
  * @param step An orchestrator-supplied step number that separates equal effects within one turn.
  * @returns 16 lowercase hex characters.
- * @throws {EffectKeyError} when the arguments (or the step) cannot be keyed, as listed above.
+ * @throws {TurnError} (code `effect-key`) when the arguments (or the step) cannot be keyed, as listed above.
  */
 export function effectKey(turnId: string, call: ToolCallMeaning, step?: number): string {
   const { name } = call;
@@ -66,11 +66,11 @@ export function effectKey(turnId: string, call: ToolCallMeaning, step?: number):
   return sha256Hex16(json);
 }
 
-/** One part of the key's canonical JSON; {@link EffectKeyError} when it cannot be keyed. */
+/** One part of the key's canonical JSON; an `effect-key` {@link TurnError} when it cannot be keyed. */
 function keyPart(toolName: string, value: unknown, path: string): string {
   if (typeof value === 'string') return quote(value);
   const written = writeJson(value, path, true);
   if (!written.ok)
-    throw new EffectKeyError(toolName, written.cause, { path: written.path, problem: written.problem });
+    throw effectKeyError(toolName, written.cause, { path: written.path, problem: written.problem });
   return written.json;
 }

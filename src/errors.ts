@@ -82,8 +82,7 @@ export type UnusableCode = 'refusal' | 'empty' | 'malformed-call' | 'invalid-arg
  * | `tool-call-missing-name` | no fragment of a streamed call named its tool (`index`, `id`, `argsText`) | yes |
  * | `missing-finish` | the source completed without a `finish` (`attempt`) | yes |
  * | `unusable` | `requireUsable` refused a finished attempt (`check`, `reason`, `attempt`) | yes |
- * | `retries-exhausted` | the retry cap was reached (`attempts`, `failures`) | no |
- * | `retry-budget-exhausted` | a shared retry budget refused the retry (`attempts`, `failures`) | no |
+ * | `retries-exhausted` | no further attempt is allowed: the retry cap was reached, or a shared retry budget refused the retry (`limit`, `attempts`, `failures`) | no |
  * | `effect-key` | a call's arguments cannot be keyed (`toolName`, `path`, `reason`) | no |
  */
 export type TurnErrorCode =
@@ -92,7 +91,6 @@ export type TurnErrorCode =
   | 'missing-finish'
   | 'unusable'
   | 'retries-exhausted'
-  | 'retry-budget-exhausted'
   | 'effect-key';
 
 /** What happened to one attempt that failed, as recorded by {@link retryAsEvents}. */
@@ -120,7 +118,7 @@ export interface FailedAttempt {
  * - `attempt 1 is unusable (refusal): the model refused: "…"` (`unusable`), the reason of the `retry` and `reset`
  *   that follow;
  * - `gave up after 3 attempt(s): <reason of the last attempt>` (`retries-exhausted`), prefixed with `retry budget
- *   exhausted: ` for `retry-budget-exhausted`;
+ *   exhausted: ` when the budget refused;
  * - `cannot compute an effect key for issue_refund: args.when: a Date; the arguments must be JSON data`
  *   (`effect-key`).
  *
@@ -155,14 +153,19 @@ export class TurnError extends CleanturnError<TurnErrorCode> {
   /** Where the value that cannot be keyed is: `args`, `args.order_id`, `args.lines[2]`, or `step` (`effect-key`). */
   readonly path: string | undefined;
   /**
-   * The most recent failed attempts, oldest first; the last one is the error that hit the cap (`retries-exhausted`,
-   * `retry-budget-exhausted`). Bounded, so that a long-lived retried stream does not keep every error it ever saw:
+   * The most recent failed attempts, oldest first; the last one is the error that hit the limit
+   * (`retries-exhausted`). Bounded, so that a long-lived retried stream does not keep every error it ever saw:
    * {@link retryAsEvents} keeps at most the 32 most recent records, and with `resetOnSuccess` only those since the
    * retry count was last reset. Each record keeps its absolute attempt number.
    */
   readonly attempts: readonly FailedAttempt[] | undefined;
-  /** How many attempts failed in total, those whose records were dropped included (`retries-exhausted`, …). */
+  /** How many attempts failed in total, those whose records were dropped included (`retries-exhausted`). */
   readonly failures: number | undefined;
+  /**
+   * Which limit ended the turn (`retries-exhausted`): the retry `count` of {@link retryAsEvents} (`cap`), or a shared
+   * retry budget that refused the retry (`budget`), in which case the turn ended at once, without the retry's delay.
+   */
+  readonly limit: 'cap' | 'budget' | undefined;
 
   /**
    * @param code Which case this is.
@@ -185,6 +188,7 @@ export class TurnError extends CleanturnError<TurnErrorCode> {
     this.path = details.path;
     this.attempts = details.attempts;
     this.failures = details.failures;
+    this.limit = details.limit;
   }
 }
 
@@ -239,11 +243,11 @@ export function unusableAttemptError(check: UnusableCode, reason: string, attemp
 }
 
 /**
- * No further attempt is allowed: the retry cap was reached (`retries-exhausted`), or a shared retry budget refused
- * the retry (`retry-budget-exhausted`). Not retryable. @internal
+ * No further attempt is allowed: the retry cap was reached (`cap`), or a shared retry budget refused the retry
+ * (`budget`). Not retryable. @internal
  */
 export function retriesExhaustedError(
-  code: 'retries-exhausted' | 'retry-budget-exhausted',
+  limit: 'cap' | 'budget',
   attempts: readonly FailedAttempt[],
   failures: number = attempts.length,
 ): TurnError {
@@ -255,9 +259,14 @@ export function retriesExhaustedError(
   // No `cause`: the last failure is in the message already and its error in `attempts`; a cause would make every
   // printer of error chains repeat it.
   return new TurnError(
-    code,
-    code === 'retry-budget-exhausted' ? `retry budget exhausted: ${message}` : message,
-    { retryable: false, attempts, failures },
+    'retries-exhausted',
+    limit === 'budget' ? `retry budget exhausted: ${message}` : message,
+    {
+      retryable: false,
+      attempts,
+      failures,
+      limit,
+    },
   );
 }
 

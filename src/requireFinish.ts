@@ -1,11 +1,11 @@
 import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
-import { MissingFinishError } from './errors.js';
+import { missingFinishError } from './errors.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { WholeCallEvents } from './internal/types.js';
 
 /**
- * Errors with a retryable {@link MissingFinishError} when the source completes without a `finish` for its
+ * Errors with a retryable {@link TurnError} (code `missing-finish`) when the source completes without a `finish` for its
  * current attempt.
  *
  * A socket that closes cleanly just before the finish looks like a normal end of stream; without this check
@@ -65,6 +65,6 @@ export class RequireFinishStage<E extends { type: string }> extends Stage<E, E> 
 
   override complete(): void {
     if (this.attempts.finished) this.out.complete();
-    else this.out.error(new MissingFinishError(this.tagged ? this.attempts.attempt : undefined));
+    else this.out.error(missingFinishError(this.tagged ? this.attempts.attempt : undefined));
   }
 }

@@ -1,6 +1,6 @@
 import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
-import { preview, UnusableAttemptError, type UnusableCode, UsageError } from './errors.js';
+import { preview, type UnusableCode, UsageError, unusableAttemptError } from './errors.js';
 import { describeError, oneLine } from './internal/describeError.js';
 import { describeValue } from './internal/describeValue.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
@@ -55,13 +55,13 @@ export interface RequireUsableOptions {
 }
 
 /**
- * Errors with a retryable {@link UnusableAttemptError} in place of a `finish` whose attempt cannot be used: a
+ * Errors with a retryable {@link TurnError} (code `unusable`) in place of a `finish` whose attempt cannot be used: a
  * refusal, an empty answer, a tool call the provider could not read, arguments that fail the tool's schema.
  *
  * An attempt can end well on the wire and still be of no use. Place this after {@link requireFinish} (or
  * `attemptPipeline`), inside what {@link retryAsEvents} resubscribes to, and such an attempt is retried like a
  * failed connection: counted against the same `count` and `budget`, shown downstream as a `reset` whose reason
- * says why, and past the cap the turn errors with a `RetriesExhaustedError` whose records hold each verdict.
+ * says why, and past the cap the turn errors with a `retries-exhausted` `TurnError` whose records hold each verdict.
  * Events pass through as they come; only the finish waits for the checks. The calls of an unusable attempt never
  * run: `bufferUntilFinish` (in `cleanTurn`) discards held calls on the error.
  *
@@ -172,7 +172,7 @@ class RequireUsableStage<E extends { type: string }> extends Stage<E, E> {
           this.clear();
           if (verdict !== undefined) {
             const attempt = this.tagged ? this.attempts.attempt : undefined;
-            this.out.error(new UnusableAttemptError(verdict.code, verdict.reason, attempt));
+            this.out.error(unusableAttemptError(verdict.code, verdict.reason, attempt));
             return;
           }
           break;

@@ -56,14 +56,14 @@ export interface RetryAsEventsOptions {
   /**
    * A retry budget shared with other turns (see {@link retryBudget}): each subscription deposits once, before its
    * first attempt, and each retry that `shouldRetry` and `count` allow is withdrawn before its delay. When the budget
-   * refuses, the result errors at once with a {@link RetryBudgetExhaustedError}, without waiting for the delay.
+   * refuses, the result errors at once with a `retries-exhausted` {@link TurnError} (its `limit` is `budget`), without waiting for the delay.
    * Default: none, only `count` caps the retries.
    */
   budget?: RetryBudget;
 }
 
 /**
- * How many failure records {@link retryAsEvents} keeps: the most recent ones. A {@link RetriesExhaustedError} carries
+ * How many failure records {@link retryAsEvents} keeps: the most recent ones. A `retries-exhausted` {@link TurnError} carries
  * at most this many in `attempts`, and its `failures` says how many attempts failed in all.
  */
 const KEPT_FAILURES = 32;
@@ -79,14 +79,14 @@ const KEPT_FAILURES = 32;
  * `retryCount`, `maxRetries` (absent without a cap), the error's class (`errorName`) and HTTP `status`.
  *
  * Downstream, {@link tagAttempts} numbers the attempts from these events and {@link resetOnRetry} turns them
- * into resets. Past the cap it errors with a {@link RetriesExhaustedError} that carries the failed attempts
+ * into resets. Past the cap it errors with a `retries-exhausted` {@link TurnError} that carries the failed attempts
  * (each one's error, reason and how much it had emitted): the 32 most recent, and with `resetOnSuccess` only
  * those since the count was last reset; its `failures` counts them all. An error that `shouldRetry` declines
  * passes through as it is.
  *
  * With a `budget` shared by many turns ({@link retryBudget}), each subscription deposits once before its first
  * attempt and each retry is withdrawn before its delay; when the budget refuses, the result errors at once with a
- * {@link RetryBudgetExhaustedError} that carries the same records, and the delay is never asked for.
+ * `retries-exhausted` {@link TurnError} (its `limit` is `budget`) that carries the same records, and the delay is never asked for.
  *
  * As in RxJS, a number is the `count` (`retryAsEvents(3)` is `retryAsEvents({ count: 3 })`), and a count of 0
  * or less returns the source itself: its errors pass through unchanged, neither retried nor wrapped (with a

@@ -128,7 +128,7 @@ const EPSILON = 1e-9;
  * // Made once for the whole service: retries at most 20% of the turns started in the last 10 s, plus 10 per second.
  * const budget = retryBudget({ ttlMs: 10_000, percentCanRetry: 0.2, minRetriesPerSec: 10 });
  *
- * // Every turn takes the same budget; a refused retry fails the turn at once with RetryBudgetExhaustedError.
+ * // Every turn takes the same budget; a refused retry fails the turn at once with a retries-exhausted TurnError (limit budget).
  * defer(() => streamFromProvider())
  *   .pipe(
  *     requireFinish(),
@@ -142,7 +142,7 @@ const EPSILON = 1e-9;
  * console.log({ deposits, withdrawals, available, refusals });
  * ```
  *
- * @see {@link retryAsEvents}, which deposits and withdraws; {@link RetryBudgetExhaustedError}, its refusal.
+ * @see {@link retryAsEvents}, which deposits and withdraws; the `retries-exhausted` {@link TurnError} (its `limit` is `budget`), its refusal.
  * @param options The window, the share of first attempts, the floor and the clock.
  * @returns A budget to pass to every turn that shares it.
  * @throws UsageError when an option is not a number in its range, or `now` is not a function (and, from `deposit`,

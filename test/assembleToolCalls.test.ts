@@ -1,10 +1,4 @@
-import {
-  assembleToolCalls,
-  CleanturnError,
-  isRetryable,
-  type ProviderEvent,
-  ToolCallAssemblyError,
-} from 'cleanturn';
+import { assembleToolCalls, CleanturnError, isRetryable, type ProviderEvent, TurnError } from 'cleanturn';
 import { at, call, delta, finish, reset, retrying, text, usage } from 'cleanturn/testing';
 import { concat, EMPTY, from, type Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
@@ -219,11 +213,11 @@ describe('assembleToolCalls', () => {
       finish(),
     ]);
     expect(out.values).toEqual([call('c1', 'f', { a: 1 })]);
-    expect(out.error).toBeInstanceOf(ToolCallAssemblyError);
-    expect(out.error).toMatchObject({ problem: 'invalid-json', argsText: '{"a":1}{"b":2}' });
+    expect(out.error).toBeInstanceOf(TurnError);
+    expect(out.error).toMatchObject({ code: 'tool-call-invalid-json', argsText: '{"a":1}{"b":2}' });
   });
 
-  it('errors with a retryable ToolCallAssemblyError for arguments that are not valid JSON', () => {
+  it('errors with a retryable tool-call TurnError for arguments that are not valid JSON', () => {
     const out = assemble([
       delta(0, '{}', { id: 'c0', name: 'fine' }),
       delta(1, '{"order_id":"ORD-', { id: 'c1', name: 'issue_refund' }),
@@ -232,12 +226,12 @@ describe('assembleToolCalls', () => {
     ]);
     expect(out.values).toEqual([call('c0', 'fine', {})]);
     expect(out.completed).toBe(false);
-    const error = out.error as ToolCallAssemblyError;
-    expect(error).toBeInstanceOf(ToolCallAssemblyError);
+    const error = out.error as TurnError;
+    expect(error).toBeInstanceOf(TurnError);
     expect(error).toBeInstanceOf(CleanturnError);
     expect(error).toMatchObject({
-      name: 'ToolCallAssemblyError',
-      problem: 'invalid-json',
+      name: 'TurnError',
+      code: 'tool-call-invalid-json',
       index: 1,
       id: 'c1',
       toolName: 'issue_refund',
@@ -252,9 +246,9 @@ describe('assembleToolCalls', () => {
   it('errors with problem missing-name for a call that never named its tool', () => {
     const out = assemble([delta(2, '{"a":1}', { id: 'c3' }), finish()]);
     expect(out.values).toEqual([]);
-    expect(out.error).toBeInstanceOf(ToolCallAssemblyError);
+    expect(out.error).toBeInstanceOf(TurnError);
     expect(out.error).toMatchObject({
-      problem: 'missing-name',
+      code: 'tool-call-missing-name',
       index: 2,
       id: 'c3',
       toolName: undefined,
@@ -273,7 +267,7 @@ describe('assembleToolCalls', () => {
       expectObservable(source.pipe(assembleToolCalls())).toBe(
         expected,
         undefined,
-        expect.objectContaining({ name: 'ToolCallAssemblyError', problem: 'invalid-json', argsText: '{' }),
+        expect.objectContaining({ name: 'TurnError', code: 'tool-call-invalid-json', argsText: '{' }),
       );
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });

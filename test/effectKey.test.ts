@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { CleanturnError, EffectKeyError, effectKey, isRetryable } from 'cleanturn';
+import { CleanturnError, effectKey, isRetryable, type TurnError } from 'cleanturn';
 import { call, refundArgs } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
+import { expectTurnError } from './support/turnErrors.js';
 
 /** Plain JSON data: what RFC 8785 canonicalizes. */
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -212,28 +213,28 @@ describe('effectKey', () => {
       return undefined;
     }
 
-    it('throws a non-retryable EffectKeyError for an object cycle, naming the tool and where the cycle is', () => {
+    it('throws a non-retryable effect-key TurnError for an object cycle, naming the tool and where the cycle is', () => {
       const args: Record<string, unknown> = { order_id: 'ORD-7781', lines: [{}] };
       ((args.lines as unknown[])[0] as Record<string, unknown>).order = args;
       const error = keyError(args);
-      expect(error).toBeInstanceOf(EffectKeyError);
+      expectTurnError(error, 'effect-key');
       expect(error).toBeInstanceOf(CleanturnError);
       expect(error).toMatchObject({
-        name: 'EffectKeyError',
+        name: 'TurnError',
         retryable: false,
         toolName: 'issue_refund',
         path: 'args.lines[0].order',
-        problem: 'a cycle',
+        reason: 'a cycle',
       });
-      expect((error as EffectKeyError).message).toContain('issue_refund');
-      expect((error as EffectKeyError).message).toContain('args.lines[0].order: a cycle');
+      expect((error as TurnError).message).toContain('issue_refund');
+      expect((error as TurnError).message).toContain('args.lines[0].order: a cycle');
       expect(isRetryable(error)).toBe(false);
     });
 
-    it('throws an EffectKeyError for an array cycle', () => {
+    it('throws an effect-key TurnError for an array cycle', () => {
       const args: unknown[] = ['ORD-7781'];
       args.push(args);
-      expect(keyError(args)).toMatchObject({ path: 'args[1]', problem: 'a cycle' });
+      expect(keyError(args)).toMatchObject({ path: 'args[1]', reason: 'a cycle' });
     });
 
     // What is not JSON data, or not JSON data that one key can stand for, and where it is.
@@ -269,11 +270,11 @@ describe('effectKey', () => {
       ['a bigint', { amount: 10n }, 'args.amount', /a bigint/],
     ];
     for (const [what, args, path, problem] of refused) {
-      it(`throws an EffectKeyError for ${what}, at ${path}`, () => {
+      it(`throws an effect-key TurnError for ${what}, at ${path}`, () => {
         const error = keyError(args);
-        expect(error).toBeInstanceOf(EffectKeyError);
+        expectTurnError(error, 'effect-key');
         expect(error).toMatchObject({ retryable: false, toolName: 'issue_refund', path });
-        expect((error as EffectKeyError).problem).toMatch(problem);
+        expect((error as TurnError).reason).toMatch(problem);
         expect((error as Error).message).toContain(path);
       });
     }
@@ -287,8 +288,8 @@ describe('effectKey', () => {
       expect(effectKey('t', { name: 'f', args: nest(256) })).toMatch(/^[0-9a-f]{16}$/);
       for (const levels of [257, 20_000]) {
         const error = keyError(nest(levels));
-        expect(error).toBeInstanceOf(EffectKeyError);
-        expect((error as EffectKeyError).problem).toBe('nested deeper than 256 levels');
+        expectTurnError(error, 'effect-key');
+        expect((error as TurnError).reason).toBe('nested deeper than 256 levels');
       }
     });
 
@@ -302,7 +303,7 @@ describe('effectKey', () => {
           }
           return undefined;
         })();
-        expect(error).toBeInstanceOf(EffectKeyError);
+        expectTurnError(error, 'effect-key');
         expect(error).toMatchObject({ path: 'step' });
       }
     });
@@ -311,18 +312,18 @@ describe('effectKey', () => {
       const a: unknown = JSON.parse('{"order_id":9007199254740993}');
       const b: unknown = JSON.parse('{"order_id":9007199254740992}');
       expect(a).toEqual(b);
-      expect(keyError(a)).toBeInstanceOf(EffectKeyError);
-      expect(keyError(b)).toBeInstanceOf(EffectKeyError);
+      expectTurnError(keyError(a), 'effect-key');
+      expectTurnError(keyError(b), 'effect-key');
       // The largest safe integers stay keys of their own.
       expect(effectKey('t', { name: 'f', args: [2 ** 53 - 1] })).not.toBe(
         effectKey('t', { name: 'f', args: [2 ** 53 - 2] }),
       );
     });
 
-    it('throws an EffectKeyError for a BigInt', () => {
+    it('throws an effect-key TurnError for a BigInt', () => {
       const error = keyError({ amount: 10n });
-      expect(error).toBeInstanceOf(EffectKeyError);
-      expect(error).toMatchObject({ path: 'args.amount', problem: 'a bigint' });
+      expectTurnError(error, 'effect-key');
+      expect(error).toMatchObject({ path: 'args.amount', reason: 'a bigint' });
     });
 
     it('an object member that is undefined is left out, as JSON.stringify does: the key of the object without it', () => {
@@ -331,7 +332,7 @@ describe('effectKey', () => {
       );
     });
 
-    it("an error of a getter is an EffectKeyError with the getter's error as its cause", () => {
+    it("an error of a getter is an effect-key TurnError with the getter's error as its cause", () => {
       const boom = new Error('boom');
       const args = {
         get order_id(): string {
@@ -339,7 +340,7 @@ describe('effectKey', () => {
         },
       };
       const error = keyError(args);
-      expect(error).toBeInstanceOf(EffectKeyError);
+      expectTurnError(error, 'effect-key');
       expect(error).toMatchObject({ path: 'args.order_id' });
       expect((error as Error).cause).toBe(boom);
     });

@@ -2,10 +2,10 @@
 // restarted process would run an effect again. These keys were computed once and are kept as they are.
 import { createHash } from 'node:crypto';
 import { effectKey } from 'cleanturn';
-import { encodeResult } from 'cleanturn/effects';
 import fc from 'fast-check';
 import stringify from 'fast-json-stable-stringify';
 import { describe, expect, it } from 'vitest';
+import { encodeResult } from '../src/effects/json.js';
 
 /** `[what, turnId, tool name, args, step?, key]`. */
 // biome-ignore format: a table of inputs and their keys

@@ -2,15 +2,19 @@
 // marked, and answered), a consumer that retries from its handler sees nothing of the abandoned attempt after the
 // reset, nothing follows a finish, and every part of the package agrees on the attempt rules and on an error's
 // text.
-import type { AssembledEvent, ProviderEvent, ReleasedCall, ToolResultLike, TurnEvent } from 'cleanturn';
+import type { ProviderEvent, ToolResultLike, TurnEvent } from 'cleanturn';
 import * as core from 'cleanturn';
 import { accumulateTurn, cleanTurn, effectKey } from 'cleanturn';
 import { toAcpUpdates } from 'cleanturn/acp';
-import { executeTools, MemoryEffectLedger, serializeError } from 'cleanturn/effects';
+import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
 import { initialView, reduceView, toTerminal } from 'cleanturn/renderers';
 import { call, finish, retrying, text } from 'cleanturn/testing';
 import { defer, from, last, lastValueFrom, Subject, share, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import { serializeError } from '../src/effects/json.js';
+import { describeError } from '../src/internal/describeError.js';
+import type { ReleasedCall } from '../src/types.js';
 import { collect } from './support/collect.js';
 
 type Whole = AssembledEvent<ProviderEvent>;
@@ -230,7 +234,7 @@ describe('an error as text, one rule', () => {
   ];
 
   it.each(cases)('describeError(%o) is %j', (error, expected) => {
-    expect(core.describeError(error)).toBe(expected);
+    expect(describeError(error)).toBe(expected);
   });
 
   it.each(cases)('the retry reason and the stored failure say the same for %o', async (error, expected) => {

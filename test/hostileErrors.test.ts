@@ -2,7 +2,7 @@
 // place that reads a foreign error (describeError, isRetryable, retryAsEvents' reason, the adapters' error mapping,
 // streamTurn's retry decision, the turn report) reads it without throwing: the stream keeps the error it was given,
 // and the turn goes on as it would for any other error.
-import { describeError, isRetryable, RetriesExhaustedError, retryAsEvents } from 'cleanturn';
+import { isRetryable, retryAsEvents, type TurnError } from 'cleanturn';
 import {
   aiSdkParts,
   anthropicMessages,
@@ -11,11 +11,12 @@ import {
   openaiChat,
   openaiResponses,
   ProviderError,
-  ProviderPayloadError,
 } from 'cleanturn/providers';
 import { streamTurn, type TurnReport } from 'cleanturn/transport';
 import { concat, defer, from, lastValueFrom, type OperatorFunction, of, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { describeError } from '../src/internal/describeError.js';
+import { expectTurnError } from './support/turnErrors.js';
 
 const trap = (): never => {
   throw new Error('a trap of the proxy');
@@ -108,13 +109,13 @@ describe('retryAsEvents reads the reason of an unreadable error without throwing
     ]);
   });
 
-  it('past the cap, RetriesExhaustedError carries the unreadable errors, and its message reads', async () => {
+  it('past the cap, retries-exhausted TurnError carries the unreadable errors, and its message reads', async () => {
     const error = trapProxy();
     const caught = await lastValueFrom(throwError(() => error).pipe(retryAsEvents({ count: 1 }))).catch(
       (thrown: unknown) => thrown,
     );
-    expect(caught).toBeInstanceOf(RetriesExhaustedError);
-    expect((caught as RetriesExhaustedError).attempts.map((a) => a.error === error)).toEqual([true, true]);
+    expectTurnError(caught, 'retries-exhausted');
+    expect((caught as TurnError).attempts?.map((a) => a.error === error)).toEqual([true, true]);
     expect((caught as Error).message).toMatch(/^gave up after 2 attempt\(s\)/);
   });
 });
@@ -148,16 +149,22 @@ describe('the adapters map an unreadable source error without throwing', () => {
       (thrown: unknown) => thrown,
     );
     expect(caught).toBeInstanceOf(ProviderError);
-    expect(caught).toMatchObject({ code: 'server_error', status: 503, retryable: true, cause: error });
+    expect(caught).toMatchObject({
+      code: 'upstream',
+      upstreamCode: 'server_error',
+      status: 503,
+      retryable: true,
+      cause: error,
+    });
   });
 
-  it('a payload of the wrong shape whose conversions throw is still a ProviderPayloadError', async () => {
+  it('a payload of the wrong shape whose conversions throw is still an invalid-field ProviderError', async () => {
     const payload = { ...unprintable(), choices: 'Refund' };
     const caught = await lastValueFrom(from([payload as never]).pipe(openaiChat(), toArray())).catch(
       (thrown: unknown) => thrown,
     );
-    expect(caught).toBeInstanceOf(ProviderPayloadError);
-    expect(caught).toMatchObject({ field: 'choices', payload });
+    expect(caught).toBeInstanceOf(ProviderError);
+    expect(caught).toMatchObject({ code: 'invalid-field', field: 'choices', payload });
   });
 });
 
@@ -179,8 +186,8 @@ describe('streamTurn and its report read an unreadable error without throwing', 
         },
       }),
     ).catch((thrown: unknown) => thrown);
-    expect(caught).toBeInstanceOf(RetriesExhaustedError);
-    expect((caught as RetriesExhaustedError).failures).toBe(3);
+    expectTurnError(caught, 'retries-exhausted');
+    expect((caught as TurnError).failures).toBe(3);
     expect(report?.outcome).toBe('failed');
     expect(report?.attempts.map((a) => typeof a.reason)).toEqual(['string', 'string', 'string']);
   });

@@ -1,15 +1,17 @@
 // The errors of a retry say one line, whatever the text they carry holds: a validator's report over several lines,
 // a stop reason from a request body, a provider's message with line breaks.
-import { UnusableAttemptError } from 'cleanturn';
+
+import { TurnError } from 'cleanturn';
 import { replaySafety, TurnStoppedError, UnsafeReplayError } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
+import { unusableAttemptError } from '../src/errors.js';
 
 /** No line break and no other control character. */
 const oneLine = (text: string) => expect([...text].some((c) => (c.codePointAt(0) ?? 0) < 0x20)).toBe(false);
 
 describe('one line', () => {
-  it('UnusableAttemptError: a reason over several lines', () => {
-    const error = new UnusableAttemptError(
+  it('unusable TurnError: a reason over several lines', () => {
+    const error = unusableAttemptError(
       'invalid-arguments',
       'amount: required\norder_id: must be a string',
       2,

@@ -9,8 +9,9 @@ const prelude = `
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import type { Observable } from 'rxjs';
-import type { AssembledEvent, ProviderEvent } from 'cleanturn';
-import type { ToolCallViewStatus } from 'cleanturn/renderers';
+import type { ProviderEvent } from 'cleanturn';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import type { ToolCallViewStatus } from '../src/renderers/reduceView.js';
 
 declare global {
   /** The provider events of one attempt, calls already whole (what attemptPipeline's adapter and assembler give). */

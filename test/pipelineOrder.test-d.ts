@@ -1,6 +1,6 @@
 // Type tests: the pipeline's order is in the types. Fragments never reach what reads whole calls, the two halves
 // compose, and a policy written by hand from the pieces needs no type arguments.
-import type { AssembledEvent, KeyedToolCall, ProviderEvent, RepeatedToolCall, TurnEvent } from 'cleanturn';
+import type { KeyedToolCall, ProviderEvent, TurnEvent } from 'cleanturn';
 import {
   assembleToolCalls,
   attemptPipeline,
@@ -13,9 +13,12 @@ import {
   tagAttempts,
   turnPipeline,
 } from 'cleanturn';
-import { type OpenAIChatInput, openaiChat } from 'cleanturn/providers';
+import { openaiChat } from 'cleanturn/providers';
 import { type Observable, type OperatorFunction, pipe } from 'rxjs';
 import { describe, expectTypeOf, it } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import type { OpenAIChatInput } from '../src/providers/openaiChat.js';
+import type { RepeatedToolCall } from '../src/types.js';
 
 declare const fragments$: Observable<ProviderEvent>;
 declare const whole$: Observable<AssembledEvent<ProviderEvent>>;

@@ -1,21 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
-import type {
-  FinishEvent,
-  FinishReason,
-  KeyedToolCall,
-  ProviderEvent,
-  ReleasedCall,
-  RetryEvent,
-  ToolCallEvent,
-  TurnEvent,
-  TurnState,
-} from 'cleanturn';
+import type { FinishReason, KeyedToolCall, ProviderEvent, TurnEvent, TurnState } from 'cleanturn';
 import { accumulateTurn, cleanTurn, effectKey } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolResultEvent } from 'cleanturn/effects';
 import { call, finish, reasoning, retrying, text, usage } from 'cleanturn/testing';
 import fc from 'fast-check';
 import { filter, map, Observable, type OperatorFunction, Subject, share, takeWhile, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { FinishEvent, ReleasedCall, RetryEvent, ToolCallEvent } from '../src/types.js';
 
 // The four promises of a turn (DESIGN.md, rules 1–6), each checked as a property over random retried turns,
 // through the whole stack a user wires: `cleanTurn` shared between a consumer that folds `accumulateTurn()` and

@@ -1,18 +1,4 @@
-import type {
-  AssembledEvent,
-  Attempted,
-  FinishEvent,
-  FinishReason,
-  PolicyEvent,
-  ProviderEvent,
-  RepeatedToolCall,
-  ResetEvent,
-  RetryEvent,
-  ToolCallEvent,
-  TurnEvent,
-  UsageEvent,
-  WithEffectKeys,
-} from 'cleanturn';
+import type { Attempted, FinishReason, ProviderEvent, ResetEvent, TurnEvent } from 'cleanturn';
 import {
   accumulateTurn,
   assembleToolCalls,
@@ -22,10 +8,10 @@ import {
   effectKey,
   lateExecutionPolicy,
   naivePolicy,
-  RetriesExhaustedError,
   resetOnlyPolicy,
   resetOnRetry,
   retryAsEvents,
+  type TurnError,
   tagAttempts,
 } from 'cleanturn';
 import { call, delta, finish, retrying, text, usage } from 'cleanturn/testing';
@@ -44,7 +30,18 @@ import {
   toArray,
 } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import type { WithEffectKeys } from '../src/dedupeByEffectKey.js';
+import type {
+  FinishEvent,
+  PolicyEvent,
+  RepeatedToolCall,
+  RetryEvent,
+  ToolCallEvent,
+  UsageEvent,
+} from '../src/types.js';
 import { type Collected, collect } from './support/collect.js';
+import { expectTurnError } from './support/turnErrors.js';
 
 // Property-based tests: random turns with random retries, checked against the rules of DESIGN.md.
 // Everything runs on synchronous sources (`from(events)`), so no assertion depends on time.
@@ -1059,7 +1056,7 @@ describe('retryAsEvents', () => {
     );
   });
 
-  it('with k > count failures: RetriesExhaustedError with count + 1 attempt records', () => {
+  it('with k > count failures: retries-exhausted TurnError with count + 1 attempt records', () => {
     fc.assert(
       fc.property(
         // count 0 retries nothing and passes the error through unchanged, as RxJS `retry` does.
@@ -1069,8 +1066,8 @@ describe('retryAsEvents', () => {
           const { source$, subscriptions } = coldSource(values, failures, errors);
           const result = collectSync(source$.pipe(retryAsEvents({ count })));
           expect(result.completed).toBe(false);
-          expect(result.error).toBeInstanceOf(RetriesExhaustedError);
-          const error = result.error as RetriesExhaustedError;
+          expectTurnError(result.error, 'retries-exhausted');
+          const error = result.error as TurnError;
           expect(error.retryable).toBe(false);
           expect(error.attempts).toEqual(
             values.slice(0, count + 1).map((v, i) => ({

@@ -1,16 +1,18 @@
 import {
   CleanturnError,
   isRetryable,
-  MissingFinishError,
   requireFinish,
   resetOnRetry,
   retryAsEvents,
+  type TurnError,
   tagAttempts,
 } from 'cleanturn';
 import { at, finish, reset, retrying, text } from 'cleanturn/testing';
 import { defer, type Observable, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import { missingFinishError } from '../src/errors.js';
+import { expectTurnError } from './support/turnErrors.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 
@@ -34,21 +36,21 @@ describe('requireFinish on untagged streams', () => {
     });
   });
 
-  it('errors with a retryable MissingFinishError, at the completion, when the finish is missing', () => {
+  it('errors with a retryable missing-finish TurnError, at the completion, when the finish is missing', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold(' -a-b-|', v);
       const sourceSubs = '  ^----!';
       const expected = '    -a-b-#';
 
-      expectObservable(source.pipe(requireFinish())).toBe(expected, v, new MissingFinishError());
+      expectObservable(source.pipe(requireFinish())).toBe(expected, v, missingFinishError());
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
 
   it('the error says what happened and that a new attempt could succeed', () => {
-    const error = new MissingFinishError();
+    const error = missingFinishError();
     expect(error).toBeInstanceOf(CleanturnError);
-    expect(error).toMatchObject({ name: 'MissingFinishError', retryable: true, attempt: undefined });
+    expect(error).toMatchObject({ name: 'TurnError', retryable: true, attempt: undefined });
     expect(error.message).toBe('the stream completed without a finish event');
     expect(isRetryable(error)).toBe(true);
   });
@@ -59,7 +61,7 @@ describe('requireFinish on untagged streams', () => {
       const sourceSubs = '  ^------!';
       const expected = '    -f-r-a-#';
 
-      expectObservable(source.pipe(requireFinish())).toBe(expected, v, new MissingFinishError());
+      expectObservable(source.pipe(requireFinish())).toBe(expected, v, missingFinishError());
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
@@ -107,7 +109,7 @@ describe('requireFinish on untagged streams', () => {
       const source = defer(() => (n++ === 0 ? finished : cutOff)).pipe(requireFinish());
 
       expectObservable(source).toBe('-f|', v);
-      expectObservable(source).toBe('-a#', v, new MissingFinishError());
+      expectObservable(source).toBe('-a#', v, missingFinishError());
       expectSubscriptions(finished.subscriptions).toBe('^-!');
       expectSubscriptions(cutOff.subscriptions).toBe('^-!');
     });
@@ -125,12 +127,12 @@ describe('requireFinish on tagged streams', () => {
       const expected = '    -a-f-R-b-#';
 
       const result = source.pipe(requireFinish(), tap({ error: (error) => (caught = error) }));
-      expectObservable(result).toBe(expected, values, new MissingFinishError(2));
+      expectObservable(result).toBe(expected, values, missingFinishError(2));
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
-    expect(caught).toBeInstanceOf(MissingFinishError);
-    expect((caught as MissingFinishError).attempt).toBe(2);
-    expect((caught as MissingFinishError).message).toBe('attempt 2 completed without a finish event');
+    expectTurnError(caught, 'missing-finish');
+    expect((caught as TurnError).attempt).toBe(2);
+    expect((caught as TurnError).message).toBe('attempt 2 completed without a finish event');
   });
 
   it('after tagAttempts: a tagged retry starts the attempt whose finish is missing', () => {
@@ -143,7 +145,7 @@ describe('requireFinish on tagged streams', () => {
       expectObservable(result).toBe(
         expected,
         { A: at(1, v.a), F: at(1, v.f), R: at(2, v.r), B: at(2, v.b) },
-        new MissingFinishError(2),
+        missingFinishError(2),
       );
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
@@ -174,7 +176,7 @@ describe('requireFinish on tagged streams', () => {
       const sourceSubs = '  ^--------!';
       const expected = '    -a-R-b-f-#';
 
-      expectObservable(source.pipe(requireFinish())).toBe(expected, values, new MissingFinishError(2));
+      expectObservable(source.pipe(requireFinish())).toBe(expected, values, missingFinishError(2));
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
@@ -187,7 +189,7 @@ describe('requireFinish on tagged streams', () => {
       const sourceSubs = '  ^------!';
       const expected = '    -a-f-b-#';
 
-      expectObservable(source.pipe(requireFinish())).toBe(expected, values, new MissingFinishError(2));
+      expectObservable(source.pipe(requireFinish())).toBe(expected, values, missingFinishError(2));
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
@@ -199,7 +201,7 @@ describe('requireFinish on tagged streams', () => {
       const sourceSubs = '  ^----!';
       const expected = '    -f-R-#';
 
-      expectObservable(source.pipe(requireFinish())).toBe(expected, values, new MissingFinishError(3));
+      expectObservable(source.pipe(requireFinish())).toBe(expected, values, missingFinishError(3));
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
@@ -219,13 +221,13 @@ describe('requireFinish before retryAsEvents', () => {
       const result = source.pipe(requireFinish(), retryAsEvents({ count: 1 }));
       expectObservable(result).toBe(expected, {
         ...v,
-        R: retrying('the stream completed without a finish event', new MissingFinishError(), {
+        R: retrying('the stream completed without a finish event', missingFinishError(), {
           delay: 0,
           failedAttempt: 1,
           outputStarted: true,
           retryCount: 1,
           maxRetries: 1,
-          errorName: 'MissingFinishError',
+          errorName: 'TurnError',
         }),
       });
       expectSubscriptions(cutOff.subscriptions).toBe(cutOffSubs);

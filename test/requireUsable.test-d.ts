@@ -1,25 +1,18 @@
 // Type tests of requireUsable: it keeps the event type, reads whole calls only, and its options and error are typed.
-import type {
-  AssembledEvent,
-  Attempted,
-  FinishedAttempt,
-  ProviderEvent,
-  RequireUsableOptions,
-  ToolCallEvent,
-  UnusableCode,
-  UnusableVerdict,
-  UsableCheck,
-} from 'cleanturn';
-import {
-  type CleanturnError,
-  requireFinish,
-  requireUsable,
-  retryAsEvents,
-  type UnusableAttemptError,
-} from 'cleanturn';
+import type { Attempted, ProviderEvent } from 'cleanturn';
+import { type CleanturnError, requireFinish, requireUsable, retryAsEvents, type TurnError } from 'cleanturn';
 import type { StreamTurnOptions } from 'cleanturn/transport';
 import type { Observable } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import type { UnusableCode } from '../src/errors.js';
+import type {
+  FinishedAttempt,
+  RequireUsableOptions,
+  UnusableVerdict,
+  UsableCheck,
+} from '../src/requireUsable.js';
+import type { ToolCallEvent } from '../src/types.js';
 
 declare const provider$: Observable<ProviderEvent>;
 declare const whole$: Observable<AssembledEvent<ProviderEvent>>;
@@ -32,7 +25,7 @@ describe('requireUsable', () => {
       Observable<AssembledEvent<Attempted<ProviderEvent>>>
     >();
     expectTypeOf(whole$.pipe(requireFinish(), requireUsable(), retryAsEvents({ count: 2 }))).toEqualTypeOf<
-      Observable<AssembledEvent<ProviderEvent> | import('cleanturn').RetryEvent>
+      Observable<AssembledEvent<ProviderEvent> | import('../src/types.js').RetryEvent>
     >();
   });
 
@@ -57,9 +50,9 @@ describe('requireUsable', () => {
   });
 
   test('its error is a CleanturnError with a code', () => {
-    expectTypeOf<UnusableAttemptError>().toExtend<CleanturnError>();
-    expectTypeOf<UnusableAttemptError['code']>().toEqualTypeOf<UnusableCode>();
-    expectTypeOf<UnusableAttemptError['attempt']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<TurnError>().toExtend<CleanturnError>();
+    expectTypeOf<TurnError['check']>().toEqualTypeOf<UnusableCode | undefined>();
+    expectTypeOf<TurnError['attempt']>().toEqualTypeOf<number | undefined>();
     expectTypeOf<'refusal'>().toExtend<UnusableCode>();
     expectTypeOf<'my-own'>().toExtend<UnusableCode>();
   });

@@ -1,31 +1,32 @@
 // requireUsable: an attempt that finished but cannot be used (a refusal, an empty answer, a malformed call,
-// arguments that fail the tool's schema) errors with a retryable UnusableAttemptError in place of its finish, so
+// arguments that fail the tool's schema) errors with a retryable unusable TurnError in place of its finish, so
 // that retryAsEvents retries it like a failed connection, under the same cap and budget.
 import {
-  type AssembledEvent,
   attemptPipeline,
   CleanturnError,
   cleanTurn,
   isRetryable,
   type ProviderEvent,
-  RetriesExhaustedError,
-  RetryBudgetExhaustedError,
   requireFinish,
   requireUsable,
   retryAsEvents,
   retryBudget,
+  type TurnError,
   type TurnEvent,
   tagAttempts,
-  UnusableAttemptError,
   UsageError,
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers } from 'cleanturn/effects';
-import { type GeminiChunk, geminiContent } from 'cleanturn/providers';
+import { geminiContent } from 'cleanturn/providers';
 import { at, call, finish, reasoning, refundArgs, reset, text } from 'cleanturn/testing';
 import { defer, from, lastValueFrom, type Observable, share, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import { unusableAttemptError } from '../src/errors.js';
+import type { GeminiChunk } from '../src/providers/geminiContent.js';
 import { attemptsOf } from './support/attemptsOf.js';
+import { expectTurnError } from './support/turnErrors.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 
@@ -72,7 +73,7 @@ describe('requireUsable: the ready-made checks', () => {
       const source = cold(' -f-|', v);
       const sourceSubs = '  ^!';
       const expected = '    -#';
-      const error = new UnusableAttemptError('refusal', 'the model refused: "I can\'t help with that."');
+      const error = unusableAttemptError('refusal', 'the model refused: "I can\'t help with that."');
 
       expectObservable(source.pipe(requireUsable())).toBe(expected, v, error);
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
@@ -82,10 +83,7 @@ describe('requireUsable: the ready-made checks', () => {
   it('a filtered output without refusal text names the provider’s own reason', () => {
     newScheduler().run(({ cold, expectObservable }) => {
       const v = { a: text('Here is'), f: finish('content-filter', 'SAFETY') };
-      const error = new UnusableAttemptError(
-        'refusal',
-        'the model refused or its output was filtered (SAFETY)',
-      );
+      const error = unusableAttemptError('refusal', 'the model refused or its output was filtered (SAFETY)');
       expectObservable(cold('-a-f-|', v).pipe(requireUsable())).toBe('-a-#', v, error);
     });
   });
@@ -102,17 +100,17 @@ describe('requireUsable: the ready-made checks', () => {
       expectObservable(cold('-f-|', v).pipe(requireUsable())).toBe(
         '-#',
         v,
-        new UnusableAttemptError('empty', none),
+        unusableAttemptError('empty', none),
       );
       expectObservable(cold('-s-f-|', v).pipe(requireUsable())).toBe(
         '-s-#',
         v,
-        new UnusableAttemptError('empty', none),
+        unusableAttemptError('empty', none),
       );
       expectObservable(cold('-r-f-|', v).pipe(requireUsable())).toBe(
         '-r-#',
         v,
-        new UnusableAttemptError('empty', `${none} (only reasoning)`),
+        unusableAttemptError('empty', `${none} (only reasoning)`),
       );
       expectObservable(cold('-c-f-|', v).pipe(requireUsable())).toBe('-c-f-|', v);
       expectObservable(cold('-a-f-|', { ...v, a: text('Done.') }).pipe(requireUsable())).toBe('-a-f-|', {
@@ -135,8 +133,8 @@ describe('requireUsable: the ready-made checks', () => {
       { candidates: [{ content: { parts: [] }, finishReason: 'MALFORMED_FUNCTION_CALL' }] },
     ];
     const error = await failure(from(chunks).pipe(attemptPipeline(geminiContent()), requireUsable()));
-    expect(error).toBeInstanceOf(UnusableAttemptError);
-    expect(error).toMatchObject({ code: 'malformed-call', retryable: true });
+    expectTurnError(error, 'unusable');
+    expect(error).toMatchObject({ code: 'unusable', check: 'malformed-call', retryable: true });
     expect((error as Error).message).toBe(
       'the attempt is unusable (malformed-call): the provider could not read the tool call the model made (MALFORMED_FUNCTION_CALL)',
     );
@@ -149,7 +147,7 @@ describe('requireUsable: the ready-made checks', () => {
     newScheduler().run(({ cold, expectObservable }) => {
       const second = call('c2', 'issue_refund', { order_id: 'ORD-1', amount: 12 });
       const v = { a: refund, b: badRefund, c: second, f: finish('tool-calls') };
-      const error = new UnusableAttemptError(
+      const error = unusableAttemptError(
         'invalid-arguments',
         'tool call c1 (issue_refund): amount must be "full" or "partial", not "everything"',
       );
@@ -189,7 +187,7 @@ describe('requireUsable: the ready-made checks', () => {
       expectObservable(cold('-a-f-|', v).pipe(usable)).toBe(
         '-a-#',
         v,
-        new UnusableAttemptError('boilerplate', 'a canned disclaimer'),
+        unusableAttemptError('boilerplate', 'a canned disclaimer'),
       );
     });
     expect(seen).toEqual(['first stop 33']);
@@ -276,7 +274,7 @@ describe('requireUsable on a tagged stream', () => {
         s: at(1, text('aged book.')),
         f: at(2, finish('stop')),
       };
-      const error = new UnusableAttemptError(
+      const error = unusableAttemptError(
         'empty',
         'the model finished with no answer text and no tool call',
         2,
@@ -286,13 +284,14 @@ describe('requireUsable on a tagged stream', () => {
   });
 });
 
-describe('UnusableAttemptError', () => {
+describe('unusable TurnError', () => {
   it('says which check failed and why, and that a new attempt could succeed', () => {
-    const error = new UnusableAttemptError('empty', 'nothing', 3);
+    const error = unusableAttemptError('empty', 'nothing', 3);
     expect(error).toBeInstanceOf(CleanturnError);
     expect(error).toMatchObject({
-      name: 'UnusableAttemptError',
-      code: 'empty',
+      name: 'TurnError',
+      code: 'unusable',
+      check: 'empty',
       reason: 'nothing',
       attempt: 3,
     });
@@ -373,21 +372,21 @@ describe('requireUsable with retryAsEvents and cleanTurn', () => {
     expect(events.at(-1)).toEqual(at(2, finish('tool-calls')));
   });
 
-  it('an attempt that stays unusable past the cap ends the turn with RetriesExhaustedError whose records say why', async () => {
+  it('an attempt that stays unusable past the cap ends the turn with retries-exhausted TurnError whose records say why', async () => {
     const source = attemptsOf<AssembledEvent<ProviderEvent>>(
       from([refusal]),
       from([text(' ')]),
       from([finish('stop')]),
     );
     const error = await failure(source.pipe(requireFinish(), requireUsable(), retryAsEvents({ count: 2 })));
-    expect(error).toBeInstanceOf(RetriesExhaustedError);
-    const records = (error as RetriesExhaustedError).attempts;
-    expect(records.map((r) => [r.attempt, (r.error as { code?: string }).code ?? r.reason])).toEqual([
+    expectTurnError(error, 'retries-exhausted');
+    const records = (error as TurnError).attempts;
+    expect(records?.map((r) => [r.attempt, (r.error as { check?: string }).check ?? r.reason])).toEqual([
       [1, 'refusal'],
       [2, 'the stream completed without a finish event'],
       [3, 'empty'],
     ]);
-    expect(records[0]?.reason).toBe(
+    expect(records?.[0]?.reason).toBe(
       'the attempt is unusable (refusal): the model refused: "I can\'t help with that."',
     );
     expect((error as Error).message).toBe(
@@ -400,8 +399,9 @@ describe('requireUsable with retryAsEvents and cleanTurn', () => {
     const budget = retryBudget({ percentCanRetry: 0, minRetriesPerSec: 0 });
     const source = attemptsOf(from([finish('stop')]), from([sentence, finish('stop')]));
     const error = await failure(source.pipe(requireUsable(), retryAsEvents({ count: 2, budget })));
-    expect(error).toBeInstanceOf(RetryBudgetExhaustedError);
-    expect((error as RetryBudgetExhaustedError).attempts[0]?.error).toBeInstanceOf(UnusableAttemptError);
+    expectTurnError(error, 'retries-exhausted');
+    expect(error.limit).toBe('budget');
+    expectTurnError((error as TurnError).attempts?.[0]?.error, 'unusable');
     expect(budget.state().refusals).toBe(1);
   });
 

@@ -1,13 +1,11 @@
 import {
   backoff,
   CleanturnError,
-  EffectKeyError,
   isRetryable,
-  MissingFinishError,
-  RetriesExhaustedError,
-  type RetryAsEventsOptions,
   requireFinish,
   retryAsEvents,
+  type TurnError,
+  UsageError,
 } from 'cleanturn';
 import { finish, retrying, text } from 'cleanturn/testing';
 import {
@@ -24,7 +22,10 @@ import {
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
+import { effectKeyError, missingFinishError, retriesExhaustedError } from '../src/errors.js';
+import type { RetryAsEventsOptions } from '../src/retryAsEvents.js';
 import { attemptsOf } from './support/attemptsOf.js';
+import { expectTurnError, turnErrorWith } from './support/turnErrors.js';
 import { withoutFacts } from './support/withoutFacts.js';
 
 // The facts a retry event carries (delay, retry count…) have their own tests below; the rest of this file is about
@@ -335,11 +336,11 @@ describe('retryAsEvents: synchronous sources', () => {
         return throwError(() => (subscriptions === 1 ? e1 : e2));
       });
       const result = source.pipe(retryAsEvents({ count: 2 }), tap({ error: (error) => (caught = error) }));
-      expectObservable(result).toBe('(rs#)', v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe('(rs#)', v, turnErrorWith('retries-exhausted'));
     });
     expect(subscriptions).toBe(3);
-    expect(caught).toBeInstanceOf(RetriesExhaustedError);
-    expect((caught as RetriesExhaustedError).attempts.map((a) => a.error)).toEqual([e1, e2, e2]);
+    expectTurnError(caught, 'retries-exhausted');
+    expect((caught as TurnError).attempts?.map((a) => a.error)).toEqual([e1, e2, e2]);
   });
 });
 
@@ -352,7 +353,7 @@ describe('retryAsEvents: resetOnSuccess', () => {
       const expected = '    -a-ra-#';
 
       const result = attemptsOf(failing, failing, failing, done).pipe(retryAsEvents({ count: 1 }));
-      expectObservable(result).toBe(expected, v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe(expected, v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(failing.subscriptions).toBe(failingSubs);
       expectSubscriptions(done.subscriptions).toBe([]);
     });
@@ -385,14 +386,14 @@ describe('retryAsEvents: resetOnSuccess', () => {
       const result = attemptsOf(failing, failing, done).pipe(
         retryAsEvents({ count: 1, resetOnSuccess: true }),
       );
-      expectObservable(result).toBe(expected, v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe(expected, v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(failing.subscriptions).toBe(failingSubs);
       expectSubscriptions(done.subscriptions).toBe([]);
     });
   });
 });
 
-describe('retryAsEvents: RetriesExhaustedError', () => {
+describe('retryAsEvents: retries-exhausted TurnError', () => {
   it('records every failed attempt: its number, reason, error and how much it had emitted', () => {
     let caught: unknown;
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
@@ -408,15 +409,15 @@ describe('retryAsEvents: RetriesExhaustedError', () => {
         retryAsEvents({ count: 2 }),
         tap({ error: (error) => (caught = error) }),
       );
-      expectObservable(result).toBe(expected, v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe(expected, v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(first.subscriptions).toBe(firstSubs);
       expectSubscriptions(second.subscriptions).toBe(secondSubs);
       expectSubscriptions(third.subscriptions).toBe(thirdSubs);
     });
 
-    expect(caught).toBeInstanceOf(RetriesExhaustedError);
+    expectTurnError(caught, 'retries-exhausted');
     expect(caught).toBeInstanceOf(CleanturnError);
-    const error = caught as RetriesExhaustedError;
+    const error = caught as TurnError;
     expect(error.attempts).toEqual([
       { attempt: 1, reason: 'first failed', error: e1, emitted: 1 },
       { attempt: 2, reason: 'second failed', error: e2, emitted: 0 },
@@ -429,7 +430,7 @@ describe('retryAsEvents: RetriesExhaustedError', () => {
     const chain: string[] = [];
     for (let e: unknown = error; e instanceof Error; e = e.cause) chain.push(e.message);
     expect(chain.join(' ← ').split('third failed').length - 1).toBe(1);
-    expect(error.name).toBe('RetriesExhaustedError');
+    expect(error.name).toBe('TurnError');
     expect(error.message).toBe('gave up after 3 attempt(s): third failed');
   });
 
@@ -438,7 +439,7 @@ describe('retryAsEvents: RetriesExhaustedError', () => {
       const source = cold(' -#', undefined, e1);
       const sourceSubs = [' ^!', ' -^!'];
       const result = source.pipe(retryAsEvents({ count: 1 }), retryAsEvents({ count: 5 }));
-      expectObservable(result).toBe('-r#', v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe('-r#', v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(source.subscriptions).toBe(sourceSubs);
     });
   });
@@ -460,7 +461,7 @@ describe('retryAsEvents: which errors are retried', () => {
   });
 
   it('by default passes a non-retryable CleanturnError through unchanged', () => {
-    const fatal = new EffectKeyError('issue_refund', new TypeError('cycle'));
+    const fatal = effectKeyError('issue_refund', new TypeError('cycle'));
     let caught: unknown;
     newScheduler().run(({ cold, expectSubscriptions }) => {
       const first = cold('  -#', undefined, fatal);
@@ -482,7 +483,7 @@ describe('retryAsEvents: which errors are retried', () => {
       const result = attemptsOf(cutOff, whole).pipe(requireFinish(), retryAsEvents({ count: 1 }));
       expectObservable(result).toBe(expected, {
         ...v,
-        r: retrying('the stream completed without a finish event', new MissingFinishError()),
+        r: retrying('the stream completed without a finish event', missingFinishError()),
       });
       expectSubscriptions(cutOff.subscriptions).toBe(cutOffSubs);
       expectSubscriptions(whole.subscriptions).toBe(wholeSubs);
@@ -512,8 +513,8 @@ describe('retryAsEvents: which errors are retried', () => {
       [Object.assign(new Error('overloaded'), { retryable: true }), true],
       [{ retryable: false }, false],
       [{ retryable: 'no' }, true],
-      [new MissingFinishError(), true],
-      [new EffectKeyError('issue_refund', undefined), false],
+      [missingFinishError(), true],
+      [effectKeyError('issue_refund', undefined), false],
       ['a string', true],
       [null, true],
       [undefined, true],
@@ -621,10 +622,10 @@ describe('backoff', () => {
   });
 
   it('rejects negative delays and a factor below 1', () => {
-    expect(() => backoff({ initialDelay: -1 })).toThrow(RangeError);
-    expect(() => backoff({ maxDelay: -1 })).toThrow(RangeError);
-    expect(() => backoff({ factor: 0.5 })).toThrow(RangeError);
-    expect(() => backoff({ initialDelay: Number.NaN })).toThrow(RangeError);
+    expect(() => backoff({ initialDelay: -1 })).toThrow(UsageError);
+    expect(() => backoff({ maxDelay: -1 })).toThrow(UsageError);
+    expect(() => backoff({ factor: 0.5 })).toThrow(UsageError);
+    expect(() => backoff({ initialDelay: Number.NaN })).toThrow(UsageError);
   });
 
   it('a random that throws errors the retried stream', () => {
@@ -706,13 +707,13 @@ describe('retryAsEvents: thousands of synchronous failures run in a loop, not a 
     expect(subscriptions()).toBe(FAILURES + 1);
   });
 
-  it('new Observable(s => s.error(e)) failing 5,000 times with count: 4999 ends in RetriesExhaustedError', () => {
+  it('new Observable(s => s.error(e)) failing 5,000 times with count: 4999 ends in retries-exhausted TurnError', () => {
     const { source$, subscriptions } = failingSync(
       FAILURES,
       (error) => new Observable<never>((subscriber) => subscriber.error(error)),
     );
     const result = runSync(source$.pipe(retryAsEvents({ count: FAILURES - 1 })));
-    expect(result.error).toBeInstanceOf(RetriesExhaustedError);
+    expectTurnError(result.error, 'retries-exhausted');
     expect(result.values).toHaveLength(FAILURES - 1);
     expect(subscriptions()).toBe(FAILURES);
   });
@@ -761,13 +762,13 @@ describe('retryAsEvents: the attempt records stay bounded', () => {
       const failing = cold('-#', undefined, e1);
       failing.pipe(retryAsEvents({ count: RETRIES })).subscribe({ error: (error) => (caught = error) });
     });
-    expect(caught).toBeInstanceOf(RetriesExhaustedError);
-    const error = caught as RetriesExhaustedError;
+    expectTurnError(caught, 'retries-exhausted');
+    const error = caught as TurnError;
     expect(error.attempts).toHaveLength(32);
-    expect(error.attempts.map((a) => a.attempt)).toEqual(
+    expect(error.attempts?.map((a) => a.attempt)).toEqual(
       Array.from({ length: 32 }, (_, i) => RETRIES + 1 - 31 + i),
     );
-    expect(error.attempts.at(-1)).toEqual({
+    expect(error.attempts?.at(-1)).toEqual({
       attempt: RETRIES + 1,
       reason: 'first failed',
       error: e1,
@@ -790,8 +791,8 @@ describe('retryAsEvents: the attempt records stay bounded', () => {
         .subscribe({ error: (error) => (caught = error) });
     });
     expect(subscriptions).toBe(RETRIES + 1);
-    expect(caught).toBeInstanceOf(RetriesExhaustedError);
-    const error = caught as RetriesExhaustedError;
+    expectTurnError(caught, 'retries-exhausted');
+    const error = caught as TurnError;
     expect(error.attempts).toEqual([
       { attempt: RETRIES, reason: 'first failed', error: e1, emitted: 1 },
       { attempt: RETRIES + 1, reason: 'second failed', error: e2, emitted: 0 },
@@ -808,9 +809,9 @@ describe('retryAsEvents: the attempt records stay bounded', () => {
         retryAsEvents({ count: 1, resetOnSuccess: true }),
         tap({ error: (error) => (caught = error) }),
       );
-      expectObservable(result).toBe('-ra-s#', v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe('-ra-s#', v, turnErrorWith('retries-exhausted'));
     });
-    const error = caught as RetriesExhaustedError;
+    const error = caught as TurnError;
     expect(error.attempts).toEqual([
       { attempt: 2, reason: 'second failed', error: e2, emitted: 1 },
       { attempt: 3, reason: 'first failed', error: e1, emitted: 0 },
@@ -828,7 +829,7 @@ describe('retryAsEvents: a number, as RxJS retry(n) takes', () => {
       const failingSubs = ['^!', '-^!'];
 
       const result = attemptsOf(failing, failing, failing, done).pipe(retryAsEvents(1));
-      expectObservable(result).toBe('-r#', v, expect.any(RetriesExhaustedError));
+      expectObservable(result).toBe('-r#', v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(failing.subscriptions).toBe(failingSubs);
       expectSubscriptions(done.subscriptions).toBe([]);
     });
@@ -870,7 +871,7 @@ describe('retryAsEvents: count 0 or below returns the source, as RxJS retry does
   });
 });
 
-describe('retryAsEvents: the message of RetriesExhaustedError', () => {
+describe('retryAsEvents: the message of retries-exhausted TurnError', () => {
   it('separates the count from the last reason', () => {
     let caught: unknown;
     newScheduler().run(({ cold }) => {
@@ -896,11 +897,11 @@ describe('retryAsEvents: the message of RetriesExhaustedError', () => {
 
   it('counts the given total, not the records kept, and defaults the total to the records', () => {
     const record = { attempt: 40, reason: 'stalled', error: e1, emitted: 0 };
-    expect(new RetriesExhaustedError([record], 40)).toMatchObject({
+    expect(retriesExhaustedError('cap', [record], 40)).toMatchObject({
       failures: 40,
       message: 'gave up after 40 attempt(s): stalled',
     });
-    expect(new RetriesExhaustedError([record])).toMatchObject({
+    expect(retriesExhaustedError('cap', [record])).toMatchObject({
       failures: 1,
       message: 'gave up after 1 attempt(s): stalled',
     });

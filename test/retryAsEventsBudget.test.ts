@@ -1,20 +1,21 @@
 // retryAsEvents({ budget }): a retry budget shared by many turns. Each subscription deposits once (its first
-// attempt); each retry withdraws before it waits; a refusal ends the turn at once with RetryBudgetExhaustedError.
+// attempt); each retry withdraws before it waits; a refusal ends the turn at once with retries-exhausted TurnError (limit budget).
 import {
   CleanturnError,
   isRetryable,
-  RetriesExhaustedError,
   type RetryBudget,
-  RetryBudgetExhaustedError,
   retryAsEvents,
   retryBudget,
+  type TurnError,
   turnPipeline,
 } from 'cleanturn';
 import { finish, reset, retrying, text } from 'cleanturn/testing';
 import { asyncScheduler, defer, of, tap, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
+import { retriesExhaustedError } from '../src/errors.js';
 import { attemptsOf } from './support/attemptsOf.js';
+import { expectTurnError, turnErrorWith } from './support/turnErrors.js';
 import { withoutFacts } from './support/withoutFacts.js';
 
 // The budget decides whether a retry comes, not what it says: retry events are compared without their facts.
@@ -93,7 +94,7 @@ describe('retryAsEvents({ budget }): deposits and withdrawals', () => {
       expectObservable(cold('-#', v, e1).pipe(retryAsEvents({ count: 1, budget: capped }))).toBe(
         '-r#',
         v,
-        expect.any(RetriesExhaustedError),
+        turnErrorWith('retries-exhausted'),
       );
     });
     expect(declined.calls).toEqual(['deposit']);
@@ -120,7 +121,7 @@ describe('retryAsEvents({ budget }): deposits and withdrawals', () => {
 });
 
 describe('retryAsEvents({ budget }): a refusal', () => {
-  it('ends the turn at once with RetryBudgetExhaustedError, which carries the attempt records', () => {
+  it('ends the turn at once with retries-exhausted TurnError (limit budget), which carries the attempt records', () => {
     let caught: unknown;
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold('  -a-#', v, e1);
@@ -134,37 +135,38 @@ describe('retryAsEvents({ budget }): a refusal', () => {
         retryAsEvents({ count: 5, budget: onePerTenFrames() }),
         tap({ error: (error) => (caught = error) }),
       );
-      expectObservable(result).toBe(expected, v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(result).toBe(expected, v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(first.subscriptions).toBe(firstSubs);
       expectSubscriptions(second.subscriptions).toBe(secondSubs);
       expectSubscriptions(third.subscriptions).toBe([]);
     });
-    const error = caught as RetryBudgetExhaustedError;
-    expect(error).toBeInstanceOf(RetryBudgetExhaustedError);
+    const error = caught as TurnError;
+    expectTurnError(error, 'retries-exhausted');
+    expect(error.limit).toBe('budget');
     expect(error.attempts).toEqual([
       { attempt: 1, reason: 'connection reset', error: e1, emitted: 1 },
       { attempt: 2, reason: 'stalled', error: e2, emitted: 1 },
     ]);
     expect(error.failures).toBe(2);
-    expect(error.name).toBe('RetryBudgetExhaustedError');
+    expect(error.name).toBe('TurnError');
     expect(error.message).toBe('retry budget exhausted: gave up after 2 attempt(s): stalled');
   });
-
-  it('is a non-retryable CleanturnError, and a RetriesExhaustedError (no more attempts, for every handler)', () => {
-    const error = new RetryBudgetExhaustedError([{ attempt: 1, reason: 'stalled', error: e2, emitted: 0 }]);
+  it('is a non-retryable CleanturnError, a retries-exhausted TurnError like a reached cap (one check for every handler)', () => {
+  it('is a non-retryable CleanturnError, and a retries-exhausted TurnError (no more attempts, for every handler)', () => {
+    const error = retriesExhaustedError('budget', [{ attempt: 1, reason: 'stalled', error: e2, emitted: 0 }]);
     expect(error).toBeInstanceOf(CleanturnError);
-    expect(error).toBeInstanceOf(RetriesExhaustedError);
+    expectTurnError(error, 'retries-exhausted');
     expect(error.retryable).toBe(false);
     expect(isRetryable(error)).toBe(false);
     expect(error.cause).toBeUndefined();
     expect(error.stack?.split('\n')[0]).toBe(
-      'RetryBudgetExhaustedError: retry budget exhausted: gave up after 1 attempt(s): stalled',
+      'TurnError: retry budget exhausted: gave up after 1 attempt(s): stalled',
     );
-    expect(new RetryBudgetExhaustedError([], 0).message).toBe(
+    expect(retriesExhaustedError('budget', [], 0).message).toBe(
       'retry budget exhausted: gave up after 0 attempt(s)',
     );
     expect(
-      new RetryBudgetExhaustedError([{ attempt: 7, reason: '', error: e1, emitted: 0 }], 7).message,
+      retriesExhaustedError('budget', [{ attempt: 7, reason: '', error: e1, emitted: 0 }], 7).message,
     ).toBe('retry budget exhausted: gave up after 7 attempt(s)');
   });
 
@@ -173,9 +175,9 @@ describe('retryAsEvents({ budget }): a refusal', () => {
     const budget = scriptedBudget(false);
     newScheduler().run(({ cold, expectObservable }) => {
       const result = cold('-a-#', v, e1).pipe(retryAsEvents({ count: 3, delay: 1000, budget }));
-      expectObservable(result).toBe('-a-#', v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(result).toBe('-a-#', v, turnErrorWith('retries-exhausted'));
       const withFunction = cold('-#', v, e1).pipe(retryAsEvents({ count: 3, delay, budget }));
-      expectObservable(withFunction).toBe('-#', v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(withFunction).toBe('-#', v, turnErrorWith('retries-exhausted'));
     });
     expect(delay).not.toHaveBeenCalled();
   });
@@ -191,7 +193,7 @@ describe('retryAsEvents({ budget }): a refusal', () => {
       const result = attemptsOf(first, second).pipe(
         retryAsEvents({ count: 3, delay: 5, budget: onePerTenFrames() }),
       );
-      expectObservable(result).toBe(expected, v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(result).toBe(expected, v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(first.subscriptions).toBe(firstSubs);
       expectSubscriptions(second.subscriptions).toBe(secondSubs);
     });
@@ -204,7 +206,7 @@ describe('retryAsEvents({ budget }): a refusal', () => {
         retryAsEvents({ count: 3, budget: scriptedBudget(false) }),
         retryAsEvents({ count: 3 }),
       );
-      expectObservable(result).toBe('-#', v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(result).toBe('-#', v, turnErrorWith('retries-exhausted'));
       expectSubscriptions(source.subscriptions).toBe('^!');
     });
   });
@@ -220,10 +222,11 @@ describe('retryAsEvents({ budget }): a refusal', () => {
     })
       .pipe(retryAsEvents({ count: 5000, budget }))
       .subscribe({ next: (value) => values.push(value), error: (error) => (caught = error) });
-    expect(caught).toBeInstanceOf(RetryBudgetExhaustedError);
+    expectTurnError(caught, 'retries-exhausted');
+    expect(caught.limit).toBe('budget');
     expect(subscriptions).toBe(101);
     expect(values).toHaveLength(100);
-    expect((caught as RetryBudgetExhaustedError).failures).toBe(101);
+    expect((caught as TurnError).failures).toBe(101);
     expect(budget.state()).toEqual({ deposits: 1, withdrawals: 100, available: 0, refusals: 1 });
   });
 });
@@ -238,7 +241,7 @@ describe('retryAsEvents({ budget }): one budget, many turns', () => {
       );
       // Turn A fails first and takes the retry that both first attempts bought; turn B's is refused.
       expectObservable(turnA).toBe('-ra-f|', v);
-      expectObservable(turnB).toBe('---#', v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(turnB).toBe('---#', v, turnErrorWith('retries-exhausted'));
     });
   });
 
@@ -253,7 +256,7 @@ describe('retryAsEvents({ budget }): one budget, many turns', () => {
       // Turn A takes the one retry of the window at frame 1; turn B is refused at frame 2; the retry of A has left
       // the window at frame 11, when turn C fails.
       expectObservable(turnA).toBe('-rf|', v);
-      expectObservable(turnB).toBe('--#', v, expect.any(RetryBudgetExhaustedError));
+      expectObservable(turnB).toBe('--#', v, turnErrorWith('retries-exhausted'));
       expectObservable(turnC).toBe('-----------sf|', v);
     });
   });
@@ -301,7 +304,7 @@ describe('turnPipeline({ retry: { budget } })', () => {
       expectObservable(result).toBe(
         '-x#',
         { x: reset(2, 'connection reset') },
-        expect.any(RetryBudgetExhaustedError),
+        turnErrorWith('retries-exhausted'),
       );
     });
   });

@@ -1,15 +1,8 @@
-import {
-  type NextStep,
-  type ProviderEvent,
-  type RunEnd,
-  type RunEvent,
-  runSteps,
-  type StepOutcome,
-  type TurnEvent,
-  type TurnState,
-} from 'cleanturn';
+import { type ProviderEvent, type RunEvent, runSteps, type TurnEvent, type TurnState } from 'cleanturn';
 import { type Observable, of } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { NextStep } from '../src/nextStep.js';
+import type { RunEnd, StepOutcome } from '../src/runSteps.js';
 
 declare const turn$: Observable<TurnEvent>;
 declare const provider$: Observable<ProviderEvent>;

@@ -5,7 +5,6 @@ import {
   type RunEvent,
   runSteps,
   type StepContext,
-  type StepOutcome,
   type ToolResultLike,
   type TurnEvent,
   UsageError,
@@ -17,6 +16,7 @@ import { streamTurn } from 'cleanturn/transport';
 import { filter, lastValueFrom, map, NEVER, type Observable, of, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { StepOutcome } from '../src/runSteps.js';
 import { type ChatStep, type StrictChatServer, startStrictChatServer } from './support/strictChatServer.js';
 
 const runId = 'run-7';

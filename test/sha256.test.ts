@@ -1,11 +1,12 @@
 // effectKey hashes with Node's native SHA-256 in Node and with @noble/hashes elsewhere: both must give the
 // same 16 hex characters for every input, or keys would differ between a server and a browser.
 import { createHash } from 'node:crypto';
-import { EffectKeyError, effectKey } from 'cleanturn';
+import { effectKey, TurnError } from 'cleanturn';
 import fc from 'fast-check';
 import stringify from 'fast-json-stable-stringify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeSha256Hex16, sha256Hex16, sha256Hex16Portable } from '../src/internal/sha256.js';
+import { expectTurnError } from './support/turnErrors.js';
 
 /** The reference: node:crypto over the UTF-8 bytes, as the design defines the key. */
 const reference = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16);
@@ -55,7 +56,7 @@ const unkeyableLeaf = fc.oneof(
     .map((make) => make()),
 );
 
-/** Keyable data with one value that cannot be keyed somewhere inside, and the path `EffectKeyError` names. */
+/** Keyable data with one value that cannot be keyed somewhere inside, and the path `effect-key TurnError` names. */
 const unkeyable: fc.Arbitrary<{ args: unknown; path: string }> = fc.letrec<{
   bad: { args: unknown; path: string };
 }>((tie) => ({
@@ -125,7 +126,7 @@ describe('SHA-256 for effect keys: native and portable', () => {
     );
   });
 
-  it('effectKey refuses arguments with a value that cannot be keyed, with EffectKeyError naming where it is', () => {
+  it('effectKey refuses arguments with a value that cannot be keyed, with effect-key TurnError naming where it is', () => {
     fc.assert(
       fc.property(anyString, anyString, unkeyable, (turnId, name, { args, path }) => {
         let thrown: unknown;
@@ -134,7 +135,7 @@ describe('SHA-256 for effect keys: native and portable', () => {
         } catch (error) {
           thrown = error;
         }
-        expect(thrown).toBeInstanceOf(EffectKeyError);
+        expectTurnError(thrown, 'effect-key');
         expect(thrown).toMatchObject({ toolName: name, path, retryable: false });
       }),
       { numRuns: 1000 },

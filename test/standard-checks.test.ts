@@ -3,7 +3,6 @@
 // synchronous source stopped at once, silence after the end, and (for the operators that take one) a user callback
 // that throws.
 import {
-  type AssembledEvent,
   type Attempted,
   accumulateTurn,
   assembleToolCalls,
@@ -11,25 +10,26 @@ import {
   cleanTurn,
   dedupeByEffectKey,
   effectKey,
-  type FinishEvent,
   lateExecutionPolicy,
-  MissingFinishError,
   naivePolicy,
   type ProviderEvent,
   type RetryBudget,
-  RetryBudgetExhaustedError,
   requireFinish,
   requireUsable,
   resetOnlyPolicy,
   resetOnRetry,
   retryAsEvents,
   retryBudget,
+  TurnError,
   tagAttempts,
 } from 'cleanturn';
 import { at, call, finish, refundArgs, reset, retrying, text, usage } from 'cleanturn/testing';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import { missingFinishError, retriesExhaustedError } from '../src/errors.js';
+import type { FinishEvent } from '../src/types.js';
 import { type StandardCheck, standardChecks, stoppedNotifications } from './support/standardChecks.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -205,13 +205,13 @@ function throwingBudget(fail: () => never): RetryBudget {
 // biome-ignore format: aligned diagrams
 check<ProviderEvent>({
   name: 'retryAsEvents with a budget',
-  // A budget that refuses every retry: the source's error becomes a RetryBudgetExhaustedError in its frame, with
+  // A budget that refuses every retry: the source's error becomes a retries-exhausted TurnError (limit budget) in its frame, with
   // the record of the one attempt, and the source is not subscribed again.
   make: () => retryAsEvents({ count: 3, budget: retryBudget({ percentCanRetry: 0, minRetriesPerSec: 0 }) }),
   values: { a: text('Checking'), b: usage(120, 8), c: finish() },
   expected: { a: text('Checking'), b: usage(120, 8), c: finish() },
   errorFor: (error) =>
-    new RetryBudgetExhaustedError([{ attempt: 1, reason: 'connection reset', error, emitted: 1 }]),
+    retriesExhaustedError('budget', [{ attempt: 1, reason: 'connection reset', error, emitted: 1 }]),
   throwing: [
     {
       callback: 'budget.tryWithdraw', make: (fail) => retryAsEvents({ count: 3, budget: throwingBudget(fail) }),
@@ -238,7 +238,7 @@ check<AssembledEvent<ProviderEvent>>({
   make: () => requireFinish(),
   values: { a: text('Checking'), b: usage(120, 8), c: finish() },
   expected: { a: text('Checking'), b: usage(120, 8), c: finish() },
-  emptyError: new MissingFinishError(),
+  emptyError: missingFinishError(),
 });
 
 // biome-ignore format: aligned diagrams
@@ -383,7 +383,7 @@ describe('retryAsEvents: errors it does not retry', () => {
     expect(caught).toBe(boom);
   });
 
-  it('wraps the error in RetriesExhaustedError when the retries are used up', () => {
+  it('wraps the error in retries-exhausted TurnError when the retries are used up', () => {
     newScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold(' -#', undefined, boom);
       const sourceSubs = [' ^!', ' -^!'];
@@ -404,7 +404,7 @@ describe('retryAsEvents: errors it does not retry', () => {
           }),
         },
         expect.objectContaining({
-          name: 'RetriesExhaustedError',
+          name: 'TurnError',
           retryable: false,
           attempts: [
             { attempt: 1, reason: 'connection reset', error: boom, emitted: 0 },

@@ -1,29 +1,13 @@
 // Type tests: what each operator does to the event union, checked by the compiler (vitest typecheck).
 import type {
-  AssembledEvent,
   Attempted,
   FailedAttempt,
-  FinishEvent,
   KeyedToolCall,
-  NextStep,
-  PolicyEvent,
   ProviderEvent,
-  ProviderOutput,
-  ReasoningEvent,
-  RepeatedToolCall,
   ResetEvent,
   RetryBudget,
-  RetryBudgetOptions,
-  RetryBudgetState,
-  RetryEvent,
-  TextEvent,
-  ToolCallDeltaEvent,
-  ToolCallEvent,
   TurnEvent,
   TurnState,
-  UsageEvent,
-  WithEffectKeys,
-  WithResets,
 } from 'cleanturn';
 import {
   accumulateTurn,
@@ -35,13 +19,13 @@ import {
   lateExecutionPolicy,
   naivePolicy,
   nextStep,
-  type RetriesExhaustedError,
-  type RetryBudgetExhaustedError,
   requireFinish,
   resetOnlyPolicy,
   resetOnRetry,
   retryAsEvents,
   retryBudget,
+  type TurnError,
+  type TurnErrorCode,
   tagAttempts,
   turnPipeline,
 } from 'cleanturn';
@@ -50,6 +34,23 @@ import { text } from 'cleanturn/testing';
 import { streamTurn } from 'cleanturn/transport';
 import { type MonoTypeOperatorFunction, type Observable, type OperatorFunction, of } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { AssembledEvent } from '../src/assembleToolCalls.js';
+import type { WithEffectKeys } from '../src/dedupeByEffectKey.js';
+import type { NextStep } from '../src/nextStep.js';
+import type { WithResets } from '../src/resetOnRetry.js';
+import type { RetryBudgetOptions, RetryBudgetState } from '../src/retryBudget.js';
+import type {
+  FinishEvent,
+  PolicyEvent,
+  ProviderOutput,
+  ReasoningEvent,
+  RepeatedToolCall,
+  RetryEvent,
+  TextEvent,
+  ToolCallDeltaEvent,
+  ToolCallEvent,
+  UsageEvent,
+} from '../src/types.js';
 
 declare const provider$: Observable<ProviderEvent>;
 declare const attempted$: Observable<Attempted<ProviderEvent>>;
@@ -321,9 +322,9 @@ describe('retryAsEvents', () => {
   });
 
   test('its error carries the attempt records', () => {
-    expectTypeOf<RetriesExhaustedError['attempts']>().toEqualTypeOf<readonly FailedAttempt[]>();
+    expectTypeOf<TurnError['attempts']>().toEqualTypeOf<readonly FailedAttempt[] | undefined>();
     expectTypeOf<FailedAttempt['emitted']>().toBeNumber();
-    expectTypeOf<RetriesExhaustedError>().toExtend<Error>();
+    expectTypeOf<TurnError>().toExtend<Error>();
   });
 });
 
@@ -386,7 +387,7 @@ describe('retryAsEvents with a count, as RxJS retry(count)', () => {
   });
 
   test('its error says how many attempts failed in total', () => {
-    expectTypeOf<RetriesExhaustedError['failures']>().toBeNumber();
+    expectTypeOf<TurnError['failures']>().toEqualTypeOf<number | undefined>();
     expectTypeOf<FailedAttempt['attempt']>().toBeNumber();
   });
 });
@@ -441,11 +442,10 @@ describe('retryBudget', () => {
     streamTurn({ turnId: 't', adapter: openaiChat(), request: () => 'http://127.0.0.1/', budget: {} });
   });
 
-  test('its refusal is a RetriesExhaustedError with the attempt records', () => {
-    expectTypeOf<RetryBudgetExhaustedError>().toExtend<RetriesExhaustedError>();
-    expectTypeOf<RetryBudgetExhaustedError['attempts']>().toEqualTypeOf<readonly FailedAttempt[]>();
-    expectTypeOf<RetryBudgetExhaustedError['failures']>().toBeNumber();
-    expectTypeOf<RetryBudgetExhaustedError['retryable']>().toBeBoolean();
+  test('its refusal is a retries-exhausted TurnError with the attempt records', () => {
+    expectTypeOf<TurnError['limit']>().toEqualTypeOf<'cap' | 'budget' | undefined>();
+    expectTypeOf<TurnError['failures']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<TurnError['retryable']>().toBeBoolean();
   });
 });
 

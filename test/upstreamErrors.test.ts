@@ -1,7 +1,7 @@
 // The one classification table: code words first (most specific first), then the HTTP status, then the default.
-import { isRetryableUpstream, upstreamErrorCodes } from 'cleanturn';
+
 import { describe, expect, it } from 'vitest';
-import { isRetryableStatus } from '../src/upstreamErrors.js';
+import { isRetryableStatus, isRetryableUpstream, upstreamErrorCodes } from '../src/upstreamErrors.js';
 
 describe('isRetryableUpstream', () => {
   it.each([

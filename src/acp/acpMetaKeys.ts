@@ -1,4 +1,4 @@
-import type { RetryFacts } from 'cleanturn';
+import type { RetryFacts } from '../types.js';
 
 /**
  * The `_meta` keys that {@link toAcpUpdates} writes, namespaced by the package name as ACP's extensibility

@@ -5,14 +5,6 @@
  * @module
  */
 
-// The executor's result events, defined by the core and read here.
-export type { ToolResultLike } from 'cleanturn';
-export type { AcpResetMeta } from './acpMetaKeys.js';
 export { acpMetaKeys } from './acpMetaKeys.js';
-export type {
-  AcpNotification,
-  AcpSourceEvent,
-  AcpV2Notification,
-  ToAcpUpdatesOptions,
-} from './toAcpUpdates.js';
+export type { AcpNotification } from './toAcpUpdates.js';
 export { toAcpUpdates } from './toAcpUpdates.js';

@@ -1,15 +1,11 @@
 import type { SessionNotification, ToolKind } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
-import {
-  AttemptTracker,
-  type ReleasedCall,
-  type RetryFacts,
-  type ToolResultLike,
-  type TurnEvent,
-  toolResultStatus,
-} from 'cleanturn';
+import type { ToolResultLike, TurnEvent } from 'cleanturn';
 import { defer, mergeMap, type OperatorFunction } from 'rxjs';
+import { AttemptTracker } from '../AttemptTracker.js';
 import { readRetryFacts } from '../internal/retryFacts.js';
+import { toolResultStatus } from '../toolResultStatus.js';
+import type { ReleasedCall, RetryFacts } from '../types.js';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
 
 /** What {@link toAcpUpdates} reads: the clean turn, and optionally the executor's results merged in. */

@@ -1,5 +1,5 @@
 import type { ObservableInput } from 'rxjs';
-import { type FailedAttempt, RetriesExhaustedError, RetryBudgetExhaustedError } from '../errors.js';
+import { type FailedAttempt, retriesExhaustedError } from '../errors.js';
 import type { RetryBudget } from '../retryBudget.js';
 import type { RetryEvent, RetryFacts } from '../types.js';
 import { readProperty, readString } from './describeError.js';
@@ -37,7 +37,7 @@ export function safely<R>(fn: () => R): Outcome<R> {
 
 /**
  * The most recent failed attempts of a subscription, oldest first, at most `limit`: the records that a
- * {@link RetriesExhaustedError} or {@link RetryBudgetExhaustedError} carries.
+ * `retries-exhausted` `TurnError` carries.
  */
 export class FailureLog {
   #records: FailedAttempt[] = [];
@@ -83,11 +83,11 @@ export function refusalOf(
   if (!wanted.ok) return { error: wanted.error };
   if (!wanted.value) return { error };
   // Every attempt so far has failed: `attempt` of them, of which `failures` holds the most recent.
-  if (!(retryCount < count)) return { error: new RetriesExhaustedError(failures, attempt) };
+  if (!(retryCount < count)) return { error: retriesExhaustedError('cap', failures, attempt) };
   if (budget === undefined) return undefined;
   const allowed = safely(() => budget.tryWithdraw());
   if (!allowed.ok) return { error: allowed.error };
-  return allowed.value ? undefined : { error: new RetryBudgetExhaustedError(failures, attempt) };
+  return allowed.value ? undefined : { error: retriesExhaustedError('budget', failures, attempt) };
 }
 
 /** The wait before a retry, as `delay` asks for it: none, milliseconds, or a notifier and how long it says it waits. */

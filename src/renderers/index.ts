@@ -6,23 +6,8 @@
  * @module
  */
 
-// The executor's result events, defined by the core and read here.
-export type { ToolResultLike } from 'cleanturn';
-export type {
-  InterruptedAttempt,
-  ResetPresentation,
-  ResumeNotice,
-  RetryNotice,
-  ToolCallView,
-  ToolCallViewStatus,
-  TurnView,
-  ViewEvent,
-  ViewOptions,
-} from './reduceView.js';
+export type { ToolCallView, TurnView, ViewEvent } from './reduceView.js';
 export { initialView, reduceView, viewReducer } from './reduceView.js';
-export type { RetryMessageFacts, RetryMessageOptions } from './retryMessage.js';
 export { retryMessage } from './retryMessage.js';
-export type { ToTerminalOptions } from './toTerminal.js';
 export { toTerminal } from './toTerminal.js';
-export type { TurnViewOptions } from './turnView.js';
 export { turnView } from './turnView.js';

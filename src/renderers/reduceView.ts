@@ -1,16 +1,8 @@
-import {
-  AttemptTracker,
-  type FinishReason,
-  type KeyedToolCall,
-  type PolicyEvent,
-  type RepeatedToolCall,
-  type ResetEvent,
-  type RetryFacts,
-  type ToolResultDoubt,
-  type ToolResultLike,
-  toolResultStatus,
-} from 'cleanturn';
+import type { FinishReason, KeyedToolCall, ResetEvent, ToolResultLike } from 'cleanturn';
+import { AttemptTracker } from '../AttemptTracker.js';
 import { readRetryFacts } from '../internal/retryFacts.js';
+import { type ToolResultDoubt, toolResultStatus } from '../toolResultStatus.js';
+import type { PolicyEvent, RepeatedToolCall, RetryFacts } from '../types.js';
 import { type ResetPresentation, resetPresentation } from './internal/options.js';
 
 export type { ResetPresentation } from './internal/options.js';

@@ -1,4 +1,4 @@
-import type { RetryFacts } from 'cleanturn';
+import type { RetryFacts } from '../types.js';
 
 /** What {@link retryMessage} reads: a {@link RetryNotice} of a view, or a `reset` event itself. */
 export type RetryMessageFacts = Pick<

@@ -1,14 +1,9 @@
-import {
-  AttemptTracker,
-  describeError,
-  type KeyedToolCall,
-  type RepeatedToolCall,
-  type ResetEvent,
-  type ToolCallEvent,
-  type ToolResultLike,
-  toolResultStatus,
-} from 'cleanturn';
+import type { KeyedToolCall, ResetEvent, ToolResultLike } from 'cleanturn';
 import { defer, filter, map, type OperatorFunction } from 'rxjs';
+import { AttemptTracker } from '../AttemptTracker.js';
+import { describeError } from '../errors.js';
+import { toolResultStatus } from '../toolResultStatus.js';
+import type { RepeatedToolCall, ToolCallEvent } from '../types.js';
 import { cellWidth, isControl } from './internal/cells.js';
 import { type ResetPresentation, resetPresentation } from './internal/options.js';
 import type { ViewEvent } from './reduceView.js';

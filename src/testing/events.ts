@@ -1,19 +1,16 @@
+import type { Attempted, FinishReason, KeyedToolCall, ResetEvent } from 'cleanturn';
+import { effectKey } from 'cleanturn';
 import type {
-  Attempted,
   FinishEvent,
-  FinishReason,
-  KeyedToolCall,
   ReasoningEvent,
   RepeatedToolCall,
-  ResetEvent,
   RetryEvent,
   RetryFacts,
   TextEvent,
   ToolCallDeltaEvent,
   ToolCallEvent,
   UsageEvent,
-} from 'cleanturn';
-import { effectKey } from 'cleanturn';
+} from '../types.js';
 
 /** A `text` event. */
 export function text(value: string): TextEvent {

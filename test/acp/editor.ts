@@ -3,7 +3,8 @@
 // message superseded by a reset (`_meta['cleanturn/reset'].supersedes`) dropped.
 import type { SessionNotification } from '@agentclientprotocol/sdk';
 import type { UpdateSessionNotification } from '@agentclientprotocol/sdk/experimental/v2';
-import { type AcpResetMeta, acpMetaKeys } from 'cleanturn/acp';
+import { acpMetaKeys } from 'cleanturn/acp';
+import type { AcpResetMeta } from '../../src/acp/acpMetaKeys.js';
 
 /** A tool call as the editor shows it. */
 export interface EditorToolCall {

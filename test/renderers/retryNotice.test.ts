@@ -3,19 +3,18 @@
 import { resetOnRetry, retryAsEvents, tagAttempts, UsageError } from 'cleanturn';
 import {
   initialView,
-  type RetryNotice,
   reduceView,
   retryMessage,
   type TurnView,
   turnView,
   type ViewEvent,
-  type ViewOptions,
   viewReducer,
 } from 'cleanturn/renderers';
 import { at, call, finish, keyed, reasoning, refundArgs, reset, text } from 'cleanturn/testing';
 import { defer, EMPTY, from, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import type { RetryNotice, ViewOptions } from '../../src/renderers/reduceView.js';
 import { standardChecks } from '../support/standardChecks.js';
 
 const facts = { delay: 3000, retryCount: 1, maxRetries: 2, status: 503, errorName: 'HttpStatusError' };

@@ -2,46 +2,43 @@
 import type * as acp from '@agentclientprotocol/sdk';
 import type * as acp2 from '@agentclientprotocol/sdk/experimental/v2';
 import {
-  type AssembledEvent,
+  type ToolResultLike as AcpToolResultLike,
   cleanTurn,
   type FinishReason,
   naivePolicy,
   type ProviderEvent,
   type ResetEvent,
-  type RetryFacts,
+  type ToolResultLike,
   type TurnEvent,
 } from 'cleanturn';
-import {
-  type AcpNotification,
-  type AcpResetMeta,
-  type AcpSourceEvent,
-  type ToolResultLike as AcpToolResultLike,
-  type AcpV2Notification,
-  acpMetaKeys,
-  toAcpUpdates,
-} from 'cleanturn/acp';
+import { type AcpNotification, acpMetaKeys, toAcpUpdates } from 'cleanturn/acp';
 import type { ToolResultEvent } from 'cleanturn/effects';
 import {
-  type InterruptedAttempt,
   initialView,
-  type ResetPresentation,
-  type RetryMessageFacts,
-  type RetryNotice,
   reduceView,
   retryMessage,
   type ToolCallView,
-  type ToolCallViewStatus,
-  type ToolResultLike,
   type TurnView,
-  type TurnViewOptions,
   toTerminal,
   turnView,
   type ViewEvent,
-  type ViewOptions,
   viewReducer,
 } from 'cleanturn/renderers';
 import type { Observable, OperatorFunction } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { AcpResetMeta } from '../../src/acp/acpMetaKeys.js';
+import type { AcpSourceEvent, AcpV2Notification } from '../../src/acp/toAcpUpdates.js';
+import type { AssembledEvent } from '../../src/assembleToolCalls.js';
+import type {
+  InterruptedAttempt,
+  ResetPresentation,
+  RetryNotice,
+  ToolCallViewStatus,
+  ViewOptions,
+} from '../../src/renderers/reduceView.js';
+import type { RetryMessageFacts } from '../../src/renderers/retryMessage.js';
+import type { TurnViewOptions } from '../../src/renderers/turnView.js';
+import type { RetryFacts } from '../../src/types.js';
 
 declare const provider$: Observable<ProviderEvent>;
 /** Provider events with whole tool calls, as after assembleToolCalls(). */

@@ -1,14 +1,7 @@
 // The view reducer as a web chat uses it: a DOM-free chat bubble re-rendered to HTML from every snapshot, as
 // a framework component would be. The tests read the HTML the user would see.
-import { cleanTurn, effectKey, naivePolicy, type PolicyEvent, resetOnlyPolicy } from 'cleanturn';
-import {
-  initialView,
-  reduceView,
-  type ToolResultLike,
-  type TurnView,
-  turnView,
-  type ViewEvent,
-} from 'cleanturn/renderers';
+import { cleanTurn, effectKey, naivePolicy, resetOnlyPolicy, type ToolResultLike } from 'cleanturn';
+import { initialView, reduceView, type TurnView, turnView, type ViewEvent } from 'cleanturn/renderers';
 import {
   at,
   call,
@@ -23,6 +16,7 @@ import {
 } from 'cleanturn/testing';
 import { from, type Observable, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { PolicyEvent } from '../../src/types.js';
 import { standardChecks } from '../support/standardChecks.js';
 import { toolResult } from '../support/toolResults.js';
 
