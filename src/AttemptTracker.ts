@@ -6,6 +6,8 @@
  * - `stale`: ignore it. Either a straggler, a late event of an attempt that is no longer live (or a reset
  *   that starts nothing new), or an event of the live attempt after its `finish`: the attempt is over, and a
  *   second `finish`, or text or a call after the first, is not part of the turn.
+ *
+ * @inline
  */
 export type AttemptStep = 'live' | 'newer' | 'stale';
 

@@ -8,6 +8,7 @@
 // Event model and state
 export type { AttemptRecord, TurnState, Usage } from './accumulateTurn.js';
 // Operators
+export { AttemptTracker } from './AttemptTracker.js';
 export { accumulateTurn } from './accumulateTurn.js';
 export { assembleToolCalls } from './assembleToolCalls.js';
 export { attemptPipeline } from './attemptPipeline.js';
@@ -18,7 +19,7 @@ export { dedupeByEffectKey } from './dedupeByEffectKey.js';
 export { effectKey } from './effectKey.js';
 export type { FailedAttempt, TurnErrorCode } from './errors.js';
 // Errors
-export { CleanturnError, isRetryable, TurnError, UsageError } from './errors.js';
+export { CleanturnError, describeError, isRetryable, TurnError, UsageError } from './errors.js';
 export { nextStep } from './nextStep.js';
 // Policies of the help-desk comparison
 export { lateExecutionPolicy, naivePolicy, resetOnlyPolicy } from './policies.js';

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as source from 'cleanturn';
 import * as sourceTesting from 'cleanturn/testing';
 import type * as Rxjs from 'rxjs';
@@ -143,6 +143,22 @@ describe('the built package', () => {
       });
     expect(calls).toEqual([['c7', 2, '4d02b5b61ea1afa1']]);
     expect(esm.cleanturn?.probe).toEqual(calls);
+  });
+
+  it('an error of one build is instanceof the classes of the other (ESM and CommonJS loaded in one program)', async () => {
+    const require = createRequire(import.meta.url);
+    const cjs = require('cleanturn') as typeof source;
+    const esm = (await import(pathToFileURL(join(dist, 'index.js')).href)) as typeof source;
+    const rxjs = require('rxjs') as typeof Rxjs;
+    expect(cjs.TurnError).not.toBe(esm.TurnError);
+    const caught: unknown[] = [];
+    rxjs.EMPTY.pipe(cjs.requireFinish()).subscribe({ error: (error: unknown) => caught.push(error) });
+    const [error] = caught;
+    expect(error instanceof cjs.TurnError).toBe(true);
+    expect(error instanceof esm.TurnError).toBe(true);
+    expect(error instanceof esm.CleanturnError).toBe(true);
+    expect(error instanceof esm.UsageError).toBe(false);
+    expect(error).toMatchObject({ name: 'TurnError', code: 'missing-finish' });
   });
 
   it('imports rxjs as an external: `from "rxjs"` in ESM, `require("rxjs")` in CJS (in the entry or its chunks)', () => {

@@ -151,7 +151,7 @@ describe('retryAsEvents({ budget }): a refusal', () => {
     expect(error.name).toBe('TurnError');
     expect(error.message).toBe('retry budget exhausted: gave up after 2 attempt(s): stalled');
   });
-  it('is a non-retryable CleanturnError, a retries-exhausted TurnError like a reached cap (one check for every handler)', () => {
+
   it('is a non-retryable CleanturnError, and a retries-exhausted TurnError (no more attempts, for every handler)', () => {
     const error = retriesExhaustedError('budget', [{ attempt: 1, reason: 'stalled', error: e2, emitted: 0 }]);
     expect(error).toBeInstanceOf(CleanturnError);
