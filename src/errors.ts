@@ -53,6 +53,10 @@ export class CleanturnError<Code extends string = string> extends Error {
     Object.defineProperty(this, KINDS, { value: kinds });
     this.code = code;
     this.retryable = options.retryable;
+    // The fields of the case, which each area's class declares (`declare readonly status: number | undefined`).
+    for (const [key, value] of Object.entries(options)) {
+      if (key !== 'retryable' && key !== 'cause') (this as Record<string, unknown>)[key] = value;
+    }
   }
 }
 
@@ -134,38 +138,38 @@ export class TurnError extends CleanturnError<TurnErrorCode> {
   static override readonly kind: string = 'TurnError';
 
   /** The attempt the error is about, when the stream carried attempt numbers (`missing-finish`, `unusable`). */
-  readonly attempt: number | undefined;
+  declare readonly attempt: number | undefined;
   /** A streamed call's `index` within its attempt (`tool-call-*`). */
-  readonly index: number | undefined;
+  declare readonly index: number | undefined;
   /** A streamed call's id, if its fragments carried one (`tool-call-*`). */
-  readonly id: string | undefined;
+  declare readonly id: string | undefined;
   /** The tool's name, if known (`tool-call-*`, `effect-key`). */
-  readonly toolName: string | undefined;
+  declare readonly toolName: string | undefined;
   /** A streamed call's joined argument text as received: nothing is lost (`tool-call-*`). */
-  readonly argsText: string | undefined;
+  declare readonly argsText: string | undefined;
   /** Which check of `requireUsable` refused the attempt: `refusal`, `empty`, … or a code of your own (`unusable`). */
-  readonly check: UnusableCode | undefined;
+  declare readonly check: UnusableCode | undefined;
   /**
    * What was found, on one line: `the model refused: "I can't help with that."` (`unusable`); `a Map`, `NaN is not a
    * finite number` (`effect-key`).
    */
-  readonly reason: string | undefined;
+  declare readonly reason: string | undefined;
   /** Where the value that cannot be keyed is: `args`, `args.order_id`, `args.lines[2]`, or `step` (`effect-key`). */
-  readonly path: string | undefined;
+  declare readonly path: string | undefined;
   /**
    * The most recent failed attempts, oldest first; the last one is the error that hit the limit
    * (`retries-exhausted`). Bounded, so that a long-lived retried stream does not keep every error it ever saw:
    * {@link retryAsEvents} keeps at most the 32 most recent records, and with `resetOnSuccess` only those since the
    * retry count was last reset. Each record keeps its absolute attempt number.
    */
-  readonly attempts: readonly FailedAttempt[] | undefined;
+  declare readonly attempts: readonly FailedAttempt[] | undefined;
   /** How many attempts failed in total, those whose records were dropped included (`retries-exhausted`). */
-  readonly failures: number | undefined;
+  declare readonly failures: number | undefined;
   /**
    * Which limit ended the turn (`retries-exhausted`): the retry `count` of {@link retryAsEvents} (`cap`), or a shared
    * retry budget that refused the retry (`budget`), in which case the turn ended at once, without the retry's delay.
    */
-  readonly limit: 'cap' | 'budget' | undefined;
+  declare readonly limit: 'cap' | 'budget' | undefined;
 
   /**
    * @param code Which case this is.
@@ -178,17 +182,6 @@ export class TurnError extends CleanturnError<TurnErrorCode> {
     details: Partial<Omit<TurnError, keyof CleanturnError>> & { retryable: boolean; cause?: unknown },
   ) {
     super(code, message, details);
-    this.attempt = details.attempt;
-    this.index = details.index;
-    this.id = details.id;
-    this.toolName = details.toolName;
-    this.argsText = details.argsText;
-    this.check = details.check;
-    this.reason = details.reason;
-    this.path = details.path;
-    this.attempts = details.attempts;
-    this.failures = details.failures;
-    this.limit = details.limit;
   }
 }
 

@@ -41,7 +41,7 @@ describe('CleanturnError', () => {
     Object.defineProperty(odd, KINDS, { value: 'TurnError' });
     expect(odd instanceof TurnError).toBe(false);
     for (const value of [undefined, null, 'TurnError', 42])
-      expect(value instanceof CleanturnError).toBe(false);
+      expect((value as unknown as object) instanceof CleanturnError).toBe(false);
   });
 
   it('instanceof never throws, also for a Proxy whose traps throw', () => {

@@ -38,6 +38,8 @@ export const acpMetaKeys = {
  * reset ({@link RetryFacts}), each only when the reset had it: `delay` (milliseconds until the next attempt
  * starts, so that an editor can say "retrying in 3 s" at once), `failedAttempt`, `outputStarted`, `retryCount`,
  * `maxRetries`, `errorName` and `status`.
+ *
+ * @inline
  */
 export interface AcpResetMeta extends RetryFacts {
   /** The attempt that starts now. */

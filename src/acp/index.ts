@@ -6,5 +6,4 @@
  */
 
 export { acpMetaKeys } from './acpMetaKeys.js';
-export type { AcpNotification } from './toAcpUpdates.js';
 export { toAcpUpdates } from './toAcpUpdates.js';

@@ -8,10 +8,18 @@ import { toolResultStatus } from '../toolResultStatus.js';
 import type { ReleasedCall, RetryFacts } from '../types.js';
 import { type AcpResetMeta, acpMetaKeys } from './acpMetaKeys.js';
 
-/** What {@link toAcpUpdates} reads: the clean turn, and optionally the executor's results merged in. */
+/**
+ * What {@link toAcpUpdates} reads: the clean turn, and optionally the executor's results merged in.
+ *
+ * @inline
+ */
 export type AcpSourceEvent = TurnEvent | ToolResultLike;
 
-/** Options of {@link toAcpUpdates}. */
+/**
+ * Options of {@link toAcpUpdates}.
+ *
+ * @inline
+ */
 export interface ToAcpUpdatesOptions {
   /** The ACP session the notifications belong to. */
   sessionId: string;
@@ -41,9 +49,17 @@ export interface ToAcpUpdatesOptions {
   kind?: (call: ReleasedCall) => ToolKind;
 }
 
-/** The ACP v1 notifications {@link toAcpUpdates} emits. */
+/**
+ * The ACP v1 notifications {@link toAcpUpdates} emits.
+ *
+ * @inline
+ */
 export type AcpNotification = SessionNotification;
-/** The ACP v2 draft notifications {@link toAcpUpdates} emits with `protocol: 'v2'`. */
+/**
+ * The ACP v2 draft notifications {@link toAcpUpdates} emits with `protocol: 'v2'`.
+ *
+ * @inline
+ */
 export type AcpV2Notification = UpdateSessionNotification;
 
 /**

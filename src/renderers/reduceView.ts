@@ -18,6 +18,8 @@ export type ViewEvent = PolicyEvent | RepeatedToolCall | ToolResultLike;
  * - `running`: the executor reports that it is running (in another process);
  * - `completed`: it ran, or its recorded result was replayed;
  * - `failed`: it did not happen (the tool failed, or no tool has its name).
+ *
+ * @inline
  */
 export type ToolCallViewStatus = 'released' | 'repeat' | 'running' | 'completed' | 'failed';
 
@@ -46,6 +48,8 @@ export interface ToolCallView {
  * reads ({@link RetryFacts}: how long the wait is, which retry of how many, the HTTP status and the error's
  * class), each one only when the reset had it; {@link retryMessage} says it in words: "retrying in 3 s (HTTP 503),
  * retry 1 of 2".
+ *
+ * @inline
  */
 export interface RetryNotice
   extends Pick<RetryFacts, 'delay' | 'failedAttempt' | 'retryCount' | 'maxRetries' | 'errorName' | 'status'> {
@@ -59,6 +63,8 @@ export interface RetryNotice
 /**
  * What an abandoned attempt had shown, kept in view by `onReset: 'mark'`: a UI shows it struck through or faint,
  * labelled interrupted, apart from the live attempt's text.
+ *
+ * @inline
  */
 export interface InterruptedAttempt {
   /** The abandoned attempt. */
@@ -71,7 +77,11 @@ export interface InterruptedAttempt {
   readonly reason: string;
 }
 
-/** Options of {@link viewReducer} and {@link turnView}. */
+/**
+ * Options of {@link viewReducer} and {@link turnView}.
+ *
+ * @inline
+ */
 export interface ViewOptions {
   /**
    * What a reset does with what the abandoned attempt showed ({@link ResetPresentation}):
@@ -84,7 +94,11 @@ export interface ViewOptions {
   onReset?: ResetPresentation;
 }
 
-/** A message a UI shows beside the text: the connection was cut, and the same answer goes on (the text stays). */
+/**
+ * A message a UI shows beside the text: the connection was cut, and the same answer goes on (the text stays).
+ *
+ * @inline
+ */
 export interface ResumeNotice {
   type: 'resuming';
   /** The live attempt, which goes on. */

@@ -1,6 +1,10 @@
 import type { RetryFacts } from '../types.js';
 
-/** What {@link retryMessage} reads: a {@link RetryNotice} of a view, or a `reset` event itself. */
+/**
+ * What {@link retryMessage} reads: a {@link RetryNotice} of a view, or a `reset` event itself.
+ *
+ * @inline
+ */
 export type RetryMessageFacts = Pick<
   RetryFacts,
   'delay' | 'retryCount' | 'maxRetries' | 'status' | 'errorName'
@@ -9,7 +13,11 @@ export type RetryMessageFacts = Pick<
   reason: string;
 };
 
-/** Options of {@link retryMessage}. */
+/**
+ * Options of {@link retryMessage}.
+ *
+ * @inline
+ */
 export interface RetryMessageOptions {
   /**
    * The milliseconds left of the wait, for a live countdown: `delay` minus the time since the notice appeared.

@@ -9,7 +9,11 @@ import { type ResetPresentation, resetPresentation } from './internal/options.js
 import type { ViewEvent } from './reduceView.js';
 import { retryMessage } from './retryMessage.js';
 
-/** Options of {@link toTerminal}. */
+/**
+ * Options of {@link toTerminal}.
+ *
+ * @inline
+ */
 export interface ToTerminalOptions {
   /**
    * `true` for a terminal (`process.stdout.isTTY`): a reset erases what the abandoned attempt printed, with

@@ -2,7 +2,11 @@ import { distinctUntilChanged, filter, type OperatorFunction, scan } from 'rxjs'
 import { resetPresentation } from './internal/options.js';
 import { initialView, type TurnView, type ViewEvent, type ViewOptions, viewReducer } from './reduceView.js';
 
-/** Options of {@link turnView}: those of {@link viewReducer}. */
+/**
+ * Options of {@link turnView}: those of {@link viewReducer}.
+ *
+ * @inline
+ */
 export type TurnViewOptions = ViewOptions;
 
 /**

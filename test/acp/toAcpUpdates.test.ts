@@ -1,6 +1,6 @@
 // toAcpUpdates in process: the notifications it makes of the clean turn, for ACP v1 and the v2 draft.
 import { cleanTurn, type TurnEvent } from 'cleanturn';
-import { type AcpNotification, acpMetaKeys, toAcpUpdates } from 'cleanturn/acp';
+import { acpMetaKeys, toAcpUpdates } from 'cleanturn/acp';
 import {
   at,
   call,
@@ -15,7 +15,7 @@ import {
 } from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import type { AcpSourceEvent, AcpV2Notification } from '../../src/acp/toAcpUpdates.js';
+import type { AcpNotification, AcpSourceEvent, AcpV2Notification } from '../../src/acp/toAcpUpdates.js';
 import { standardChecks } from '../support/standardChecks.js';
 import { toolResult } from '../support/toolResults.js';
 

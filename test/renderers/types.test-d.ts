@@ -11,7 +11,7 @@ import {
   type ToolResultLike,
   type TurnEvent,
 } from 'cleanturn';
-import { type AcpNotification, acpMetaKeys, toAcpUpdates } from 'cleanturn/acp';
+import { acpMetaKeys, toAcpUpdates } from 'cleanturn/acp';
 import type { ToolResultEvent } from 'cleanturn/effects';
 import {
   initialView,
@@ -27,7 +27,7 @@ import {
 import type { Observable, OperatorFunction } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
 import type { AcpResetMeta } from '../../src/acp/acpMetaKeys.js';
-import type { AcpSourceEvent, AcpV2Notification } from '../../src/acp/toAcpUpdates.js';
+import type { AcpNotification, AcpSourceEvent, AcpV2Notification } from '../../src/acp/toAcpUpdates.js';
 import type { AssembledEvent } from '../../src/assembleToolCalls.js';
 import type {
   InterruptedAttempt,

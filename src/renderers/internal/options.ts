@@ -6,6 +6,8 @@ import { UsageError } from 'cleanturn';
  * - `rollback`: it disappears at once;
  * - `mark`: it stays in view, apart from the live attempt and marked interrupted, until the new attempt shows its
  *   own text or reasoning.
+ *
+ * @inline
  */
 export type ResetPresentation = 'rollback' | 'mark';
 
