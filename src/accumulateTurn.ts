@@ -20,6 +20,8 @@ export interface Usage {
  * - `completed`: it sent a `finish`;
  * - `failed`: it sent a `finish` with reason `error`;
  * - `abandoned`: a newer attempt replaced it.
+ *
+ * @inline
  */
 export type AttemptOutcome = 'streaming' | 'completed' | 'failed' | 'abandoned';
 

@@ -3,7 +3,11 @@ import { toolCallAssemblyError } from './errors.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ToolCallEvent } from './types.js';
 
-/** The events {@link assembleToolCalls} emits for an input of `E`: fragments become whole calls. */
+/**
+ * The events {@link assembleToolCalls} emits for an input of `E`: fragments become whole calls.
+ *
+ * @inline
+ */
 export type AssembledEvent<E> = E extends { type: 'tool-call-delta' }
   ? Omit<E, 'type' | 'index' | 'id' | 'name' | 'argsDelta'> & ToolCallEvent
   : E;
@@ -263,7 +267,8 @@ function extraFields(first: Fragment): PropertyKey[] | undefined {
 
 function assemble(call: OpenCall): ToolCallEvent {
   const argsText = joined(call);
-  if (call.name === undefined) throw toolCallAssemblyError('tool-call-missing-name', describeCall(call, argsText));
+  if (call.name === undefined)
+    throw toolCallAssemblyError('tool-call-missing-name', describeCall(call, argsText));
   let args: unknown;
   if (argsText.trim() === '') {
     args = {};

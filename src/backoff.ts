@@ -2,10 +2,18 @@ import type { Observable, SchedulerLike } from 'rxjs';
 import { checkOneOf, checkOption } from './internal/options.js';
 import { wait as longWait } from './internal/wait.js';
 
-/** A wait of {@link backoff}: a timer that emits `0` once, and says how long it waits (`delay`, in milliseconds). */
+/**
+ * A wait of {@link backoff}: a timer that emits `0` once, and says how long it waits (`delay`, in milliseconds).
+ *
+ * @inline
+ */
 export type BackoffTimer = Observable<0> & { readonly delay: number };
 
-/** Options of {@link backoff}. */
+/**
+ * Options of {@link backoff}.
+ *
+ * @inline
+ */
 export interface BackoffOptions {
   /** The delay before the first retry, in milliseconds. Default 500. */
   initialDelay?: number;

@@ -3,7 +3,11 @@ import { AttemptTracker } from './AttemptTracker.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { NotInferred } from './internal/types.js';
 
-/** Options of {@link bufferUntilFinish}. */
+/**
+ * Options of {@link bufferUntilFinish}.
+ *
+ * @inline
+ */
 export interface BufferUntilFinishOptions<C> {
   /**
    * Lets a call through at once instead of holding it: for pure reads whose early start saves latency and

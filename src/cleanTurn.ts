@@ -7,7 +7,11 @@ import { ResetStage } from './resetOnRetry.js';
 import { TagStage } from './tagAttempts.js';
 import type { Attempted, ProviderEvent, ToolCallEvent, TurnEvent } from './types.js';
 
-/** Options of {@link cleanTurn}. */
+/**
+ * Options of {@link cleanTurn}.
+ *
+ * @inline
+ */
 export interface CleanTurnOptions extends DedupeByEffectKeyOptions {
   /** Tool calls to let through before their attempt finishes: pure reads only. See {@link bufferUntilFinish}. */
   early?: (call: Attempted<ToolCallEvent>) => boolean;

@@ -6,13 +6,21 @@ import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { NotInferred } from './internal/types.js';
 import type { ToolCallEvent } from './types.js';
 
-/** Anything that can tell whether an effect key was already executed: a `Set<string>` or an effect ledger. */
+/**
+ * Anything that can tell whether an effect key was already executed: a `Set<string>` or an effect ledger.
+ *
+ * @inline
+ */
 export interface EffectKeyLookup {
   /** Whether the effect of `key` was already executed (or is claimed by a run). */
   has(key: string): boolean;
 }
 
-/** Options of {@link dedupeByEffectKey}. */
+/**
+ * Options of {@link dedupeByEffectKey}.
+ *
+ * @inline
+ */
 export interface DedupeByEffectKeyOptions {
   /** The orchestrator's id for the turn, stable across retries and restarts. */
   turnId: string;
@@ -36,6 +44,8 @@ export interface DedupeByEffectKeyOptions {
 /**
  * The events {@link dedupeByEffectKey} emits for an input of `E`: tool calls gain `effectKey`, and a call whose
  * key already ran becomes a `tool-call-repeat`.
+ *
+ * @inline
  */
 export type WithEffectKeys<E> = E extends { type: 'tool-call' }
   ? (E & { effectKey: string }) | (Omit<E, 'type'> & { type: 'tool-call-repeat'; effectKey: string })

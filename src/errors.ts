@@ -74,6 +74,8 @@ function kindsOf(type: unknown): string[] {
  * output was filtered (`refusal`), it answered nothing (`empty`), the provider could not read the call it made
  * (`malformed-call`: Gemini's `MALFORMED_FUNCTION_CALL`), or a call's arguments fail the tool's schema
  * (`invalid-arguments`). A check of your own names its own code.
+ *
+ * @inline
  */
 export type UnusableCode = 'refusal' | 'empty' | 'malformed-call' | 'invalid-arguments' | (string & {});
 
@@ -97,7 +99,11 @@ export type TurnErrorCode =
   | 'retries-exhausted'
   | 'effect-key';
 
-/** What happened to one attempt that failed, as recorded by {@link retryAsEvents}. */
+/**
+ * What happened to one attempt that failed, as recorded by {@link retryAsEvents}.
+ *
+ * @inline
+ */
 export interface FailedAttempt {
   /**
    * Which attempt of the subscription this was: 1 for the first. Absolute, also when the records of earlier

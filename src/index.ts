@@ -5,10 +5,10 @@
  * @module
  */
 
-// Event model and state
-export type { AttemptRecord, TurnState, Usage } from './accumulateTurn.js';
 // Operators
 export { AttemptTracker } from './AttemptTracker.js';
+// Event model and state
+export type { AttemptRecord, TurnState, Usage } from './accumulateTurn.js';
 export { accumulateTurn } from './accumulateTurn.js';
 export { assembleToolCalls } from './assembleToolCalls.js';
 export { attemptPipeline } from './attemptPipeline.js';
@@ -17,7 +17,7 @@ export { bufferUntilFinish } from './bufferUntilFinish.js';
 export { cleanTurn } from './cleanTurn.js';
 export { dedupeByEffectKey } from './dedupeByEffectKey.js';
 export { effectKey } from './effectKey.js';
-export type { FailedAttempt, TurnErrorCode } from './errors.js';
+export type { TurnErrorCode } from './errors.js';
 // Errors
 export { CleanturnError, describeError, isRetryable, TurnError, UsageError } from './errors.js';
 export { nextStep } from './nextStep.js';
@@ -32,6 +32,7 @@ export { retryBudget } from './retryBudget.js';
 export type { RunEvent, StepContext } from './runSteps.js';
 export { runSteps } from './runSteps.js';
 export { tagAttempts } from './tagAttempts.js';
+export { toolResultStatus } from './toolResultStatus.js';
 export { turnPipeline } from './turnPipeline.js';
 export type {
   Attempted,
@@ -39,7 +40,6 @@ export type {
   KeyedToolCall,
   ProviderEvent,
   ResetEvent,
-  ResumeFrom,
   ToolResultLike,
   TurnEvent,
 } from './types.js';

@@ -8,6 +8,8 @@ import type { FinishEvent } from './types.js';
  *   unchanged and it goes on;
  * - `failed`: the turn did not end in a usable answer (`length`, `content-filter`, `error`, `other`, or no
  *   finish at all); retrying or reporting it is the loop's choice.
+ *
+ * @inline
  */
 export type NextStep = 'done' | 'answer' | 'continue' | 'failed';
 

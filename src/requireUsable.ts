@@ -7,7 +7,11 @@ import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { WholeCallEvents } from './internal/types.js';
 import type { FinishEvent, ToolCallEvent } from './types.js';
 
-/** What the checks of {@link requireUsable} see of an attempt when its `finish` arrives. */
+/**
+ * What the checks of {@link requireUsable} see of an attempt when its `finish` arrives.
+ *
+ * @inline
+ */
 export interface FinishedAttempt {
   /** The attempt's answer text, joined. */
   readonly text: string;
@@ -19,7 +23,11 @@ export interface FinishedAttempt {
   readonly finish: FinishEvent;
 }
 
-/** What a check of {@link requireUsable} says of an unusable attempt: why, in a code and a line of text. */
+/**
+ * What a check of {@link requireUsable} says of an unusable attempt: why, in a code and a line of text.
+ *
+ * @inline
+ */
 export interface UnusableVerdict {
   /** Which case it is: `refusal`, `empty`, `malformed-call`, `invalid-arguments`, or a code of your own. */
   code: UnusableCode;
@@ -27,10 +35,18 @@ export interface UnusableVerdict {
   reason: string;
 }
 
-/** A check of your own: a verdict when the finished attempt is unusable, `undefined` when it is fine. */
+/**
+ * A check of your own: a verdict when the finished attempt is unusable, `undefined` when it is fine.
+ *
+ * @inline
+ */
 export type UsableCheck = (attempt: FinishedAttempt) => UnusableVerdict | undefined;
 
-/** Options of {@link requireUsable}: which of the ready-made checks run, and checks of your own. */
+/**
+ * Options of {@link requireUsable}: which of the ready-made checks run, and checks of your own.
+ *
+ * @inline
+ */
 export interface RequireUsableOptions {
   /** Reject a `content-filter` finish: the model refused, or the provider filtered its output. Default `true`. */
   refusal?: boolean;
@@ -157,29 +173,28 @@ class RequireUsableStage<E extends { type: string }> extends Stage<E, E> {
     if (typeof (event as { attempt?: unknown }).attempt === 'number') this.tagged = true;
     if (step === 'newer') this.clear();
     if (step !== 'stale') {
-      switch (event.type) {
-        case 'text':
-          this.text += (event as unknown as { text: string }).text;
-          break;
-        case 'reasoning':
-          this.reasoning += (event as unknown as { text: string }).text;
-          break;
-        case 'tool-call':
-          this.calls.push(event as unknown as ToolCallEvent);
-          break;
-        case 'finish': {
-          const verdict = this.verdict(event as unknown as FinishEvent);
-          this.clear();
-          if (verdict !== undefined) {
-            const attempt = this.tagged ? this.attempts.attempt : undefined;
-            this.out.error(unusableAttemptError(verdict.code, verdict.reason, attempt));
-            return;
-          }
-          break;
+      if (event.type === 'finish') {
+        const verdict = this.verdict(event as unknown as FinishEvent);
+        this.clear();
+        if (verdict !== undefined) {
+          const attempt = this.tagged ? this.attempts.attempt : undefined;
+          this.out.error(unusableAttemptError(verdict.code, verdict.reason, attempt));
+          return;
         }
-      }
+      } else this.collect(event);
     }
     this.out.next(event);
+  }
+
+  /** Keeps what the checks read at the finish: the live attempt's text, reasoning and calls. */
+  private collect(event: E): void {
+    const { type } = event;
+    if (type === 'tool-call') this.calls.push(event as unknown as ToolCallEvent);
+    else if (type === 'text' || type === 'reasoning') {
+      const { text } = event as unknown as { text: string };
+      if (type === 'text') this.text += text;
+      else this.reasoning += text;
+    }
   }
 
   /** The first verdict of the checks on the attempt that ends with `finish`; a check that throws is a UsageError. */

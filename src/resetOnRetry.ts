@@ -4,7 +4,11 @@ import { readRetryFacts } from './internal/retryFacts.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ResetEvent, RetryFacts } from './types.js';
 
-/** The events {@link resetOnRetry} emits for an input of `E`. */
+/**
+ * The events {@link resetOnRetry} emits for an input of `E`.
+ *
+ * @inline
+ */
 export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
 
 /**

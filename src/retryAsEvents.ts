@@ -28,7 +28,11 @@ import { wait as longWait } from './internal/wait.js';
 import type { RetryBudget } from './retryBudget.js';
 import type { RetryEvent } from './types.js';
 
-/** Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`. */
+/**
+ * Options of {@link retryAsEvents}; `count`, `delay` and `resetOnSuccess` mean what they mean in RxJS `retry`.
+ *
+ * @inline
+ */
 export interface RetryAsEventsOptions {
   /**
    * How many times to resubscribe after an error (so at most `count + 1` attempts). Default: `Infinity`, as in

@@ -1,7 +1,11 @@
 import { UsageError } from './errors.js';
 import { describeValue } from './internal/describeValue.js';
 
-/** Options of {@link retryBudget}; the names and defaults are those of Finagle's `RetryBudget`. */
+/**
+ * Options of {@link retryBudget}; the names and defaults are those of Finagle's `RetryBudget`.
+ *
+ * @inline
+ */
 export interface RetryBudgetOptions {
   /**
    * The sliding window, in milliseconds: a first attempt or a retry counts for this long (give or take a tenth of
@@ -31,7 +35,11 @@ export interface RetryBudgetOptions {
   now?: () => number;
 }
 
-/** What a {@link RetryBudget} holds now, for metrics. A snapshot: changing it changes nothing. */
+/**
+ * What a {@link RetryBudget} holds now, for metrics. A snapshot: changing it changes nothing.
+ *
+ * @inline
+ */
 export interface RetryBudgetState {
   /** First attempts in the window (deposits). */
   deposits: number;

@@ -20,7 +20,11 @@ import { describeValue } from './internal/describeValue.js';
 import { type NextStep, nextStep } from './nextStep.js';
 import type { ResetEvent, ResumeFrom, ToolResultLike, TurnEvent } from './types.js';
 
-/** What a step of a run ended with: the final turn state, the results of its calls, and what it asks next. */
+/**
+ * What a step of a run ended with: the final turn state, the results of its calls, and what it asks next.
+ *
+ * @inline
+ */
 export interface StepOutcome {
   /** The step (1 for the first). */
   readonly step: number;
@@ -54,7 +58,11 @@ export interface StepContext {
   readonly resumeFrom?: ResumeFrom;
 }
 
-/** Why a run ended, on its last `step-end` event. */
+/**
+ * Why a run ended, on its last `step-end` event.
+ *
+ * @inline
+ */
 export type RunEnd =
   /** The final attempt's finish needs no answer (`nextStep`: `done`). */
   | 'done'
@@ -65,20 +73,32 @@ export type RunEnd =
   /** The `until` predicate said so. */
   | 'until';
 
-/** The event a run emits after each step, when the step's turn and its executor have both completed. */
+/**
+ * The event a run emits after each step, when the step's turn and its executor have both completed.
+ *
+ * @inline
+ */
 export interface StepEndEvent extends StepOutcome {
   type: 'step-end';
   /** On the run's last step only: why the run ends there. */
   readonly end?: RunEnd;
 }
 
-/** An event of a step's turn or executor, with the step it belongs to. */
+/**
+ * An event of a step's turn or executor, with the step it belongs to.
+ *
+ * @inline
+ */
 export type Stepped<E> = E & { readonly step: number };
 
 /** What a run emits: each step's turn events and tool results, stamped with their step, and a `step-end` per step. */
 export type RunEvent = Stepped<TurnEvent | ToolResultLike> | StepEndEvent;
 
-/** Options of {@link runSteps}. */
+/**
+ * Options of {@link runSteps}.
+ *
+ * @inline
+ */
 export interface RunStepsOptions {
   /** The run's id, stable across restarts: every step's turn id, and so the scope of its effect keys. */
   runId: string;
@@ -102,7 +122,7 @@ export interface RunStepsOptions {
    * The events this run already emitted, when it goes on after its runner was lost (`turnServer`'s
    * `context.takeover.events`): the finished steps are not run again (their `step-end` events give `history`), and
    * the run goes on at the step in progress. When that step had emitted events, its cut attempt is void: the run
-   * first emits a `reset` to the next attempt, with `errorName: 'RunnerLostError'`, and numbers the new turn's
+   * first emits a `reset` to the next attempt, with `errorName: 'TransportError'`, and numbers the new turn's
    * attempts after the cut one. Calls the lost runner released come again in the new attempt, under the same
    * effect keys: an executor on a durable ledger answers them from it instead of running them again. When the cut
    * attempt was reading a background response (a `resumable` event), the step goes on with it instead
@@ -356,7 +376,7 @@ function resumePoint(events: readonly RunEvent[]): { history: StepOutcome[]; end
     type: 'reset',
     attempt: offset + 1,
     reason: 'the runner was lost',
-    errorName: 'RunnerLostError',
+    errorName: 'TransportError',
     failedAttempt: offset,
     outputStarted: true,
   };

@@ -5,10 +5,16 @@ import type { ToolResultLike } from './types.js';
  * - `reclaimed`: the run took over a claim whose holder stopped renewing it (a crash, a lost connection), and
  *   that earlier run may have performed the effect before it stopped;
  * - `lease-lost`: this run's lease was lost while its handler ran, so another holder may have run it too.
+ *
+ * @inline
  */
 export type ToolResultDoubt = 'reclaimed' | 'lease-lost';
 
-/** What a tool result means to a screen, as {@link toolResultStatus} reads it. */
+/**
+ * What a tool result means to a screen, as {@link toolResultStatus} reads it.
+ *
+ * @inline
+ */
 export interface ToolResultStatus {
   /**
    * `completed`: the effect happened (it ran now, or its recorded result was replayed); `running`: another

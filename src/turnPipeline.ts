@@ -5,7 +5,11 @@ import { type CleanTurnOptions, cleanTurn } from './cleanTurn.js';
 import { type RetryAsEventsOptions, retryAsEvents } from './retryAsEvents.js';
 import type { ProviderEvent, TurnEvent } from './types.js';
 
-/** Options of {@link turnPipeline}: those of {@link cleanTurn}, and how to retry. */
+/**
+ * Options of {@link turnPipeline}: those of {@link cleanTurn}, and how to retry.
+ *
+ * @inline
+ */
 export interface TurnPipelineOptions extends CleanTurnOptions {
   /**
    * How to retry a failed attempt: {@link retryAsEvents}' options, or how many retries. Default: 2 retries (3

@@ -11,7 +11,11 @@
 /** Why a model stopped generating, mapped from each provider's own vocabulary. */
 export type FinishReason = 'stop' | 'tool-calls' | 'length' | 'content-filter' | 'error' | 'other';
 
-/** A fragment of answer text. */
+/**
+ * A fragment of answer text.
+ *
+ * @inline
+ */
 export interface TextEvent {
   type: 'text';
   /** The fragment, appended to the attempt's text so far. */
@@ -23,6 +27,8 @@ export interface TextEvent {
  * reset discards it, and it is never part of the answer text. A renderer shows it apart from the answer, or not
  * at all. What the provider needs back of it (signatures, encrypted reasoning) travels on the attempt's
  * {@link FinishEvent.output}, not on the fragments.
+ *
+ * @inline
  */
 export interface ReasoningEvent {
   type: 'reasoning';
@@ -30,7 +36,11 @@ export interface ReasoningEvent {
   text: string;
 }
 
-/** A fragment of a tool call as it streams; {@link assembleToolCalls} joins fragments into a {@link ToolCallEvent}. */
+/**
+ * A fragment of a tool call as it streams; {@link assembleToolCalls} joins fragments into a {@link ToolCallEvent}.
+ *
+ * @inline
+ */
 export interface ToolCallDeltaEvent {
   type: 'tool-call-delta';
   /** Which call of the attempt this fragment belongs to; parallel calls have different indexes. */
@@ -43,7 +53,11 @@ export interface ToolCallDeltaEvent {
   argsDelta: string;
 }
 
-/** A complete tool call with parsed arguments. */
+/**
+ * A complete tool call with parsed arguments.
+ *
+ * @inline
+ */
 export interface ToolCallEvent {
   type: 'tool-call';
   /** The provider's call id. It changes from attempt to attempt: never deduplicate by it. */
@@ -57,6 +71,8 @@ export interface ToolCallEvent {
 /**
  * Token usage of the current attempt so far. Providers report usage cumulatively: a later `usage` event of
  * the same attempt replaces the fields it carries.
+ *
+ * @inline
  */
 export interface UsageEvent {
   type: 'usage';
@@ -77,12 +93,18 @@ export interface UsageEvent {
  * it on the attempt's finish, and their next-request builders read it; `format` names the wire format
  * (`openai-chat`, `openai-responses`, `anthropic-messages`, `gemini`, `ai-sdk`), and each adapter exports the
  * full type of its own.
+ *
+ * @inline
  */
 export interface ProviderOutput {
   readonly format: string;
 }
 
-/** The model finished this attempt. */
+/**
+ * The model finished this attempt.
+ *
+ * @inline
+ */
 export interface FinishEvent {
   type: 'finish';
   reason: FinishReason;
@@ -112,6 +134,8 @@ export interface FinishEvent {
  * What a retry says about the failure and the wait, as a UI or a log shows it ("retrying in 3 s (HTTP 503), retry 1
  * of 2"). `retryAsEvents` sets every field it knows; a `retry` of your own may carry any of them, and
  * `resetOnRetry` copies them onto its `reset`.
+ *
+ * @inline
  */
 export interface RetryFacts {
   /**
@@ -136,6 +160,8 @@ export interface RetryFacts {
 /**
  * A new attempt starts after this event; everything the previous attempt streamed is void. It comes the moment
  * the attempt fails, before any wait: `delay` says how long until the next attempt starts.
+ *
+ * @inline
  */
 export interface RetryEvent extends RetryFacts {
   type: 'retry';
@@ -150,6 +176,8 @@ export interface RetryEvent extends RetryFacts {
  * was cut (OpenAI Responses in background mode; `resumeResponse` of `cleanturn/transport` emits it). Unlike a
  * `retry`, no new attempt starts and nothing is discarded: what the user read stays, held calls stay held, and
  * nothing is billed twice. A UI may say "reconnecting" until the next text arrives.
+ *
+ * @inline
  */
 export interface ResumeEvent {
   type: 'resume';
@@ -170,6 +198,8 @@ export interface ResumeEvent {
  * `cleanturn/transport` emits it as soon as the stream names the response (its first event, `response.created`),
  * so that a turn log holds it with what the attempt delivered: a runner that takes the turn over after its runner was lost reads the same response
  * again (`runSteps`' `resume`, `StepContext.resumeFrom`) instead of starting a new generation. Nothing to render.
+ *
+ * @inline
  */
 export interface ResumableEvent {
   type: 'resumable';
@@ -180,6 +210,8 @@ export interface ResumableEvent {
 /**
  * A background response that a lost runner's attempt was reading, and what that attempt delivered of it: what the
  * runner that takes the turn over goes on with (`streamTurn({ resumeFrom })`, given by `StepContext.resumeFrom`).
+ *
+ * @inline
  */
 export interface ResumeFrom {
   /** The response's id, from the attempt's `resumable` event. */
@@ -234,13 +266,23 @@ export type KeyedToolCall = Attempted<ToolCallEvent> & {
  * a {@link KeyedToolCall} under its own type, so that code that runs `tool-call`s never runs it again; its call
  * id still needs an answer (the provider rejects a next request that leaves one unanswered): the recorded
  * result of its key.
+ *
+ * @inline
  */
 export type RepeatedToolCall = Omit<KeyedToolCall, 'type'> & { type: 'tool-call-repeat' };
 
-/** A released call of the clean turn: a call to run, or a repeat to answer with its key's recorded result. */
+/**
+ * A released call of the clean turn: a call to run, or a repeat to answer with its key's recorded result.
+ *
+ * @inline
+ */
 export type ReleasedCall = KeyedToolCall | RepeatedToolCall;
 
-/** What a policy emits: attempted events, with retries turned into resets. */
+/**
+ * What a policy emits: attempted events, with retries turned into resets.
+ *
+ * @inline
+ */
 export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetEvent;
 
 /** The clean turn stream that {@link cleanTurn} emits: like {@link PolicyEvent}, with keyed tool calls. */
@@ -258,7 +300,11 @@ export type TurnEvent =
   | RepeatedToolCall
   | ResetEvent;
 
-/** The part of a tool call that its effect key depends on. */
+/**
+ * The part of a tool call that its effect key depends on.
+ *
+ * @inline
+ */
 export type ToolCallMeaning = Pick<ToolCallEvent, 'name' | 'args'>;
 
 /**

@@ -81,7 +81,11 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || (status >= 500 && status < 600);
 }
 
-/** What an upstream error says about itself, as {@link isRetryableUpstream} reads it. */
+/**
+ * What an upstream error says about itself, as {@link isRetryableUpstream} reads it.
+ *
+ * @inline
+ */
 export interface UpstreamErrorFacts {
   /** Its code words, most specific first: an error `code`, then its `type`, then a gRPC status name; non-strings are skipped. */
   codes?: readonly unknown[];

@@ -300,14 +300,10 @@ function startAttempt(view: TurnView, reset: ResetEvent, onReset: ResetPresentat
         ? { attempt: view.attempt, text: view.text, reasoning: view.reasoning, reason: reset.reason }
         : // An attempt that showed nothing leaves on screen what the user last read.
           view.interrupted;
+  // A new attempt shows what the first view shows, but for the resets, the notice and what stays marked.
   return {
+    ...initialView,
     attempt: reset.attempt,
-    text: '',
-    reasoning: '',
-    toolCalls: noCalls,
-    finished: false,
-    finishReason: undefined,
-    refusal: undefined,
     resets: [...view.resets, reset],
     notice: retryNotice(reset),
     interrupted,
