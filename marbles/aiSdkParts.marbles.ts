@@ -1,6 +1,8 @@
-import type { FinishEvent } from 'cleanturn';
-import { type AiSdkOutput, aiSdkParts, ProviderError } from 'cleanturn/providers';
+import { aiSdkParts } from 'cleanturn/providers';
 import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import type { AiSdkOutput } from '../src/providers/aiSdkParts.js';
+import { upstreamProviderError } from '../src/providers/errors.js';
+import type { FinishEvent } from '../src/types.js';
 
 // Plain objects: streamText parts carry more fields than the adapter's input types list.
 const id = 'call_1';
@@ -86,9 +88,9 @@ export default defineMarbles({
       operator: () => aiSdkParts(),
       expected: /* */ '-T-#',
       expectedValues: { T: text('Checking order ORD-7781. ') },
-      expectedError: new ProviderError('ai-sdk', 'Overloaded', {
+      expectedError: upstreamProviderError('ai-sdk', 'Overloaded', {
         retryable: true,
-        code: 'overloaded_error',
+        upstreamCode: 'overloaded_error',
         payload: v.e,
       }),
       subscriptions: '^--!',
@@ -101,9 +103,9 @@ export default defineMarbles({
       operator: () => aiSdkParts(),
       expected: /* */ '-T-#',
       expectedValues: { T: text('Checking order ORD-7781. ') },
-      expectedError: new ProviderError('ai-sdk', 'This operation was aborted', {
+      expectedError: upstreamProviderError('ai-sdk', 'This operation was aborted', {
         retryable: false,
-        code: 'aborted',
+        upstreamCode: 'aborted',
         payload: v.a,
       }),
     },

@@ -1,5 +1,7 @@
-import { type AnthropicStreamEvent, anthropicMessages, ProviderError } from 'cleanturn/providers';
+import { anthropicMessages } from 'cleanturn/providers';
 import { defineMarbles, delta, finish, reasoning, text, usage } from 'cleanturn/testing';
+import type { AnthropicStreamEvent } from '../src/providers/anthropicMessages.js';
+import { upstreamProviderError } from '../src/providers/errors.js';
 
 // biome-ignore format: an aligned value table
 const v = {
@@ -83,9 +85,9 @@ export default defineMarbles({
       operator: () => anthropicMessages(),
       expected: /* */ '-U---A-#',
       expectedValues: { U: usage(412, 2), A: text('Checking order ORD-7781. ') },
-      expectedError: new ProviderError('anthropic-messages', 'Overloaded', {
+      expectedError: upstreamProviderError('anthropic-messages', 'Overloaded', {
         retryable: true,
-        code: 'overloaded_error',
+        upstreamCode: 'overloaded_error',
         payload: v.e,
       }),
       subscriptions: '^------!',
@@ -98,10 +100,10 @@ export default defineMarbles({
       operator: () => anthropicMessages(),
       expected: /* */ '-U-------A-#',
       expectedValues: { U: usage(412, 2), A: text('Checking order ORD-7781. ') },
-      expectedError: new ProviderError(
+      expectedError: upstreamProviderError(
         'anthropic-messages',
         'two generations spliced into one stream: message msg_2 started inside message msg_1',
-        { retryable: true, code: 'spliced_stream', payload: v.x },
+        { retryable: true, upstreamCode: 'spliced_stream', payload: v.x },
       ),
     },
   ],

@@ -1,6 +1,7 @@
 import type { FinishReason } from 'cleanturn';
-import { decodeWith, ProviderPayloadError } from 'cleanturn/providers';
+import { decodeWith } from 'cleanturn/providers';
 import { defineMarbles, finish, text } from 'cleanturn/testing';
+import { providerPayloadError } from '../src/providers/errors.js';
 
 /** A payload of a small line format: some text, and a finish reason on any line that reports one. */
 type Line = { text?: string; finish?: FinishReason };
@@ -32,7 +33,7 @@ const finishedAtMarker = () =>
     };
   });
 
-const notAPayload = new ProviderPayloadError(
+const notAPayload = providerPayloadError(
   'lines',
   'not-a-payload',
   "expected a parsed payload (an object) or '[DONE]', got string; JSON.parse the SSE data first",

@@ -1,5 +1,7 @@
-import { type GeminiChunk, geminiContent, ProviderError } from 'cleanturn/providers';
+import { geminiContent } from 'cleanturn/providers';
 import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { upstreamProviderError } from '../src/providers/errors.js';
+import type { GeminiChunk } from '../src/providers/geminiContent.js';
 
 /** A finish with the attempt's output: its parts as the next request sends them back. */
 const done = (
@@ -94,9 +96,9 @@ export default defineMarbles({
       operator: () => geminiContent(),
       expected: /* */ '-A-#',
       expectedValues: { A: text('Checking order ORD-7781. ') },
-      expectedError: new ProviderError('gemini', 'The model is overloaded.', {
+      expectedError: upstreamProviderError('gemini', 'The model is overloaded.', {
         retryable: true,
-        code: 'UNAVAILABLE',
+        upstreamCode: 'UNAVAILABLE',
         status: 503,
         payload: v.e,
       }),

@@ -1,5 +1,7 @@
-import { type GeminiInteractionsEvent, geminiInteractions, ProviderError } from 'cleanturn/providers';
+import { geminiInteractions } from 'cleanturn/providers';
 import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { upstreamProviderError } from '../src/providers/errors.js';
+import type { GeminiInteractionsEvent } from '../src/providers/geminiInteractions.js';
 
 // Events trimmed to the fields the adapter reads; a real stream also carries an event_id on every event.
 const interaction = 'v1_ChdSZWZ1bmQtT1JELTc3ODE';
@@ -115,9 +117,9 @@ export default defineMarbles({
       operator: () => geminiInteractions(),
       expected: /* */ '---T-#',
       expectedValues: { T: text('Checking order ORD-7781. ') },
-      expectedError: new ProviderError('gemini', 'The model is overloaded.', {
+      expectedError: upstreamProviderError('gemini', 'The model is overloaded.', {
         retryable: true,
-        code: 'UNAVAILABLE',
+        upstreamCode: 'UNAVAILABLE',
         payload: v.e,
       }),
       subscriptions: '^----!',

@@ -1,6 +1,8 @@
-import type { FinishEvent } from 'cleanturn';
-import { type OpenAIChatChunk, type OpenAIChatOutput, openaiChat, ProviderError } from 'cleanturn/providers';
+import { openaiChat } from 'cleanturn/providers';
 import { defineMarbles, delta, finish, reasoning, text, usage } from 'cleanturn/testing';
+import { upstreamProviderError } from '../src/providers/errors.js';
+import type { OpenAIChatChunk, OpenAIChatOutput } from '../src/providers/openaiChat.js';
+import type { FinishEvent } from '../src/types.js';
 
 /** A chunk of choice 0: its delta and finish_reason (the rest of a real chunk is ignored, so left out). */
 const chunk = (delta: object, finishReason: string | null = null): OpenAIChatChunk => ({
@@ -111,12 +113,12 @@ export default defineMarbles({
       operator: () => openaiChat(),
       expected: /* */ '-A-#',
       expectedValues: { A: text('Refunding the dam') },
-      expectedError: new ProviderError(
+      expectedError: upstreamProviderError(
         'openai-chat',
         'The server had an error while processing your request.',
         {
           retryable: true,
-          code: 'server_error',
+          upstreamCode: 'server_error',
           payload: serverError,
         },
       ),

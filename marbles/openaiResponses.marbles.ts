@@ -1,5 +1,7 @@
-import { type OpenAIResponsesEvent, openaiResponses, ProviderError } from 'cleanturn/providers';
+import { openaiResponses } from 'cleanturn/providers';
 import { defineMarbles, delta, finish, reasoning, text, usage } from 'cleanturn/testing';
+import { upstreamProviderError } from '../src/providers/errors.js';
+import type { OpenAIResponsesEvent } from '../src/providers/openaiResponses.js';
 
 // Events trimmed to the fields the adapter reads; a real stream also carries sequence numbers, ids and more.
 const item = { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'issue_refund', arguments: '' };
@@ -150,9 +152,9 @@ export default defineMarbles({
       operator: () => openaiResponses(),
       expected: /* */ '-T-#',
       expectedValues: { T: text('Refunding the dam') },
-      expectedError: new ProviderError('openai-responses', 'The server had an error.', {
+      expectedError: upstreamProviderError('openai-responses', 'The server had an error.', {
         retryable: true,
-        code: 'server_error',
+        upstreamCode: 'server_error',
         payload: flatError,
       }),
       subscriptions: '^--!',
@@ -164,9 +166,9 @@ export default defineMarbles({
       label: 'openaiResponses()',
       operator: () => openaiResponses(),
       expected: /* */ '-#',
-      expectedError: new ProviderError('openai-responses', 'You exceeded your current quota.', {
+      expectedError: upstreamProviderError('openai-responses', 'You exceeded your current quota.', {
         retryable: false,
-        code: 'insufficient_quota',
+        upstreamCode: 'insufficient_quota',
         payload: nestedError,
       }),
     },

@@ -1,17 +1,18 @@
-import {
-  type FinishEvent,
-  type FinishReason,
-  isRetryableUpstream,
-  type ProviderEvent,
-  type ProviderOutput,
-  type ToolCallEvent,
-  type UsageEvent,
-} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty } from '../internal/describeError.js';
+import type {
+  FinishEvent,
+  FinishReason,
+  ProviderEvent,
+  ProviderOutput,
+  ToolCallEvent,
+  UsageEvent,
+} from '../types.js';
+import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { ProviderError, type ProviderPayloadError } from './errors.js';
+import { type ProviderError, upstreamProviderError } from './errors.js';
 import {
+  type AdapterOptions,
   argsObjectField,
   countField,
   type FieldSite,
@@ -167,7 +168,7 @@ export interface AiSdkOutput extends ProviderOutput {
   )[];
 }
 
-/** A part of an {@link AiSdkOutput}'s content. */
+/** A part of an `AiSdkOutput`'s content. */
 type ContentPart = AiSdkOutput['content'][number];
 
 /** An error as the `retryable` option sees it. */
@@ -179,12 +180,6 @@ export interface AiSdkErrorInfo {
   message: string;
   /** The error as the part carried it (`error`, `errorText` or the abort `reason`). */
   error: unknown;
-}
-
-/** Options of {@link aiSdkParts}. */
-export interface AiSdkPartsOptions {
-  /** Decides whether an error deserves a new attempt; `undefined` keeps the default (see {@link aiSdkParts}). */
-  retryable?: (error: AiSdkErrorInfo) => boolean | undefined;
 }
 
 /**
@@ -203,7 +198,7 @@ export interface AiSdkPartsOptions {
  * or none → `tool-calls` when the last step released a call) and `raw` = `rawFinishReason`.
  *
  * The finish carries what the next request must send back:
- * - `output`: an {@link AiSdkOutput}, the attempt's content parts in stream order, each part's provider metadata
+ * - `output`: an `AiSdkOutput`, the attempt's content parts in stream order, each part's provider metadata
  *   (Anthropic `signature` and `redactedData`, OpenAI `itemId` and `reasoningEncryptedContent`, Gemini
  *   `thoughtSignature` on text and calls) as its `providerOptions`, provider-run tools with their results;
  *   {@link toAiSdkMessages} turns it into the messages to append. A reset discards it with its attempt.
@@ -213,16 +208,16 @@ export interface AiSdkPartsOptions {
  *   SDK's reasons are already the neutral ones for a refusal (`content-filter`), a full context window
  *   (`length`) and a malformed call (`error`).
  *
- * - `error`: a {@link ProviderError}, retryable as `isRetryableUpstream` (from `cleanturn`) decides: the error's
+ * - `error`: a {@link ProviderError}, retryable as `isRetryableUpstream` decides: the error's
  *   code words (`code`, `type`, gRPC `status`, also in its body or `data`), then its HTTP status, then the SDK's
  *   `isRetryable`. A masked UI `errorText` is retryable. A source error with an `isRetryable` flag (an
  *   `APICallError`, as `ai@6` throws on a dropped connection) is read the same way; others pass unchanged.
- * - `abort`: the caller stopped the turn, a ProviderError (code `aborted`) that is not retryable, unless it is
+ * - `abort`: the caller stopped the turn, a ProviderError (code `upstream`, `upstreamCode` `aborted`) that is not retryable, unless it is
  *   `streamText`'s own `timeout` (reason `… timeout of <n>ms exceeded`): a stall, retryable.
- * - A call marked `invalid`, or a `tool-input-error`: a retryable ProviderError (code `invalid_tool_call`).
+ * - A call marked `invalid`, or a `tool-input-error`: a retryable ProviderError (code `upstream`, `upstreamCode` `invalid_tool_call`).
  * - A tool part whose `toolCallId` or `toolName` is not a non-empty string or whose `input` is not an object,
  *   a part without a string `type`, a `usage`, `totalUsage`, response id, `providerMetadata` or finish reason
- *   of the wrong type, or a tool output that is not JSON data: a {@link ProviderPayloadError}
+ *   of the wrong type, or a tool output that is not JSON data: a {@link ProviderError}
  *   (`invalid-field`), never a drop.
  * - `reset-step` (UI stream, before each attempt of a durable step) becomes a `retry` when something was read
  *   since the last one, so that a retried step never glues onto its failed attempt.
@@ -270,12 +265,12 @@ export interface AiSdkPartsOptions {
  * turn$.pipe(accumulateTurn()).subscribe((turn) => console.log(turn.text));
  * ```
  *
- * @see {@link ProviderError} and {@link ProviderPayloadError} for the errors it raises.
+ * @see {@link ProviderError} for the errors it raises.
  * @param options `retryable` overrides the retry decision for errors.
  * @returns An operator from AI SDK parts to provider events.
  */
 export function aiSdkParts(
-  options: AiSdkPartsOptions = {},
+  options: AdapterOptions<AiSdkErrorInfo> = {},
 ): OperatorFunction<AiSdkStreamPart | '[DONE]', ProviderEvent> {
   return decodeWith<AiSdkStreamPart>(format, (sink) => new AiSdkDecoder(sink, options));
 }
@@ -311,7 +306,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AiSdkPartsOptions,
+    private readonly options: AdapterOptions<AiSdkErrorInfo>,
   ) {}
 
   /** A part, by its type, to the reader of its kind; other types are ignored, a part with no string `type` fails. */
@@ -618,7 +613,13 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
     const { message, code, status, error } = info;
     const retryable = this.options.retryable?.(info) ?? byDefault;
     const cause = isInstance(error, Error) ? error : undefined;
-    return new ProviderError('ai-sdk', message, { retryable, code, status, payload, cause });
+    return upstreamProviderError('ai-sdk', message, {
+      retryable,
+      upstreamCode: code,
+      status,
+      payload,
+      cause,
+    });
   }
 
   /**
@@ -808,6 +809,6 @@ function callId(part: { toolCallId?: unknown }): string {
 }
 
 /** The `invalid-field` error of `field` of `payload`, which is not `expected`. */
-function invalid(payload: unknown, field: string, expected: string): ProviderPayloadError {
+function invalid(payload: unknown, field: string, expected: string): ProviderError {
   return invalidField(site(payload, field), expected, isRecord(payload) ? payload[field] : undefined);
 }

@@ -1,15 +1,11 @@
-import {
-  type FinishEvent,
-  isRetryableUpstream,
-  type ProviderEvent,
-  type ProviderOutput,
-  type UsageEvent,
-} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
+import type { FinishEvent, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
+import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { type PayloadProblem, ProviderError, ProviderPayloadError } from './errors.js';
+import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
 import {
+  type AdapterOptions,
   argsObjectField,
   countField,
   type FieldSite,
@@ -138,7 +134,7 @@ export interface AnthropicOutput extends ProviderOutput {
   readonly content: readonly AnthropicContentBlock[];
 }
 
-/** A content block of {@link AnthropicOutput}: the kinds the adapter reads, or one it keeps as the stream sent it. */
+/** A content block of `AnthropicOutput`: the kinds the adapter reads, or one it keeps as the stream sent it. */
 type AnthropicContentBlock =
   | { readonly type: 'thinking'; readonly thinking: string; readonly signature: string }
   | { readonly type: 'redacted_thinking'; readonly data: string }
@@ -159,15 +155,6 @@ export interface AnthropicErrorInfo {
   message: string;
 }
 
-/** Options of {@link anthropicMessages}. */
-export interface AnthropicMessagesOptions {
-  /**
-   * Decides whether an error deserves a new attempt; return `undefined` to keep the default: the table of
-   * `isRetryableUpstream` (from `cleanturn`) by error type, then HTTP status; an unknown type is retryable.
-   */
-  retryable?: (error: AnthropicErrorInfo) => boolean | undefined;
-}
-
 /**
  * Turns an Anthropic Messages stream into neutral {@link ProviderEvent}s.
  *
@@ -177,7 +164,7 @@ export interface AnthropicMessagesOptions {
  * `assembleToolCalls()` makes whole calls. Usage (cumulative; input counts cache writes and reads) becomes `usage`,
  * with the cache reads as `cachedInputTokens` and `output_tokens_details.thinking_tokens` as `reasoningTokens`.
  * `message_stop`, the end, gives the `finish` of the last `stop_reason` (as `raw`), with the message id as
- * `responseId` and the message's content blocks as `output` (an {@link AnthropicOutput}: what
+ * `responseId` and the message's content blocks as `output` (an `AnthropicOutput`: what
  * `toAnthropicMessages` sends back):
  *
  * | `stop_reason` | `reason` |
@@ -198,12 +185,12 @@ export interface AnthropicMessagesOptions {
  *   `citations_delta` adds to its text block's `citations`; `compaction_delta` sets its compaction block.
  * - A block of a type it does not know is kept as `content_block_start` sent it (so it goes back), and delta
  *   types it does not know are ignored, as are `ping` and unknown event types; nothing follows `message_stop`.
- * - A delta or stop for a block never opened is a retryable {@link ProviderPayloadError} `unknown-reference`;
+ * - A delta or stop for a block never opened is a retryable {@link ProviderError} `unknown-reference`;
  *   a `tool_use` without a name, a `partial_json`, `thinking` or `signature` that is not a string, a citation
  *   that is not an object, or an event of the wrong shape (a `message`, `delta` or `usage` that is not an
  *   object, a token count that is not a number) is `invalid-field`.
  * - A repeated `message_start` or block start is ignored; another message id, or another block at an open
- *   index, is two generations spliced into one stream: a retryable {@link ProviderError} `spliced_stream`.
+ *   index, is two generations spliced into one stream: a retryable {@link ProviderError} `upstream` (`upstreamCode` `spliced_stream`).
  * - An `error` event, and an SDK `APIError` the source raises, are a {@link ProviderError} classified by
  *   `isRetryableUpstream` (type, then status); other source errors pass unchanged.
  * - A stream cut before `message_stop` has no `finish`, even after a `message_delta`: add `requireFinish()`.
@@ -249,18 +236,19 @@ export interface AnthropicMessagesOptions {
  * turn$.pipe(accumulateTurn()).subscribe((turn) => console.log(turn.text));
  * ```
  *
- * @see {@link ProviderError} and {@link ProviderPayloadError} for the errors it raises.
- * @param options `retryable` overrides the retry decision for errors.
+ * @see {@link ProviderError} for the errors it raises.
+ * @param options `retryable` overrides the retry decision for errors (by default, the table of
+ *   `isRetryableUpstream` by error type, then HTTP status; an unknown type is retryable).
  * @returns An operator from Anthropic stream events to provider events.
  */
 export function anthropicMessages(
-  options: AnthropicMessagesOptions = {},
+  options: AdapterOptions<AnthropicErrorInfo> = {},
 ): OperatorFunction<AnthropicStreamEvent, ProviderEvent> {
   return decodeWith({ name: OPERATOR }, (sink) => createAnthropicDecoder(sink, options));
 }
 
 /** The decoder of one Anthropic Messages stream, writing to `sink`: what {@link anthropicMessages} runs. */
-export function createAnthropicDecoder(sink: DecoderSink, options: AnthropicMessagesOptions = {}) {
+export function createAnthropicDecoder(sink: DecoderSink, options: AdapterOptions<AnthropicErrorInfo> = {}) {
   return new AnthropicDecoder(sink, options) as Decoder<AnthropicStreamEvent>;
 }
 
@@ -305,7 +293,7 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AnthropicMessagesOptions,
+    private readonly options: AdapterOptions<AnthropicErrorInfo>,
   ) {}
 
   next(event: AnthropicStreamEvent): void {
@@ -580,7 +568,13 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
     const retryable =
       this.options.retryable?.({ type: code, status, message }) ??
       isRetryableUpstream({ codes: [code], status });
-    return new ProviderError('anthropic-messages', message, { retryable, code, status, payload, cause });
+    return upstreamProviderError('anthropic-messages', message, {
+      retryable,
+      upstreamCode: code,
+      status,
+      payload,
+      cause,
+    });
   }
 }
 
@@ -606,15 +600,20 @@ function withInput(block: Block): Record<string, unknown> {
   return { ...block.content, input };
 }
 
-function unreadable(code: PayloadProblem, message: string, field: string, payload: unknown) {
-  return new ProviderPayloadError(OPERATOR, code, message, { field, payload });
+function unreadable(
+  code: 'not-a-payload' | 'invalid-field' | 'unsafe-path' | 'unknown-reference',
+  message: string,
+  field: string,
+  payload: unknown,
+) {
+  return providerPayloadError(OPERATOR, code, message, { field, payload });
 }
 
 function spliced(what: string, payload: unknown): ProviderError {
   const message = `two generations spliced into one stream: ${what}`;
-  return new ProviderError('anthropic-messages', message, {
+  return upstreamProviderError('anthropic-messages', message, {
     retryable: true,
-    code: 'spliced_stream',
+    upstreamCode: 'spliced_stream',
     payload,
   });
 }

@@ -1,8 +1,9 @@
-import { CleanturnError, type FinishEvent, type ProviderEvent } from 'cleanturn';
 import { Observable, type Observer, type OperatorFunction } from 'rxjs';
+import { CleanturnError } from '../errors.js';
 import { isInstance } from '../internal/describeError.js';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
-import { ProviderPayloadError } from './errors.js';
+import type { FinishEvent, ProviderEvent } from '../types.js';
+import { providerPayloadError } from './errors.js';
 import { kindOf } from './shared.js';
 
 /** Where a {@link Decoder} puts what it read. */
@@ -20,8 +21,8 @@ export interface DecoderSink {
 
 /**
  * A provider format's reader: a small state machine, one per attempt, that knows the format's mapping and
- * nothing of RxJS. It throws a typed error (a `ProviderError` for an error the provider reported, a
- * `ProviderPayloadError` for a payload it cannot read) rather than dropping anything.
+ * nothing of RxJS. It throws a typed error (a `ProviderError`: `upstream` for an error the provider reported, a
+ * payload code such as `invalid-field` for a payload it cannot read) rather than dropping anything.
  */
 export interface Decoder<In> {
   /** Reads one payload (never the end marker, never a non-object: those are handled before). */
@@ -38,10 +39,16 @@ export interface Decoder<In> {
   error?(error: unknown): unknown;
 }
 
-/** Makes a fresh {@link Decoder} writing to `sink`; called once per subscription. */
+/**
+ * Makes a fresh {@link Decoder} writing to `sink`; called once per subscription.
+ * @inline
+ */
 export type DecoderFactory<In> = (sink: DecoderSink) => Decoder<In>;
 
-/** How {@link decodeWith} names and frames a format. */
+/**
+ * How {@link decodeWith} names and frames a format.
+ * @inline
+ */
 export interface DecodeOptions {
   /** The operator's name, for error messages (`openaiChat`). */
   name: string;
@@ -52,6 +59,7 @@ export interface DecodeOptions {
 /**
  * What a decoder made of a whole sequence of payloads, under the same rules as {@link decodeWith}: for unit
  * tests of a decoder without RxJS.
+ * @internal
  */
 export interface DecodeResult {
   /** The events, in order, with the finish where the operator would emit it. */
@@ -70,7 +78,7 @@ type Destination = Pick<Observer<ProviderEvent>, 'next' | 'error' | 'complete'>;
 /**
  * The one run of a decoder: the rules every adapter shares. Nothing after the end; a finish is held until the
  * source completes or the end marker arrives, the last one winning; an input that is not a payload is a
- * `ProviderPayloadError`; a source error after the end completes (a finished attempt never fails), before it
+ * `ProviderError`; a source error after the end completes (a finished attempt never fails), before it
  * goes to the decoder to be read.
  */
 class Decoding<In> implements DecoderSink {
@@ -157,7 +165,7 @@ class Decoding<In> implements DecoderSink {
       return;
     }
     const marker = endMarker === undefined ? '' : ` or '${endMarker}'`;
-    throw new ProviderPayloadError(
+    throw providerPayloadError(
       name,
       'not-a-payload',
       `expected a parsed payload (an object)${marker}, got ${kindOf(input)}; JSON.parse the SSE data first`,
@@ -187,9 +195,9 @@ class Decoding<In> implements DecoderSink {
  *   marker means the attempt finished even without a finish reason; a source that just completes is not the
  *   marker;
  * - inputs that are not payloads (a string other than the end marker, an array, a number): a non-retryable
- *   {@link ProviderPayloadError} with code `not-a-payload`;
+ *   {@link ProviderError} with code `not-a-payload`;
  * - errors the source raises: a `CleanturnError` passes as it is; others go to the decoder's `error` to be read
- *   (an SDK's error for an in-stream error payload becomes the same `ProviderError` as the payload).
+ *   (an SDK's error for an in-stream error payload becomes the same `upstream` `ProviderError` as the payload).
  *
  * ```text
  * source:   -a-b-c-|
@@ -245,6 +253,7 @@ export function decodeWith<In>(
  * @param payloads The payloads, in order.
  * @param ending How the source ends: `complete` (default), or an error it raises.
  * @returns The events and the error, if any.
+ * @internal
  */
 export function decodeAll<In>(
   options: DecodeOptions,

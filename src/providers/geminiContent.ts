@@ -1,15 +1,11 @@
-import {
-  type FinishReason,
-  isRetryableUpstream,
-  type ProviderEvent,
-  type ProviderOutput,
-  type UsageEvent,
-} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
+import type { FinishReason, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
+import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { type PayloadProblem, ProviderError, ProviderPayloadError } from './errors.js';
+import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
 import {
+  type AdapterOptions,
   argsObjectField,
   countField,
   entryField,
@@ -149,12 +145,6 @@ export interface GeminiErrorInfo {
   message: string;
 }
 
-/** Options of {@link geminiContent}. */
-export interface GeminiContentOptions {
-  /** Whether an error deserves a new attempt; `undefined` keeps the default, `isRetryableUpstream`'s answer. */
-  retryable?: (error: GeminiErrorInfo) => boolean | undefined;
-}
-
 /**
  * Turns a Gemini `streamGenerateContent` stream into neutral {@link ProviderEvent}s.
  *
@@ -171,7 +161,7 @@ export interface GeminiContentOptions {
  * asks for a new generation (the user sees a reset). Nothing in the stream can tell the last chunk from one
  * more.
  *
- * The finish carries the attempt's {@link GeminiOutput} (`output`, what `toGeminiContents` sends back) and
+ * The finish carries the attempt's `GeminiOutput` (`output`, what `toGeminiContents` sends back) and
  * `responseId` (the chunks' `responseId`). The output is the model content's parts in stream order, as the API
  * takes them back: thought and text parts, each `functionCall` (its `id` only when the provider sent one; the
  * arguments as streamed or built from their paths), and the parts of code the model ran itself
@@ -195,7 +185,7 @@ export interface GeminiContentOptions {
  *   unspecified reasons). Chunks with empty `candidates` are skipped.
  * - An error tail `{"error": {code, message, status}}`, or the SDK's `ApiError` for one, is a {@link ProviderError}
  *   (retryable per `isRetryableUpstream`), even after a finish reason; other source errors pass unchanged.
- * - What it cannot read is a {@link ProviderPayloadError}: a non-string tool name, non-object `args`, a chunk of
+ * - What it cannot read is a {@link ProviderError}: a non-string tool name, non-object `args`, a chunk of
  *   the wrong shape (`candidates` or `parts` that are not arrays, a candidate, `content`, part, `usageMetadata`
  *   or `promptFeedback` that is not an object, a token count that is not a number, a `thought` that is not a
  *   boolean, a `thoughtSignature` or `responseId` that is not a string), an argument
@@ -245,7 +235,7 @@ export interface GeminiContentOptions {
  * @returns An operator from Gemini chunks to provider events.
  */
 export function geminiContent(
-  options: GeminiContentOptions = {},
+  options: AdapterOptions<GeminiErrorInfo> = {},
 ): OperatorFunction<GeminiChunk, ProviderEvent> {
   return decodeWith<GeminiChunk>({ name: operator }, (sink) => createGeminiDecoder(sink, options));
 }
@@ -255,7 +245,10 @@ const operator = 'geminiContent';
 type Container = Record<string | number, unknown>;
 
 /** The decoder of {@link geminiContent}, one per attempt: for `decodeAll` in tests or your own `decodeWith`. */
-export function createGeminiDecoder(sink: DecoderSink, options: GeminiContentOptions): Decoder<GeminiChunk> {
+export function createGeminiDecoder(
+  sink: DecoderSink,
+  options: AdapterOptions<GeminiErrorInfo>,
+): Decoder<GeminiChunk> {
   return new GeminiDecoder(sink, options);
 }
 
@@ -294,7 +287,7 @@ class GeminiDecoder implements Decoder<GeminiChunk> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: GeminiContentOptions,
+    private readonly options: AdapterOptions<GeminiErrorInfo>,
   ) {}
 
   /**
@@ -350,16 +343,20 @@ class GeminiDecoder implements Decoder<GeminiChunk> {
   private invalid(
     field: string,
     message: string,
-    code: PayloadProblem = 'invalid-field',
-  ): ProviderPayloadError {
-    return new ProviderPayloadError(operator, code, message, {
+    code: 'not-a-payload' | 'invalid-field' | 'unsafe-path' | 'unknown-reference' = 'invalid-field',
+  ): ProviderError {
+    return providerPayloadError(operator, code, message, {
       field: this.site(field).field,
       payload: this.payload,
     });
   }
 
   /** A payload error at the JSON path of the `j`-th piece of streamed arguments. */
-  private pathError(j: number, message: string, code?: PayloadProblem): ProviderPayloadError {
+  private pathError(
+    j: number,
+    message: string,
+    code?: 'not-a-payload' | 'invalid-field' | 'unsafe-path' | 'unknown-reference',
+  ): ProviderError {
     return this.invalid(`functionCall.partialArgs[${j}].jsonPath`, message, code);
   }
 
@@ -368,9 +365,9 @@ class GeminiDecoder implements Decoder<GeminiChunk> {
     const { code, status, message } = info;
     const retryable =
       this.options.retryable?.(info) ?? isRetryableUpstream({ codes: [status], status: code });
-    return new ProviderError('gemini', message, {
+    return upstreamProviderError('gemini', message, {
       retryable,
-      code: status,
+      upstreamCode: status,
       status: code,
       payload: received,
       cause,

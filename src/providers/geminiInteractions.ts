@@ -1,17 +1,12 @@
-import {
-  type FinishEvent,
-  type FinishReason,
-  isRetryableUpstream,
-  type ProviderEvent,
-  type ProviderOutput,
-  type UsageEvent,
-} from 'cleanturn';
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
+import type { FinishEvent, FinishReason, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
+import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { ProviderError, ProviderPayloadError } from './errors.js';
+import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
 import { geminiCallId } from './geminiContent.js';
 import {
+  type AdapterOptions,
   argsObjectField,
   countField,
   entryField,
@@ -187,12 +182,6 @@ export interface GeminiInteractionsErrorInfo {
   message: string;
 }
 
-/** Options of {@link geminiInteractions}. */
-export interface GeminiInteractionsOptions {
-  /** Whether an error deserves a new attempt; `undefined` keeps the default, `isRetryableUpstream`'s answer. */
-  retryable?: (error: GeminiInteractionsErrorInfo) => boolean | undefined;
-}
-
 /**
  * Turns a Gemini Interactions API stream (`interactions.create({ …, stream: true })`) into neutral
  * {@link ProviderEvent}s: what an SSE `data:` line parses to, or what the official SDK's stream yields. It reads
@@ -216,7 +205,7 @@ export interface GeminiInteractionsOptions {
  *   (`reasoningTokens`: `total_thought_tokens`).
  * - **Finish** at `interaction.completed` (or the older `interaction.complete`), the format's end: nothing after
  *   it is read. `raw` is the interaction's status, `responseId` the interaction's id (from whichever event gave
- *   it), `output` the attempt's {@link GeminiInteractionsOutput}.
+ *   it), `output` the attempt's `GeminiInteractionsOutput`.
  * - **Errors.** An `error` event, a completion whose status is `failed` or `cancelled`, a stream that ends after
  *   a `failed` or `cancelled` status update, and the SDK's `APIError` are a {@link ProviderError} (`provider`
  *   `gemini`), retryable by the table of `isRetryableUpstream` (the `retryable` option decides first); a URI
@@ -225,7 +214,7 @@ export interface GeminiInteractionsOptions {
  *   `step`, `content`, `delta` or `usage` that is not an object, an `index` that is not a non-negative integer, a
  *   text, signature or argument piece that is not a string, a tool name that is not a non-empty string, arguments
  *   that are not an object or whose pieces do not parse to one, a text delta in a step of another kind: a
- *   {@link ProviderPayloadError} `invalid-field`; an `arguments_delta` for a step that is not a function call the
+ *   {@link ProviderError} `invalid-field`; an `arguments_delta` for a step that is not a function call the
  *   stream started: `unknown-reference`.
  * - **`event_id`**, the resume cursor: an event whose id was already read is a replay and is dropped.
  * - **Unknown event and delta types** (`text_annotation_delta`, images, types added later) are read past.
@@ -286,7 +275,7 @@ export interface GeminiInteractionsOptions {
  * @returns An operator from Interactions stream events to provider events.
  */
 export function geminiInteractions(
-  options: GeminiInteractionsOptions = {},
+  options: AdapterOptions<GeminiInteractionsErrorInfo> = {},
 ): OperatorFunction<GeminiInteractionsEvent, ProviderEvent> {
   return decodeWith<GeminiInteractionsEvent>(framing, (sink) => new GeminiInteractionsDecoder(sink, options));
 }
@@ -340,7 +329,7 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: GeminiInteractionsOptions,
+    private readonly options: AdapterOptions<GeminiInteractionsErrorInfo>,
   ) {}
 
   next(event: GeminiInteractionsEvent): void {
@@ -427,7 +416,13 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
     const { code, status, message } = info;
     const retryable =
       this.options.retryable?.(info) ?? isRetryableUpstream({ codes: codeWords(code), status });
-    return new ProviderError('gemini', message, { retryable, code, status, payload, cause });
+    return upstreamProviderError('gemini', message, {
+      retryable,
+      upstreamCode: code,
+      status,
+      payload,
+      cause,
+    });
   }
 
   /** The error of a `failed` or `cancelled` interaction: its first recorded error, else its status. */
@@ -548,7 +543,7 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
       this.steps.set(index, step);
     } else if (step.kind !== kind && step.kind !== 'other') {
       const delta = kind === 'text' ? 'a text delta' : 'a thought summary';
-      throw new ProviderPayloadError(operator, 'invalid-field', `${delta} in a ${step.out.type} step`, {
+      throw providerPayloadError(operator, 'invalid-field', `${delta} in a ${step.out.type} step`, {
         field: 'delta.type',
         payload: event,
       });
@@ -584,7 +579,7 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
         const step = this.steps.get(index);
         if (step?.kind !== 'call' || step.emitted) {
           const problem = 'an arguments_delta for a step that is not an open function call';
-          throw new ProviderPayloadError(operator, 'unknown-reference', problem, {
+          throw providerPayloadError(operator, 'unknown-reference', problem, {
             field: 'index',
             payload: event,
           });
@@ -615,7 +610,7 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
       try {
         parsed = JSON.parse(text);
       } catch {
-        throw new ProviderPayloadError(operator, 'invalid-field', 'argument pieces that are not JSON', {
+        throw providerPayloadError(operator, 'invalid-field', 'argument pieces that are not JSON', {
           field: 'delta.arguments',
           payload: text,
         });

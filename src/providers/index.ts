@@ -1,45 +1,22 @@
 /**
- * Adapters from the providers' streamed wire formats to cleanturn's neutral `ProviderEvent`s.
+ * Adapters from the providers' streamed wire formats to cleanturn's neutral `ProviderEvent`s, the builders of the
+ * next request from a finished turn, and {@link decodeWith} for a format of your own.
  *
- * Each adapter's input type (the union of what its format streams) is exported to type a source; the types of
- * the single wire events are the SDKs' own.
+ * Each adapter takes the payloads of its format (the SDKs' own event types fit them) and every error it raises
+ * is a {@link ProviderError}.
  *
  * @module
  */
 
-export type { AiSdkErrorInfo, AiSdkOutput, AiSdkPartsOptions, AiSdkStreamPart } from './aiSdkParts.js';
 export { aiSdkParts } from './aiSdkParts.js';
-export type {
-  AnthropicErrorInfo,
-  AnthropicMessagesOptions,
-  AnthropicOutput,
-  AnthropicStreamEvent,
-} from './anthropicMessages.js';
 export { anthropicMessages } from './anthropicMessages.js';
-export type { DecodeOptions, DecodeResult, Decoder, DecoderFactory, DecoderSink } from './decodeWith.js';
-export { decodeAll, decodeWith } from './decodeWith.js';
-export type { PayloadProblem, ProviderName } from './errors.js';
-export { ProviderError, ProviderPayloadError } from './errors.js';
-export type { GeminiChunk, GeminiContentOptions, GeminiErrorInfo, GeminiOutput } from './geminiContent.js';
+export type { Decoder, DecoderSink } from './decodeWith.js';
+export { decodeWith } from './decodeWith.js';
+export type { ProviderErrorCode } from './errors.js';
+export { ProviderError } from './errors.js';
 export { geminiContent } from './geminiContent.js';
-export type {
-  GeminiInteractionsErrorInfo,
-  GeminiInteractionsEvent,
-  GeminiInteractionsOptions,
-  GeminiInteractionsOutput,
-} from './geminiInteractions.js';
 export { geminiInteractions } from './geminiInteractions.js';
-export type { NextRequestProblem } from './nextRequest.js';
-export { NextRequestError } from './nextRequest.js';
-export type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOptions, OpenAIChatOutput } from './openaiChat.js';
 export { openaiChat } from './openaiChat.js';
-export type { OpenAIErrorInfo } from './openaiErrors.js';
-export type {
-  OpenAIResponsesEvent,
-  OpenAIResponsesInput,
-  OpenAIResponsesOptions,
-  OpenAIResponsesOutput,
-} from './openaiResponses.js';
 export { openaiResponses } from './openaiResponses.js';
 export { toAiSdkMessages } from './toAiSdkMessages.js';
 export { toAnthropicMessages } from './toAnthropicMessages.js';

@@ -1,55 +1,11 @@
 // What the five next-request builders share: finding the final attempt's output, and matching the executor's
 // results to the call ids that output holds (exactly one answer per id).
-import {
-  CleanturnError,
-  type FinishEvent,
-  type ProviderOutput,
-  type ToolResultLike,
-  toolResultStatus,
-} from 'cleanturn';
+
 import { describeError } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
-
-/**
- * Why a next request cannot be built:
- * - `not-finished`: the turn has no finish (it failed, or it is still streaming);
- * - `wrong-format`: the final attempt's output is another wire format's (a Gemini turn given to the Anthropic
- *   builder);
- * - `unanswered`: a call id of the final attempt has no result;
- * - `unknown-call`: a result answers a call id the final attempt does not have (an abandoned attempt's call);
- * - `answered-twice`: two results answer the same call id;
- * - `still-running`: a call's result says another process still runs it (`in-progress`): there is no answer to
- *   send yet;
- * - `not-a-result`: an entry of `results` is not a `tool-result`.
- */
-export type NextRequestProblem =
-  | 'not-finished'
-  | 'wrong-format'
-  | 'unanswered'
-  | 'unknown-call'
-  | 'answered-twice'
-  | 'still-running'
-  | 'not-a-result';
-
-/**
- * A next request cannot be built from the turn and results given: the provider would reject it (a call id left
- * unanswered, or answered for a call it never made). Not retryable: the same inputs fail the same way.
- */
-export class NextRequestError extends CleanturnError {
-  /** Which check failed. */
-  readonly code: NextRequestProblem;
-  /** The builder that refused (`toAnthropicMessages`…). */
-  readonly builder: string;
-  /** The call id concerned, when one is. */
-  readonly callId: string | undefined;
-
-  constructor(builder: string, code: NextRequestProblem, message: string, callId?: string) {
-    super(`${builder}: ${message}`, { retryable: false });
-    this.code = code;
-    this.builder = builder;
-    this.callId = callId;
-  }
-}
+import { toolResultStatus } from '../toolResultStatus.js';
+import type { FinishEvent, ProviderOutput, ToolResultLike } from '../types.js';
+import { nextRequestError } from './errors.js';
 
 /** What a builder reads of a turn: the final attempt's finish (`TurnState` fits this). */
 export interface FinishedTurn {
@@ -70,7 +26,7 @@ export type CallAnswer =
   | { readonly ok: false; readonly message: string; readonly result: ToolResultLike };
 
 /**
- * The final attempt's output of `format`, or a {@link NextRequestError}: no finish is `not-finished`, an
+ * The final attempt's output of `format`, or a `ProviderError`: no finish is `not-finished`, an
  * output of another format is `wrong-format`. `undefined` when the finish carries no output (a source of the
  * user's own that emits neutral events): the builder then builds from the turn's text and calls.
  */
@@ -81,7 +37,7 @@ export function outputOf<O extends ProviderOutput>(
 ): O | undefined {
   const { finish } = turn;
   if (finish === undefined) {
-    throw new NextRequestError(
+    throw nextRequestError(
       builder,
       'not-finished',
       'the turn has no finish: there is no final attempt to send back',
@@ -90,7 +46,7 @@ export function outputOf<O extends ProviderOutput>(
   const output = finish.output;
   if (output === undefined) return undefined;
   if (output.format !== format) {
-    throw new NextRequestError(
+    throw nextRequestError(
       builder,
       'wrong-format',
       `the final attempt's output is ${output.format}, not ${format}: use the builder of the adapter that read it`,
@@ -102,7 +58,7 @@ export function outputOf<O extends ProviderOutput>(
 /**
  * One answer per call id of the final attempt, in the calls' order: the tool's result when its effect happened
  * (ran now, or replayed from the ledger for a repeat), or its error when it did not. Throws a
- * {@link NextRequestError} for a call without a result, a result for an id not among `calls`, two results for
+ * `ProviderError` for a call without a result, a result for an id not among `calls`, two results for
  * one id, or a result that says the call still runs elsewhere.
  *
  * A result whose call is stamped with an attempt other than `attempt` (the final one) belongs to an abandoned
@@ -119,7 +75,7 @@ export function answersFor(
   for (let i = 0; i < results.length; i++) {
     const result: unknown = results[i];
     if (!isToolResult(result)) {
-      throw new NextRequestError(
+      throw nextRequestError(
         builder,
         'not-a-result',
         `results[${i}] is not a tool-result event: ${describeValue(result)}`,
@@ -128,15 +84,14 @@ export function answersFor(
     const stamped = (result.call as { attempt?: unknown }).attempt;
     if (attempt !== undefined && typeof stamped === 'number' && stamped !== attempt) continue;
     const id = result.call.id;
-    if (byId.has(id))
-      throw new NextRequestError(builder, 'answered-twice', `two results answer call ${id}`, id);
+    if (byId.has(id)) throw nextRequestError(builder, 'answered-twice', `two results answer call ${id}`, id);
     byId.set(id, result);
   }
   const answers: CallAnswer[] = [];
   for (const call of calls) {
     const result = byId.get(call.id);
     if (result === undefined) {
-      throw new NextRequestError(
+      throw nextRequestError(
         builder,
         'unanswered',
         `call ${call.id} (${call.name}) of the final attempt has no result: the provider rejects a request that leaves it unanswered`,
@@ -146,7 +101,7 @@ export function answersFor(
     byId.delete(call.id);
     const { status } = toolResultStatus(result);
     if (status === 'running') {
-      throw new NextRequestError(
+      throw nextRequestError(
         builder,
         'still-running',
         `call ${call.id} (${call.name}) still runs in another process: wait for its result`,
@@ -160,7 +115,7 @@ export function answersFor(
     );
   }
   for (const id of byId.keys()) {
-    throw new NextRequestError(
+    throw nextRequestError(
       builder,
       'unknown-call',
       `a result answers call ${id}, which the final attempt does not have (an abandoned attempt's call?)`,

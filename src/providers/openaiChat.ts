@@ -1,3 +1,4 @@
+import type { OperatorFunction } from 'rxjs';
 import type {
   FinishEvent,
   FinishReason,
@@ -5,11 +6,11 @@ import type {
   ProviderOutput,
   ToolCallDeltaEvent,
   UsageEvent,
-} from 'cleanturn';
-import type { OperatorFunction } from 'rxjs';
+} from '../types.js';
 import { type DecoderSink, decodeWith } from './decodeWith.js';
-import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
+import { type OpenAIErrorBody, type OpenAIErrorInfo, openaiError, sdkErrorBody } from './openaiErrors.js';
 import {
+  type AdapterOptions,
   argumentsField,
   countField,
   entryField,
@@ -132,8 +133,11 @@ export interface OpenAIChatOutput extends ProviderOutput {
   };
 }
 
-/** Options of {@link openaiChat}. */
-export interface OpenAIChatOptions extends OpenAIErrorOptions {
+/**
+ * Options of {@link openaiChat}.
+ * @inline
+ */
+export interface OpenAIChatOptions extends AdapterOptions<OpenAIErrorInfo> {
   /** Which choice to follow when the request asked for `n > 1`; the others are ignored. Default 0. */
   choice?: number;
 }
@@ -190,7 +194,7 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  *   `summary` of OpenRouter's `reasoning_details` become `reasoning` events, never `text`: one of them per delta
  *   (a delta often carries the same thinking under two names), the details first. Encrypted reasoning
  *   (`reasoning.encrypted`) has nothing to show.
- * - **Output.** The finish's `output` ({@link OpenAIChatOutput}) is the attempt's assistant message in the
+ * - **Output.** The finish's `output` (`OpenAIChatOutput`) is the attempt's assistant message in the
  *   provider's shape: the joined text, each call with its id, name and argument text as streamed, the refusal,
  *   and each reasoning field the provider used, under its name: `reasoning_content` and `reasoning` joined,
  *   `reasoning_details` merged (pieces of the same `type` and `index`, or without an index following one of
@@ -208,7 +212,7 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  * - **What it cannot read is an error, never a drop.** `function.arguments` is argument text; an object is
  *   taken as its JSON (some compatible servers send it parsed); a number or boolean, or an index that is not
  *   a non-negative integer (a decimal string such as `"0"` is read as one), is a
- *   {@link ProviderPayloadError} naming the field; so is a chunk of the wrong shape (`choices` or `tool_calls`
+ *   {@link ProviderError} naming the field; so is a chunk of the wrong shape (`choices` or `tool_calls`
  *   that are not arrays, a `delta` or `usage` that is not an object, `content` or reasoning that is not a
  *   string, a reasoning detail that is not an object, a token count that is not a number; `null` is absent).
  *   The deprecated `delta.function_call` is call #0. A fragment without `index` goes to the call with its `id`,
@@ -241,7 +245,8 @@ export interface OpenAIChatOptions extends OpenAIErrorOptions {
  *
  * @see {@link openaiResponses} for the Responses API.
  * @see {@link toOpenAIChatMessages} for the messages of the next request.
- * @param options `choice` to follow with `n > 1`; `retryable` to classify in-stream errors yourself.
+ * @param options `choice` to follow with `n > 1`; `retryable` to classify in-stream errors yourself (by
+ *   default, the table of `isRetryableUpstream` by `code`, then `type`, then a numeric code as HTTP status).
  * @returns An operator from Chat Completions chunks to provider events.
  */
 export function openaiChat(

@@ -1,8 +1,9 @@
 // What the two OpenAI adapters share: reading an OpenAI error body as a ProviderError.
-import { isRetryableUpstream } from 'cleanturn';
+
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
-import { ProviderError, type ProviderName } from './errors.js';
-import { isRecord, nonEmptyText } from './shared.js';
+import { isRetryableUpstream } from '../upstreamErrors.js';
+import { type ProviderError, type ProviderName, upstreamProviderError } from './errors.js';
+import { type AdapterOptions, isRecord, nonEmptyText } from './shared.js';
 
 /**
  * The error body OpenAI sends inside a stream: the `error` of a Chat Completions `{"error": {…}}` payload, the
@@ -28,16 +29,6 @@ export interface OpenAIErrorInfo {
   message: string;
 }
 
-/** Options both OpenAI adapters take. */
-export interface OpenAIErrorOptions {
-  /**
-   * Decides whether an in-stream error deserves a new attempt; return `undefined` to use the default: the table
-   * of `isRetryableUpstream` (from `cleanturn`) by `code`, then `type`, then a numeric code as HTTP status. For
-   * OpenAI-compatible servers with their own error codes.
-   */
-  retryable?: (error: OpenAIErrorInfo) => boolean | undefined;
-}
-
 /**
  * The {@link ProviderError} for an OpenAI error body. Throws what the `retryable` option throws.
  *
@@ -50,7 +41,7 @@ export function openaiError(
   provider: ProviderName,
   body: OpenAIErrorBody | string,
   payload: unknown,
-  options: OpenAIErrorOptions,
+  options: AdapterOptions<OpenAIErrorInfo>,
   extra: { status?: number | undefined; cause?: unknown } = {},
 ): ProviderError {
   const fields: OpenAIErrorBody = typeof body === 'string' ? { message: body } : body;
@@ -62,9 +53,9 @@ export function openaiError(
   };
   const retryable =
     options.retryable?.(info) ?? isRetryableUpstream({ codes: [info.code, info.type], status: info.status });
-  return new ProviderError(provider, info.message, {
+  return upstreamProviderError(provider, info.message, {
     retryable,
-    code: info.code ?? info.type ?? (info.status === undefined ? undefined : String(info.status)),
+    upstreamCode: info.code ?? info.type ?? (info.status === undefined ? undefined : String(info.status)),
     status: info.status,
     payload,
     cause: extra.cause,

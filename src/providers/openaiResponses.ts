@@ -1,3 +1,4 @@
+import type { OperatorFunction } from 'rxjs';
 import type {
   FinishEvent,
   FinishReason,
@@ -5,12 +6,12 @@ import type {
   ProviderOutput,
   ToolCallDeltaEvent,
   UsageEvent,
-} from 'cleanturn';
-import type { OperatorFunction } from 'rxjs';
+} from '../types.js';
 import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
-import { type ProviderError, ProviderPayloadError } from './errors.js';
-import { type OpenAIErrorBody, type OpenAIErrorOptions, openaiError, sdkErrorBody } from './openaiErrors.js';
+import { type ProviderError, providerPayloadError } from './errors.js';
+import { type OpenAIErrorBody, type OpenAIErrorInfo, openaiError, sdkErrorBody } from './openaiErrors.js';
 import {
+  type AdapterOptions,
   argumentsField,
   countField,
   type FieldSite,
@@ -92,9 +93,6 @@ export interface OpenAIResponsesEvent {
 /** What {@link openaiResponses} reads: parsed events, and a `[DONE]` sentinel should one arrive. */
 export type OpenAIResponsesInput = OpenAIResponsesEvent | '[DONE]';
 
-/** Options of {@link openaiResponses}. */
-export interface OpenAIResponsesOptions extends OpenAIErrorOptions {}
-
 /**
  * What a Responses attempt produced, on its finish (`finish.output`): the response's output items as the provider
  * sent them, in `output_index` order — `reasoning` items (with `encrypted_content` when the request asked for
@@ -113,7 +111,7 @@ export interface OpenAIResponsesOutput extends ProviderOutput {
  * parses to, or what the official SDK's stream yields (`from(await client.responses.create({ …, stream: true }))`).
  * Each `function_call` item gets a small stable `index` (0, 1, … in the order the calls appear) and its `call_id`
  * as `id`. Put `assembleToolCalls` of `cleanturn` after it to get whole calls. The finish carries the response's id and its
- * output items ({@link OpenAIResponsesOutput}), which {@link toOpenAIResponsesInput} sends back.
+ * output items (`OpenAIResponsesOutput`), which {@link toOpenAIResponsesInput} sends back.
  *
  * ```text
  * source:   -t-a-d-e-c---|
@@ -165,7 +163,7 @@ export interface OpenAIResponsesOutput extends ProviderOutput {
  * - **What it cannot read is an error, never a drop.** A name that is not a non-empty string, arguments that
  *   are a number, an `output_index` that is not a non-negative integer (`"1"` reads as 1), an event of the wrong
  *   shape (a `type` that is not a string, an `item`, `response` or `usage` that is not an object, an `output`
- *   that is not an array, a token count that is not a number): a {@link ProviderPayloadError} `invalid-field`;
+ *   that is not an array, a token count that is not a number): a {@link ProviderError} `invalid-field`;
  *   an argument event for an item never added: `unknown-reference`.
  * - **`sequence_number`.** An event whose number is not above the last one is a replay and is dropped.
  * - **Unknown event types** (`keepalive` on long responses, the tools' progress events, types added later) are
@@ -194,11 +192,12 @@ export interface OpenAIResponsesOutput extends ProviderOutput {
  * ```
  *
  * @see {@link openaiChat} for Chat Completions.
- * @param options `retryable` to classify in-stream errors yourself.
+ * @param options `retryable` to classify in-stream errors yourself (by default, the table of
+ *   `isRetryableUpstream` by `code`, then `type`, then a numeric code as HTTP status).
  * @returns An operator from Responses stream events to provider events.
  */
 export function openaiResponses(
-  options: OpenAIResponsesOptions = {},
+  options: AdapterOptions<OpenAIErrorInfo> = {},
 ): OperatorFunction<OpenAIResponsesInput, ProviderEvent> {
   return decodeWith<OpenAIResponsesEvent>(framing, (sink) => new OpenAIResponsesDecoder(sink, options));
 }
@@ -236,7 +235,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: OpenAIResponsesOptions,
+    private readonly options: AdapterOptions<OpenAIErrorInfo>,
   ) {}
 
   /** An event, by its type, unless it is a replay (a sequence number seen already); other types are ignored. */
@@ -390,7 +389,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     if (call !== undefined) return call;
     const field = item === undefined ? 'output_index' : 'item_id';
     const problem = 'an argument event for an item never added';
-    throw new ProviderPayloadError(operator, 'unknown-reference', problem, { field, payload: event });
+    throw providerPayloadError(operator, 'unknown-reference', problem, { field, payload: event });
   }
 
   /** An output item at `path` of `payload`: an object whose `type`, if any, is a string. */

@@ -1,6 +1,6 @@
 // Field readers every decoder uses: each reads one field of a payload and either returns its value or throws a
-// ProviderPayloadError naming the payload and the field.
-import { ProviderPayloadError } from './errors.js';
+// ProviderError naming the payload and the field.
+import { type ProviderError, providerPayloadError } from './errors.js';
 
 /** Whether a value is an object (a parsed JSON payload or event) rather than a primitive. */
 export function isRecord<T>(value: T): value is T & Record<string, unknown> {
@@ -33,16 +33,11 @@ export function kindOf(value: unknown): string {
  * The `invalid-field` error of a value that is not what the field must be: `expected <expected>, got <its type>`.
  * Every reader below throws it; a decoder with a check of its own (a required field) throws it too.
  */
-export function invalidField(site: FieldSite, expected: string, value: unknown): ProviderPayloadError {
-  return new ProviderPayloadError(
-    site.operator,
-    'invalid-field',
-    `expected ${expected}, got ${kindOf(value)}`,
-    {
-      field: site.field,
-      payload: site.payload,
-    },
-  );
+export function invalidField(site: FieldSite, expected: string, value: unknown): ProviderError {
+  return providerPayloadError(site.operator, 'invalid-field', `expected ${expected}, got ${kindOf(value)}`, {
+    field: site.field,
+    payload: site.payload,
+  });
 }
 
 /** A position (`index`, `output_index`): a non-negative integer or its decimal string; absent is undefined. */
@@ -110,3 +105,16 @@ export function countField(value: unknown, site: FieldSite): number | undefined 
   if (typeof value === 'number' && Number.isFinite(value)) return value;
   throw invalidField(site, 'a token count (a number)', value);
 }
+
+/**
+ * The options of an adapter.
+ * @inline
+ */
+export type AdapterOptions<Info> = {
+  /**
+   * Decides whether an error the provider reported deserves a new attempt, from what the adapter read of it;
+   * return `undefined` to keep the default, the table of `isRetryableUpstream`. For servers
+   * with error codes of their own.
+   */
+  retryable?: (error: Info) => boolean | undefined;
+};

@@ -1,4 +1,4 @@
-import type { FinishEvent, ToolResultLike } from 'cleanturn';
+import type { FinishEvent, ToolResultLike } from '../types.js';
 import type { AiSdkOutput } from './aiSdkParts.js';
 import { answersFor, type CallAnswer, outputOf } from './nextRequest.js';
 
@@ -25,7 +25,7 @@ type Json = Extract<ResultPart['output'], { type: 'json' }>['value'];
  * text and released calls.
  *
  * Every call the client answers must have exactly one result among `results` (a repeat's recorded result
- * counts), and every result must answer one: otherwise it throws a {@link NextRequestError}, as it does for a
+ * counts), and every result must answer one: otherwise it throws a {@link ProviderError}, as it does for a
  * turn without a finish or with another format's output. Results of an abandoned attempt's calls are passed
  * over.
  *

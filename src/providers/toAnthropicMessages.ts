@@ -1,4 +1,4 @@
-import type { ToolResultLike } from 'cleanturn';
+import type { ToolResultLike } from '../types.js';
 import type { AnthropicOutput } from './anthropicMessages.js';
 import { answersFor, type FinishedTurn, outputOf, resultText } from './nextRequest.js';
 
@@ -39,7 +39,7 @@ interface ToolResultBlock {
  * - A finish without an output (a source of your own that emits neutral events) gives the turn's `text` and its
  *   calls as `text` and `tool_use` blocks, without reasoning.
  *
- * Throws a `NextRequestError` (not retryable) when the request would be rejected: the turn has no finish
+ * Throws a `ProviderError` (not retryable) when the request would be rejected: the turn has no finish
  * (`not-finished`), its output is another format's (`wrong-format`), a call has no result (`unanswered`), a result
  * answers a call the final attempt does not have (`unknown-call`), two results answer one call
  * (`answered-twice`), a call still runs in another process (`still-running`), or an entry of `results` is not a
@@ -75,7 +75,7 @@ interface ToolResultBlock {
  *   released `toolCalls`).
  * @param results The executor's `tool-result` events of the turn (`executeTools` of `cleanturn/effects`).
  * @returns The assistant message, then the user message of `tool_result` blocks when the attempt made calls.
- * @throws NextRequestError when the provider would reject the request built from these inputs.
+ * @throws ProviderError when the provider would reject the request built from these inputs.
  */
 export function toAnthropicMessages(
   turn: FinishedTurn & {

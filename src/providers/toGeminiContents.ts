@@ -1,4 +1,4 @@
-import type { ToolResultLike } from 'cleanturn';
+import type { ToolResultLike } from '../types.js';
 import { type GeminiOutput, type GeminiOutputPart, geminiCallId } from './geminiContent.js';
 import { answersFor, type CallAnswer, type FinishedTurn, type OutputCall, outputOf } from './nextRequest.js';
 import { isObject } from './shared.js';
@@ -42,7 +42,7 @@ type ContentCall = OutputCall & { readonly providerId: string | undefined };
  *   send back). A turn whose finish carries no output (a source of your own that emits neutral events) gives
  *   a model content of its text and calls (with their ids), without reasoning.
  * - A call without a result, a result for a call the final attempt does not have, two results for one call, a
- *   result that still runs elsewhere, or a turn without a finish is a `NextRequestError`; results of an
+ *   result that still runs elsewhere, or a turn without a finish is a `ProviderError`; results of an
  *   abandoned attempt (stamped with an older `attempt`) are passed over.
  *
  * ## Example

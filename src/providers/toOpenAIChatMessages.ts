@@ -1,4 +1,4 @@
-import type { ToolResultLike } from 'cleanturn';
+import type { ToolResultLike } from '../types.js';
 import { answersFor, type FinishedTurn, outputOf, resultText } from './nextRequest.js';
 import type { OpenAIChatOutput, OpenAIChatReasoningDetail } from './openaiChat.js';
 
@@ -64,7 +64,7 @@ const builder = 'toOpenAIChatMessages';
  *   over).
  * @returns The assistant message, then one tool message per call id: assignable to the `openai` SDK's
  *   `ChatCompletionMessageParam[]`.
- * @throws NextRequestError when the turn has no finish (`not-finished`), its output is another format's
+ * @throws ProviderError when the turn has no finish (`not-finished`), its output is another format's
  *   (`wrong-format`), a call id has no result (`unanswered`) or two (`answered-twice`), a result answers an id
  *   the final attempt lacks (`unknown-call`), a call still runs elsewhere (`still-running`), or an entry of
  *   `results` is not a `tool-result` (`not-a-result`).

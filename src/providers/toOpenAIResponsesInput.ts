@@ -1,5 +1,6 @@
-import type { FinishEvent, ToolResultLike } from 'cleanturn';
-import { answersFor, NextRequestError, type OutputCall, outputOf, resultText } from './nextRequest.js';
+import type { FinishEvent, ToolResultLike } from '../types.js';
+import { nextRequestError } from './errors.js';
+import { answersFor, type OutputCall, outputOf, resultText } from './nextRequest.js';
 import type { OpenAIResponsesOutput } from './openaiResponses.js';
 
 const builder = 'toOpenAIResponsesInput';
@@ -178,7 +179,7 @@ type OutputItem = OpenAIResponsesOutput['items'][number];
  *   `image_generation_call`, `mcp_list_tools`, `mcp_call`, `mcp_approval_request`) and `compaction` items go back
  *   with the fields the API takes as input; they are never answered by a result. Other item types are left out,
  *   except a call of another kind (a `custom_tool_call`, a `computer_call`…): the adapter does not release those,
- *   so none of `results` can answer it, and the request would be rejected: a {@link NextRequestError}
+ *   so none of `results` can answer it, and the request would be rejected: a {@link ProviderError}
  *   (`unanswered`).
  * - A result is its value as text (a string as it is, anything else as JSON); a call that failed is answered
  *   with the JSON `{"error": "…why…"}` (the Responses API has no error flag).
@@ -188,7 +189,7 @@ type OutputItem = OpenAIResponsesOutput['items'][number];
  * without calls gives its output items alone.
  *
  * Every call must have exactly one result among `results` (a repeat's recorded result counts), and every result
- * must answer one: otherwise it throws a {@link NextRequestError}, as it does for a turn without a finish or with
+ * must answer one: otherwise it throws a {@link ProviderError}, as it does for a turn without a finish or with
  * another format's output. Results of an abandoned attempt's calls are passed over. Nothing of an abandoned
  * attempt is in the output: the finish that carries it is the final attempt's.
  *
@@ -277,7 +278,7 @@ function inputOf(item: OutputItem): InputItem[] {
     return [pick(item, ['type', ...fields]) as ProviderRunInput];
   }
   if (typeof item.call_id === 'string') {
-    throw new NextRequestError(
+    throw nextRequestError(
       builder,
       'unanswered',
       `call ${item.call_id} is a ${String(item.type)} item, which openaiResponses() does not release as a call: no result can answer it`,
@@ -320,7 +321,7 @@ function functionCallInput(item: OutputItem): FunctionCallInput {
   const { call_id, name } = item;
   if (typeof call_id !== 'string' || typeof name !== 'string') {
     const problem = `a function_call item without a call_id or a name (${String(call_id)}): no result can answer it`;
-    throw new NextRequestError(builder, 'unanswered', problem);
+    throw nextRequestError(builder, 'unanswered', problem);
   }
   const args = typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
   const input: FunctionCallInput = { type: 'function_call', call_id, name, arguments: args };

@@ -1,15 +1,12 @@
 // The AI SDK decoder without RxJS: decodeAll runs it under the same rules as aiSdkParts().
-import type { FinishEvent } from 'cleanturn';
-import {
-  type AiSdkOutput,
-  type AiSdkStreamPart,
-  decodeAll,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+
+import { ProviderError } from 'cleanturn/providers';
 import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
+import type { AiSdkOutput, AiSdkStreamPart } from '../../src/providers/aiSdkParts.js';
 import { AiSdkDecoder } from '../../src/providers/aiSdkParts.js';
+import { decodeAll } from '../../src/providers/decodeWith.js';
+import type { FinishEvent } from '../../src/types.js';
 
 const run = (parts: unknown[], ending: { error: unknown } | 'complete' = 'complete') =>
   decodeAll<AiSdkStreamPart>(
@@ -80,7 +77,7 @@ describe('the AI SDK decoder', () => {
     const noId = { type: 'tool-call', toolName: 'lookup_order', input: {} };
     const result = run([{ type: 'text-delta', text: 'x' }, noId, noId, step, end]);
     expect(result.events).toEqual([text('x')]);
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', field: 'toolCallId', payload: noId });
   });
 
@@ -101,7 +98,8 @@ describe('the AI SDK decoder', () => {
     expect(result.error).toMatchObject({
       retryable: false,
       status: 429,
-      code: 'insufficient_quota',
+      code: 'upstream',
+      upstreamCode: 'insufficient_quota',
       cause: thrown,
     });
   });
@@ -118,7 +116,8 @@ describe('the AI SDK decoder', () => {
     expect(result.error).toMatchObject({
       retryable: true,
       status: 200,
-      code: undefined,
+      code: 'upstream',
+      upstreamCode: undefined,
       cause: dropped,
     });
   });
@@ -139,6 +138,6 @@ describe('the AI SDK decoder', () => {
     const selfish: Record<string, unknown> = { code: 'server_error' };
     selfish.error = selfish;
     const result = run([{ type: 'error', error: selfish } as AiSdkStreamPart]);
-    expect(result.error).toMatchObject({ retryable: true, code: 'server_error' });
+    expect(result.error).toMatchObject({ retryable: true, code: 'upstream', upstreamCode: 'server_error' });
   });
 });

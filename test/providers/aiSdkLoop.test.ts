@@ -15,10 +15,11 @@ import {
   turnPipeline,
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolResultEvent } from 'cleanturn/effects';
-import { type AiSdkOutput, aiSdkParts, toAiSdkMessages } from 'cleanturn/providers';
+import { aiSdkParts, toAiSdkMessages } from 'cleanturn/providers';
 import { defer, lastValueFrom, share, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { AiSdkOutput } from '../../src/providers/aiSdkParts.js';
 import {
   type ResponsesScript,
   type StrictResponsesServer,

@@ -7,28 +7,23 @@ import {
   assembleToolCalls,
   CleanturnError,
   effectKey,
-  type FinishEvent,
   type FinishReason,
-  MissingFinishError,
   requireFinish,
   retryAsEvents,
-  type UsageEvent,
 } from 'cleanturn';
-import {
-  type AiSdkOutput,
-  type AiSdkStreamPart,
-  aiSdkParts,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { aiSdkParts, ProviderError } from 'cleanturn/providers';
 import { call, reasoning, refundArgs, retrying, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import type { AiSdkOutput, AiSdkStreamPart } from '../../src/providers/aiSdkParts.js';
+import { upstreamProviderError } from '../../src/providers/errors.js';
+import type { FinishEvent, UsageEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { parseSse, readPayloads } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
+import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/ai-sdk/', import.meta.url));
@@ -47,7 +42,7 @@ const providerError = (fields: Record<string, unknown>) => (error: unknown) => {
 };
 
 const payloadError = (field: string) => (error: unknown) => {
-  expect(error).toBeInstanceOf(ProviderPayloadError);
+  expect(error).toBeInstanceOf(ProviderError);
   expect(error).toMatchObject({ code: 'invalid-field', field, retryable: false, operator: 'aiSdkParts' });
 };
 
@@ -151,25 +146,25 @@ const cases: FixtureCase[] = [
     file: 'error-part.jsonl',
     trap: 'an error part mid-stream (an APICallError that is retryable), then the finish the SDK still sends',
     events: [text('Checking order ORD-7781. '), text('Refunding the dam')],
-    error: providerError({ retryable: true, status: 529, code: 'overloaded_error' }),
+    error: providerError({ retryable: true, status: 529, code: 'upstream', upstreamCode: 'overloaded_error' }),
   },
   {
     file: 'error-not-retryable.jsonl',
     trap: 'an error part whose error body says the request is invalid',
     events: [],
-    error: providerError({ retryable: false, code: 'invalid_request_error' }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'invalid_request_error' }),
   },
   {
     file: 'abort.jsonl',
     trap: 'abort by the caller: no finish; not retryable',
     events: [text('Checking order')],
-    error: providerError({ retryable: false, code: 'aborted' }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'aborted' }),
   },
   {
     file: 'abort-timeout.jsonl',
     trap: "abort by streamText's own chunk timeout: a stall, retryable",
     events: [text('Checking order')],
-    error: providerError({ retryable: true, code: 'aborted' }),
+    error: providerError({ retryable: true, code: 'upstream', upstreamCode: 'aborted' }),
   },
   {
     file: 'multi-step.jsonl',
@@ -208,7 +203,7 @@ const cases: FixtureCase[] = [
     trap: 'a call streamText marked invalid (its input did not parse): retryable, never released',
     events: [],
     error: (error) => {
-      providerError({ retryable: true, code: 'invalid_tool_call' })(error);
+      providerError({ retryable: true, code: 'upstream', upstreamCode: 'invalid_tool_call' })(error);
       expect((error as Error).message).toContain('JSON parsing failed');
     },
   },
@@ -326,7 +321,7 @@ const cases: FixtureCase[] = [
     trap: 'UI message stream: a masked errorText, retryable',
     events: [text('Checking order')],
     error: (error) => {
-      providerError({ retryable: true, code: undefined })(error);
+      providerError({ retryable: true, code: 'upstream', upstreamCode: undefined })(error);
       expect((error as Error).message).toBe('ai-sdk: An error occurred.');
     },
   },
@@ -334,7 +329,7 @@ const cases: FixtureCase[] = [
     file: 'ui-abort.sse',
     trap: 'UI message stream: abort',
     events: [text('Checking order')],
-    error: providerError({ retryable: false, code: 'aborted' }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'aborted' }),
   },
   {
     file: 'ui-reset-step.sse',
@@ -358,7 +353,7 @@ const cases: FixtureCase[] = [
     file: 'ui-tool-input-error.sse',
     trap: 'UI message stream: tool-input-error, retryable, never released',
     events: [],
-    error: providerError({ retryable: true, code: 'invalid_tool_call' }),
+    error: providerError({ retryable: true, code: 'upstream', upstreamCode: 'invalid_tool_call' }),
   },
   {
     file: 'tool-call-missing-id.jsonl',
@@ -382,25 +377,25 @@ const cases: FixtureCase[] = [
     file: 'error-model-not-found.jsonl',
     trap: 'an OpenAI error chunk with code model_not_found (type invalid_request_error): the same request fails again',
     events: [],
-    error: providerError({ retryable: false, code: 'model_not_found' }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'model_not_found' }),
   },
   {
     file: 'error-content-policy.jsonl',
     trap: "a Responses error with code content_policy_violation that the SDK flags isRetryable: the code decides",
     events: [text('I can help with')],
-    error: providerError({ retryable: false, code: 'content_policy_violation', status: 500 }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'content_policy_violation', status: 500 }),
   },
   {
     file: 'error-unimplemented.jsonl',
     trap: 'a Gemini APICallError, HTTP 501 UNIMPLEMENTED, isRetryable: the code decides before the 5xx status',
     events: [],
-    error: providerError({ retryable: false, code: 'UNIMPLEMENTED', status: 501 }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'UNIMPLEMENTED', status: 501 }),
   },
   {
     file: 'error-insufficient-quota.jsonl',
     trap: 'an APICallError with HTTP 429 and isRetryable, whose body says insufficient_quota: not retryable',
     events: [],
-    error: providerError({ retryable: false, code: 'insufficient_quota', status: 429 }),
+    error: providerError({ retryable: false, code: 'upstream', upstreamCode: 'insufficient_quota', status: 429 }),
   },
 ];
 
@@ -427,10 +422,10 @@ describe('aiSdkParts: fixtures', () => {
     expect(cut.completed).toBe(true);
   });
 
-  it('a stream cut before finish is a retryable MissingFinishError with requireFinish', () => {
+  it('a stream cut before finish is a retryable missing-finish TurnError with requireFinish', () => {
     const cut = fixture('text-and-tool.jsonl').slice(0, -2);
     const result = collect(from(cut).pipe(aiSdkParts(), assembleToolCalls(), requireFinish()));
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
     expect(result.values.some((e) => e.type === 'tool-call')).toBe(false); // its step never ended
   });
 });
@@ -463,7 +458,7 @@ describe('aiSdkParts: the help-desk retry', () => {
       }).pipe(aiSdkParts(), assembleToolCalls(), requireFinish(), retryAsEvents({ count: 2 })),
     );
     expect(subscriptions).toBe(1);
-    expect(result.error).toMatchObject({ code: 'aborted', retryable: false });
+    expect(result.error).toMatchObject({ code: 'upstream', upstreamCode: 'aborted', retryable: false });
   });
 });
 
@@ -668,7 +663,7 @@ describe('aiSdkParts: reasoning, the output, response ids, usage details', () =>
       { type: 'tool-call', toolName: 'web_search', input: {}, providerExecuted: true },
       'toolCallId',
     ],
-  ])('%s is a ProviderPayloadError naming the field', (_what, part, field) => {
+  ])('%s is a ProviderError naming the field', (_what, part, field) => {
     const parts = [{ type: 'tool-call', toolCallId: 'c1', toolName: 'f', input: {} }, part, end];
     payloadError(field)(run(parts).error);
   });
@@ -754,7 +749,7 @@ describe('aiSdkParts: errors', () => {
     const thrown = Object.assign(new Error('Bad Request'), { statusCode: 400, isRetryable: false });
     const error = collect(new Observable<AiSdkStreamPart>((s) => s.error(thrown)).pipe(aiSdkParts())).error;
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ retryable: false, status: 400, payload: thrown });
+    expect(error).toMatchObject({ code: 'upstream', retryable: false, status: 400, payload: thrown });
   });
 
   it('a source APICallError (ai@6 on a dropped or refused connection) is read by the same table', () => {
@@ -780,7 +775,8 @@ describe('aiSdkParts: errors', () => {
     expect(result.error).toMatchObject({
       retryable: false,
       status: 429,
-      code: 'insufficient_quota',
+      code: 'upstream',
+      upstreamCode: 'insufficient_quota',
       payload: thrown,
     });
     const reset = Object.assign(new Error('Cannot connect to API: other side closed'), { isRetryable: true });
@@ -790,7 +786,13 @@ describe('aiSdkParts: errors', () => {
         throwError(() => reset),
       ).pipe(aiSdkParts()),
     ).error;
-    expect(cut).toMatchObject({ retryable: true, code: undefined, status: undefined, payload: reset });
+    expect(cut).toMatchObject({
+      retryable: true,
+      code: 'upstream',
+      upstreamCode: undefined,
+      status: undefined,
+      payload: reset,
+    });
   });
 
   it('other source errors pass through unchanged', () => {
@@ -826,7 +828,7 @@ describe('aiSdkParts: errors', () => {
     ['arguments as a number', { type: 'tool-call', ...call1, input: 42 }, 'input'],
     ['a tool-result without toolCallId', { type: 'tool-result', toolName: 'f', output: {} }, 'toolCallId'],
     ['a text-delta whose text is a number', { type: 'text-delta', id: '0', text: 42 }, 'text'],
-  ])('%s is a ProviderPayloadError, never a call or a drop', (_what, part, field) => {
+  ])('%s is a ProviderError, never a call or a drop', (_what, part, field) => {
     const parts = [part, { type: 'finish-step' }, { type: 'finish', finishReason: 'tool-calls' }];
     const result = collect(from(parts as AiSdkStreamPart[]).pipe(aiSdkParts()));
     expect(result.values).toEqual([]);
@@ -903,7 +905,10 @@ describe('aiSdkParts: an error part, frame by frame', () => {
       ({ cold, expectObservable, expectSubscriptions }) => {
         const e = { type: 'error', errorText: 'An error occurred.' } as AiSdkStreamPart;
         const source = cold('-a-e-b-|', { ...sample, e });
-        const expected = new ProviderError('ai-sdk', 'An error occurred.', { retryable: true, payload: e });
+        const expected = upstreamProviderError('ai-sdk', 'An error occurred.', {
+          retryable: true,
+          payload: e,
+        });
         expectObservable(source.pipe(aiSdkParts())).toBe('-a-#', sampleOut, expected);
         expectSubscriptions(source.subscriptions).toBe('^--!');
       },

@@ -1,14 +1,11 @@
 // The Anthropic Messages decoder on its own, through decodeAll (no RxJS): the mapping of each event type, the
 // payloads it cannot read, the finish at message_stop, and the reading of SDK errors.
-import {
-  type AnthropicStreamEvent,
-  decodeAll,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { ProviderError } from 'cleanturn/providers';
 import { delta, finish, reasoning, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
+import type { AnthropicStreamEvent } from '../../src/providers/anthropicMessages.js';
 import { createAnthropicDecoder } from '../../src/providers/anthropicMessages.js';
+import { decodeAll } from '../../src/providers/decodeWith.js';
 
 const decode = (payloads: unknown[], ending: { error: unknown } | 'complete' = 'complete') =>
   decodeAll<AnthropicStreamEvent>(
@@ -133,9 +130,9 @@ describe('the Anthropic decoder, without RxJS', () => {
     ['a delta without a delta', [e.text0, { type: 'content_block_delta', index: 0 }], 'invalid-field', 'delta.type'],
     ['an event without a type', [{ message: {} }], 'invalid-field', 'type'],
     ['a numeric stop_reason', [{ type: 'message_delta', delta: { stop_reason: 1 } }], 'invalid-field', 'delta.stop_reason'],
-  ] as const)('%s: ProviderPayloadError %s naming %s', (_what, payloads, code, field) => {
+  ] as const)('%s: ProviderError %s naming %s', (_what, payloads, code, field) => {
     const { error } = decode([...payloads]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code, field, operator: 'anthropicMessages', retryable: code === 'unknown-reference' });
   });
 
@@ -186,10 +183,12 @@ describe('the Anthropic decoder, without RxJS', () => {
 
   it('another block at an open index, or another message, is a spliced stream', () => {
     expect(decode([e.text0, e.tool1, { ...e.tool1, index: 0 }]).error).toMatchObject({
-      code: 'spliced_stream',
+      code: 'upstream',
+      upstreamCode: 'spliced_stream',
     });
     expect(decode([e.start, { type: 'message_start', message: { id: 'msg_2' } }]).error).toMatchObject({
-      code: 'spliced_stream',
+      code: 'upstream',
+      upstreamCode: 'spliced_stream',
       retryable: true,
     });
     expect(decode([e.start, { type: 'message_start', message: {} }, e.end]).error).toBeUndefined();
@@ -203,7 +202,8 @@ describe('the Anthropic decoder, without RxJS', () => {
     const { error } = decode([e.start], { error: overloaded });
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({
-      code: 'overloaded_error',
+      code: 'upstream',
+      upstreamCode: 'overloaded_error',
       status: 529,
       retryable: true,
       message: 'anthropic-messages: Overloaded',
@@ -215,7 +215,8 @@ describe('the Anthropic decoder, without RxJS', () => {
     });
     expect(decode([], { error: quota }).error).toMatchObject({
       retryable: false,
-      code: 'invalid_tool_error',
+      code: 'upstream',
+      upstreamCode: 'invalid_tool_error',
     });
     const reset = new Error('terminated');
     expect(decode([e.start], { error: reset }).error).toBe(reset);
@@ -462,7 +463,7 @@ describe('the Anthropic decoder: reasoning, the output, the response id', () => 
     ['a usage whose thinking_tokens is a string', [{ type: 'message_delta', delta: {}, usage: { output_tokens_details: { thinking_tokens: '6' } } }], 'usage.output_tokens_details.thinking_tokens'],
   ] as const)('%s: invalid-field', (_what, payloads, field) => {
     const { error } = decode([...payloads]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code: 'invalid-field', field, retryable: false });
   });
 });

@@ -6,29 +6,23 @@ import {
   assembleToolCalls,
   CleanturnError,
   effectKey,
-  type FinishEvent,
   type FinishReason,
-  MissingFinishError,
   requireFinish,
   retryAsEvents,
-  ToolCallAssemblyError,
 } from 'cleanturn';
-import {
-  type AnthropicOutput,
-  type AnthropicStreamEvent,
-  anthropicMessages,
-  type PayloadProblem,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { anthropicMessages, ProviderError, type ProviderErrorCode } from 'cleanturn/providers';
 import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import type { AnthropicOutput, AnthropicStreamEvent } from '../../src/providers/anthropicMessages.js';
+import { upstreamProviderError } from '../../src/providers/errors.js';
+import type { FinishEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
+import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/anthropic/', import.meta.url));
@@ -41,12 +35,17 @@ const T1 = 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP';
 
 const retryable = (code: string) => (error: unknown) => {
   expect(error).toBeInstanceOf(ProviderError);
-  expect(error).toMatchObject({ provider: 'anthropic-messages', code, retryable: true });
+  expect(error).toMatchObject({
+    provider: 'anthropic-messages',
+    code: 'upstream',
+    upstreamCode: code,
+    retryable: true,
+  });
 };
 
-/** A payload the adapter cannot read: a ProviderPayloadError naming the field (only unknown-reference retries). */
-const unreadable = (code: PayloadProblem, field: string) => (error: unknown) => {
-  expect(error).toBeInstanceOf(ProviderPayloadError);
+/** A payload the adapter cannot read: a ProviderError naming the field (only unknown-reference retries). */
+const unreadable = (code: ProviderErrorCode, field: string) => (error: unknown) => {
+  expect(error).toBeInstanceOf(ProviderError);
   expect(error).toMatchObject({
     operator: 'anthropicMessages',
     code,
@@ -151,7 +150,7 @@ const cases: FixtureCase[] = [
     events: [cached(412, 2)],
     error: (error) => {
       expect(error).toBeInstanceOf(ProviderError);
-      expect(error).toMatchObject({ code: 'invalid_request_error', retryable: false });
+      expect(error).toMatchObject({ code: 'upstream', upstreamCode: 'invalid_request_error', retryable: false });
       expect((error as Error).message).toBe('anthropic-messages: messages.1.content.0: tool_use ids must be unique');
     },
   },
@@ -206,11 +205,11 @@ const cases: FixtureCase[] = [
   },
   {
     file: 'max-tokens-mid-call.sse',
-    trap: 'max_tokens in the middle of a call: the cut arguments are a retryable ToolCallAssemblyError',
+    trap: 'max_tokens in the middle of a call: the cut arguments are a retryable tool-call-invalid-json TurnError',
     events: [cached(412, 2), cached(412, 1024)],
     error: (error) => {
-      expect(error).toBeInstanceOf(ToolCallAssemblyError);
-      expect(error).toMatchObject({ problem: 'invalid-json', id: 'toolu_01CutOffArgsZxCvBnMaSdFg', argsText: '{"order_id":"ORD-7781","amo', retryable: true });
+      expectTurnError(error, 'tool-call-invalid-json');
+      expect(error).toMatchObject({ id: 'toolu_01CutOffArgsZxCvBnMaSdFg', argsText: '{"order_id":"ORD-7781","amo', retryable: true });
     },
   },
   {
@@ -481,11 +480,11 @@ describe('anthropicMessages: fixtures', () => {
     ]);
   });
 
-  it('a truncated stream is a retryable MissingFinishError with requireFinish', () => {
+  it('a truncated stream is a retryable missing-finish TurnError with requireFinish', () => {
     const result = collect(
       from(fixture('truncated.sse')).pipe(anthropicMessages(), assembleToolCalls(), requireFinish()),
     );
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
   });
 
   it('fragments carry the block index, with the id and name on the first one only', () => {
@@ -553,7 +552,11 @@ describe('anthropicMessages: the help-desk retry', () => {
       }).pipe(anthropicMessages(), assembleToolCalls(), requireFinish(), retryAsEvents({ count: 2 })),
     );
     expect(subscriptions).toBe(1);
-    expect(result.error).toMatchObject({ retryable: false, code: 'invalid_request_error' });
+    expect(result.error).toMatchObject({
+      retryable: false,
+      code: 'upstream',
+      upstreamCode: 'invalid_request_error',
+    });
   });
 });
 
@@ -582,11 +585,20 @@ describe('anthropicMessages: errors', () => {
   ])('%s: retryable %s', (type, expected) => {
     const error = errorOf([errorEvent(type)]);
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ code: type, retryable: expected, payload: errorEvent(type) });
+    expect(error).toMatchObject({
+      code: 'upstream',
+      upstreamCode: type,
+      retryable: expected,
+      payload: errorEvent(type),
+    });
   });
 
   it('an error event without details is still a retryable ProviderError', () => {
-    expect(errorOf([{ type: 'error' }])).toMatchObject({ retryable: true, code: undefined });
+    expect(errorOf([{ type: 'error' }])).toMatchObject({
+      retryable: true,
+      code: 'upstream',
+      upstreamCode: undefined,
+    });
   });
 
   it('the retryable option overrides the default, and undefined keeps it', () => {
@@ -637,7 +649,7 @@ describe('anthropicMessages: errors', () => {
     const source = new Observable<AnthropicStreamEvent>((subscriber) => subscriber.error(thrown));
     const error = collect(source.pipe(anthropicMessages())).error;
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ retryable: expected, status, payload: thrown });
+    expect(error).toMatchObject({ code: 'upstream', retryable: expected, status, payload: thrown });
   });
 
   it('other source errors (a connection reset) pass through unchanged', () => {
@@ -660,7 +672,8 @@ describe('anthropicMessages: errors', () => {
       content_block: { type: 'tool_use', id, name: 'issue_refund', input: {} },
     });
     expect(errorOf([start('toolu_a'), start('toolu_b')])).toMatchObject({
-      code: 'spliced_stream',
+      code: 'upstream',
+      upstreamCode: 'spliced_stream',
       retryable: true,
     });
   });
@@ -792,9 +805,9 @@ describe('anthropicMessages: an error event, frame by frame', () => {
           error: { type: 'overloaded_error', message: 'Overloaded' },
         };
         const source = cold('-a-e-b-|', { ...sample, e });
-        const expected = new ProviderError('anthropic-messages', 'Overloaded', {
+        const expected = upstreamProviderError('anthropic-messages', 'Overloaded', {
           retryable: true,
-          code: 'overloaded_error',
+          upstreamCode: 'overloaded_error',
           payload: e,
         });
         expectObservable(source.pipe(anthropicMessages())).toBe('-a-#', sampleOut, expected);

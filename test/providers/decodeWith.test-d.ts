@@ -1,18 +1,12 @@
 // Types of decodeWith: a decoder writes ProviderEvents only, a finish only through finish(), and the operator
 // reads the decoder's payloads (or the end marker) and emits ProviderEvents.
-import type { FinishEvent, ProviderEvent } from 'cleanturn';
-import {
-  type DecodeResult,
-  type Decoder,
-  type DecoderFactory,
-  type DecoderSink,
-  decodeAll,
-  decodeWith,
-  type OpenAIChatInput,
-  openaiChat,
-} from 'cleanturn/providers';
+import type { ProviderEvent } from 'cleanturn';
+import { type Decoder, type DecoderSink, decodeWith, openaiChat } from 'cleanturn/providers';
 import type { Observable, OperatorFunction } from 'rxjs';
 import { expectTypeOf, test } from 'vitest';
+import { type DecodeResult, type DecoderFactory, decodeAll } from '../../src/providers/decodeWith.js';
+import type { OpenAIChatInput } from '../../src/providers/openaiChat.js';
+import type { FinishEvent } from '../../src/types.js';
 
 type Line = { text?: string };
 

@@ -1,15 +1,11 @@
 // decodeWith and decodeAll: the rules every adapter shares, checked on a small format of lines, with and without RxJS.
 import { CleanturnError, type FinishReason, type ProviderEvent } from 'cleanturn';
-import {
-  type DecoderFactory,
-  decodeAll,
-  decodeWith,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { decodeWith, ProviderError } from 'cleanturn/providers';
 import { finish, text } from 'cleanturn/testing';
 import { from, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { type DecoderFactory, decodeAll } from '../../src/providers/decodeWith.js';
+import { providerPayloadError, upstreamProviderError } from '../../src/providers/errors.js';
 import { collect } from '../support/collect.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
 
@@ -23,7 +19,7 @@ const lines: DecoderFactory<Line> = (sink) => {
   return {
     next(line) {
       if (line.fail !== undefined) {
-        throw new ProviderError('gemini', line.fail, { retryable: true, payload: line });
+        throw upstreamProviderError('gemini', line.fail, { retryable: true, payload: line });
       }
       if (typeof line.text === 'string') sink.event(text(line.text));
       if (line.finish !== undefined) sink.finish(finish(line.finish));
@@ -31,7 +27,7 @@ const lines: DecoderFactory<Line> = (sink) => {
     },
     error(error) {
       return error instanceof Error && 'status' in error
-        ? new ProviderError('gemini', error.message, {
+        ? upstreamProviderError('gemini', error.message, {
             retryable: false,
             status: 400,
             payload: error,
@@ -88,6 +84,7 @@ describe('decodeWith', () => {
     const result = adapt([{ text: 'a', finish: 'stop' }, { fail: 'CANCELLED' }, { text: 'never' }]);
     expect(result.values).toEqual([text('a')]);
     expect(result.error).toBeInstanceOf(ProviderError);
+    expect(result.error).toMatchObject({ code: 'upstream' });
   });
 
   it("source errors that are not cleanturn's go to the decoder's error(); cleanturn's pass as they are", () => {
@@ -95,18 +92,18 @@ describe('decodeWith', () => {
     const read = (error: unknown) =>
       collect(new Observable<Line>((s) => s.error(error)).pipe(decodeWith(options, lines))).error;
     expect(read(sdkError)).toMatchObject({ retryable: false, status: 400, cause: sdkError });
-    const own = new CleanturnError('mine', { retryable: true });
+    const own = new CleanturnError('mine', 'mine', { retryable: true });
     expect(read(own)).toBe(own);
     const plain = new TypeError('terminated');
     expect(read(plain)).toBe(plain);
   });
 
-  it('what is not a payload is a ProviderPayloadError naming the operator, with the input kept', () => {
+  it('what is not a payload is a ProviderError naming the operator, with the input kept', () => {
     for (const input of ['{"text":"a"}', [], 7, null, true]) {
       const result = adapt([{ text: 'a' }, input as Line]);
-      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({ code: 'not-a-payload', operator: 'lines', retryable: false });
-      expect((result.error as ProviderPayloadError).payload).toBe(input);
+      expect((result.error as ProviderError).payload).toBe(input);
       expect((result.error as Error).message).toMatch(/^lines: expected a parsed payload/);
     }
   });
@@ -115,7 +112,7 @@ describe('decodeWith', () => {
     const strict: DecoderFactory<Line> = (sink) => ({
       next: (line) => line.text !== undefined && sink.event(text(line.text)),
       end() {
-        throw new ProviderPayloadError('lines', 'unknown-reference', 'a block never closed', {
+        throw providerPayloadError('lines', 'unknown-reference', 'a block never closed', {
           payload: null,
         });
       },
@@ -170,14 +167,14 @@ describe('decodeWith: the end marker, told to the decoder', () => {
     const failing: DecoderFactory<Line> = (sink) => ({
       next: (line) => line.text !== undefined && sink.event(text(line.text)),
       atEndMarker() {
-        throw new ProviderPayloadError('lines', 'invalid-field', 'the stream ended inside a call', {
+        throw providerPayloadError('lines', 'invalid-field', 'the stream ended inside a call', {
           payload: null,
         });
       },
     });
     const result = collect(from([{ text: 'a' }, '[DONE]']).pipe(decodeWith(options, failing)));
     expect(result.values).toEqual([text('a')]);
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
   });
 });
 

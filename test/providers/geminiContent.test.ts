@@ -8,20 +8,21 @@ import {
   attemptPipeline,
   cleanTurn,
   effectKey,
-  MissingFinishError,
   requireFinish,
   retryAsEvents,
 } from 'cleanturn';
-import { type GeminiChunk, geminiContent, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
+import { geminiContent, ProviderError } from 'cleanturn/providers';
 import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GeminiOutput } from '../../src/providers/geminiContent.js';
+import { upstreamProviderError } from '../../src/providers/errors.js';
+import type { GeminiChunk, GeminiOutput } from '../../src/providers/geminiContent.js';
 import { collect } from '../support/collect.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
+import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));
@@ -127,7 +128,7 @@ const streamedCall = (partials: object[]): GeminiChunk[] => [
 
 /** The error of a streamed argument path that walks into a prototype: typed, naming the path's field. */
 const unsafePath = (at: number) => (error: unknown) => {
-  expect(error).toBeInstanceOf(ProviderPayloadError);
+  expect(error).toBeInstanceOf(ProviderError);
   expect(error).toMatchObject({
     code: 'unsafe-path',
     operator: 'geminiContent',
@@ -196,7 +197,7 @@ const cases: FixtureCase[] = [
     events: [text('Checking order'), usage(88, 3), text(' ORD-7781. Refunding the dam'), usage(88, 9)],
     error: (error) => {
       expect(error).toBeInstanceOf(ProviderError);
-      expect(error).toMatchObject({ provider: 'gemini', code: 'UNAVAILABLE', status: 503, retryable: true });
+      expect(error).toMatchObject({ provider: 'gemini', code: 'upstream', upstreamCode: 'UNAVAILABLE', status: 503, retryable: true });
       expect((error as Error).message).toBe('gemini: The model is overloaded. Please try again later.');
     },
   },
@@ -206,7 +207,7 @@ const cases: FixtureCase[] = [
     events: [],
     error: (error) => {
       expect(error).toBeInstanceOf(ProviderError);
-      expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', status: 400, retryable: false });
+      expect(error).toMatchObject({ code: 'upstream', upstreamCode: 'INVALID_ARGUMENT', status: 400, retryable: false });
     },
   },
   {
@@ -307,7 +308,7 @@ const cases: FixtureCase[] = [
     events: cancelledText.flatMap((t, i) => [text(t), usage(140, cancelledCounts[i])]),
     error: (error) => {
       expect(error).toBeInstanceOf(ProviderError);
-      expect(error).toMatchObject({ provider: 'gemini', code: 'CANCELLED', status: 499, retryable: true });
+      expect(error).toMatchObject({ provider: 'gemini', code: 'upstream', upstreamCode: 'CANCELLED', status: 499, retryable: true });
     },
   },
   {
@@ -360,7 +361,7 @@ const cases: FixtureCase[] = [
     trap: 'a string at $.settings, then a value at $.settings.theme: an error, never an overwrite',
     events: [text('Switching you to the dark theme. ')],
     error: (error) => {
-      expect(error).toBeInstanceOf(ProviderPayloadError);
+      expect(error).toBeInstanceOf(ProviderError);
       expect(error).toMatchObject({ code: 'invalid-field', retryable: false, field: `${partialArgs}[0].jsonPath` });
     },
   },
@@ -464,11 +465,11 @@ describe('geminiContent: fixtures', () => {
     expect(ids()).toEqual(['gemini-call-0', 'gemini-call-1', 'gemini-call-2']);
   });
 
-  it('a truncated stream is a retryable MissingFinishError with requireFinish', () => {
+  it('a truncated stream is a retryable missing-finish TurnError with requireFinish', () => {
     const result = collect(
       from(fixture('truncated.sse')).pipe(geminiContent(), assembleToolCalls(), requireFinish()),
     );
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
   });
 });
 
@@ -514,7 +515,7 @@ describe('geminiContent: argument paths never reach a prototype', () => {
   ])('%s: a typed unsafe-path error, Object.prototype untouched', (file) => {
     const result = collect(from(fixture(file)).pipe(attemptPipeline(geminiContent())));
     clean();
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'unsafe-path', retryable: false });
     expect(result.values.some((e) => e.type === 'tool-call')).toBe(false);
   });
@@ -560,7 +561,7 @@ describe('geminiContent: argument paths never reach a prototype', () => {
     ],
   ])('conflicting paths are an error, not an overwrite: %s', (_, partials) => {
     const result = collect(from(streamedCall(partials)).pipe(geminiContent()));
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', field: `${partialArgs}[1].jsonPath` });
   });
 
@@ -619,7 +620,7 @@ describe('geminiContent: fields of the wrong type', () => {
   ])('a functionCall name that is %s: invalid-field, no call released', (_, name) => {
     const result = errorOf(part({ name, args: refundArgs }));
     expect(result.values).toEqual([text('Refunding. ')]);
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', field: `${field}.name`, retryable: false });
   });
 
@@ -630,7 +631,7 @@ describe('geminiContent: fields of the wrong type', () => {
     ['a boolean', true],
   ])('args that are %s: invalid-field, never {}', (_, args) => {
     const result = errorOf(part({ name: 'issue_refund', args }));
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', field: `${field}.args` });
   });
 
@@ -703,7 +704,12 @@ describe('geminiContent: errors', () => {
   ])('code %s, status %s: retryable %s', (code, status, expected) => {
     const error = errorOf(tail({ code, status, message: 'm' }));
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ retryable: expected, status: code, code: status });
+    expect(error).toMatchObject({
+      retryable: expected,
+      status: code,
+      code: 'upstream',
+      upstreamCode: status,
+    });
   });
 
   it('the retryable option overrides the default', () => {
@@ -739,7 +745,13 @@ describe('geminiContent: errors', () => {
     });
     const error = collect(new Observable<GeminiChunk>((s) => s.error(thrown)).pipe(geminiContent())).error;
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ retryable: true, status: 503, code: 'UNAVAILABLE', payload: thrown });
+    expect(error).toMatchObject({
+      retryable: true,
+      status: 503,
+      code: 'upstream',
+      upstreamCode: 'UNAVAILABLE',
+      payload: thrown,
+    });
     expect((error as Error).message).toBe('gemini: The model is overloaded.');
   });
 
@@ -758,7 +770,7 @@ describe('geminiContent: errors', () => {
 
   it('an input that is not a chunk is a programming error, not retryable', () => {
     const error = errorOf(['data: {}' as unknown as GeminiChunk]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code: 'not-a-payload', retryable: false });
   });
 
@@ -766,7 +778,7 @@ describe('geminiContent: errors', () => {
     const result = collect(
       from(streamedCall([{ jsonPath: '$..a', stringValue: 'x' }])).pipe(geminiContent()),
     );
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', field: `${partialArgs}[0].jsonPath` });
   });
 
@@ -786,7 +798,7 @@ describe('geminiContent: errors', () => {
         ],
       },
     ]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code: 'unknown-reference', retryable: true });
   });
 
@@ -978,9 +990,9 @@ describe('geminiContent: frame by frame', () => {
       ({ cold, expectObservable, expectSubscriptions }) => {
         const e: GeminiChunk = { error: { code: 503, message: 'overloaded', status: 'UNAVAILABLE' } };
         const source = cold('-a-e-b-|', { ...sample, e });
-        const expected = new ProviderError('gemini', 'overloaded', {
+        const expected = upstreamProviderError('gemini', 'overloaded', {
           retryable: true,
-          code: 'UNAVAILABLE',
+          upstreamCode: 'UNAVAILABLE',
           status: 503,
           payload: e,
         });

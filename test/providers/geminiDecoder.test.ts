@@ -1,20 +1,23 @@
 // The Gemini decoder on its own, without RxJS: decodeAll runs it under the rules of decodeWith (provisional
 // finishes, the last one winning; an error before the end fails the attempt).
 import { fileURLToPath } from 'node:url';
-import { decodeAll, type GeminiChunk, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
+import { ProviderError } from 'cleanturn/providers';
 import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
+import { decodeAll } from '../../src/providers/decodeWith.js';
+import type { GeminiChunk } from '../../src/providers/geminiContent.js';
 import {
   createGeminiDecoder,
-  type GeminiContentOptions,
+  type GeminiErrorInfo,
   type GeminiOutput,
 } from '../../src/providers/geminiContent.js';
+import type { AdapterOptions } from '../../src/providers/shared.js';
 import { readPayloads } from '../support/sse.js';
 
 const decode = (
   payloads: readonly (GeminiChunk | string)[],
   ending?: { error: unknown },
-  options: GeminiContentOptions = {},
+  options: AdapterOptions<GeminiErrorInfo> = {},
 ) =>
   decodeAll<GeminiChunk>(
     { name: 'geminiContent' },
@@ -84,7 +87,12 @@ describe('the Gemini decoder, without RxJS', () => {
     const { events, error } = decode(fixture('legacy-stop-then-cancelled.sse'));
     expect(events.some((e) => e.type === 'finish')).toBe(false);
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ code: 'CANCELLED', status: 499, retryable: true });
+    expect(error).toMatchObject({
+      code: 'upstream',
+      upstreamCode: 'CANCELLED',
+      status: 499,
+      retryable: true,
+    });
   });
 
   it('a source error after STOP chunks fails the attempt; an ApiError is read as its tail', () => {
@@ -97,7 +105,13 @@ describe('the Gemini decoder, without RxJS', () => {
     const { events, error } = decode([chunk([{ text: 'Refund ' }], 'STOP')], { error: apiError });
     expect(events).toEqual([text('Refund ')]);
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ code: 'UNAVAILABLE', status: 503, retryable: true, cause: apiError });
+    expect(error).toMatchObject({
+      code: 'upstream',
+      upstreamCode: 'UNAVAILABLE',
+      status: 503,
+      retryable: true,
+      cause: apiError,
+    });
     expect((error as Error).message).toBe('gemini: overloaded');
     const reset = new TypeError('terminated');
     expect(decode([chunk([{ text: 'Refund ' }], 'STOP')], { error: reset }).error).toBe(reset);
@@ -107,14 +121,14 @@ describe('the Gemini decoder, without RxJS', () => {
     const { error } = decode([{ error: { code: 499, status: 'CANCELLED' } }], undefined, {
       retryable: () => false,
     });
-    expect(error).toMatchObject({ retryable: false, code: 'CANCELLED' });
+    expect(error).toMatchObject({ retryable: false, code: 'upstream', upstreamCode: 'CANCELLED' });
   });
 
   it('path-built arguments never reach Object.prototype', () => {
     const { events, error } = decode(fixture('vertex-proto-dot-path.sse'));
     expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
     expect(events).toEqual([text('Updating your account settings. ')]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({
       code: 'unsafe-path',
       field: 'candidates[0].content.parts[0].functionCall.partialArgs[0].jsonPath',

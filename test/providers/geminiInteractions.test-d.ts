@@ -2,15 +2,15 @@
 // @google/genai SDK's Interactions stream yields fits that type, and the output's steps are the SDK's steps.
 import type { GoogleGenAI, Interactions } from '@google/genai';
 import { attemptPipeline, type ProviderEvent } from 'cleanturn';
-import {
-  type GeminiInteractionsErrorInfo,
-  type GeminiInteractionsEvent,
-  type GeminiInteractionsOptions,
-  type GeminiInteractionsOutput,
-  geminiInteractions,
-} from 'cleanturn/providers';
+import { geminiInteractions } from 'cleanturn/providers';
 import { concatMap, defer, type Observable, type OperatorFunction } from 'rxjs';
 import { describe, expectTypeOf, it } from 'vitest';
+import type {
+  GeminiInteractionsErrorInfo,
+  GeminiInteractionsEvent,
+  GeminiInteractionsOutput,
+} from '../../src/providers/geminiInteractions.js';
+import type { AdapterOptions } from '../../src/providers/shared.js';
 
 declare const ai: GoogleGenAI;
 
@@ -21,9 +21,11 @@ describe('geminiInteractions types', () => {
     expectTypeOf(geminiInteractions()).toEqualTypeOf<
       OperatorFunction<GeminiInteractionsEvent, ProviderEvent>
     >();
-    expectTypeOf(geminiInteractions).parameter(0).toEqualTypeOf<GeminiInteractionsOptions | undefined>();
+    expectTypeOf(geminiInteractions)
+      .parameter(0)
+      .toEqualTypeOf<AdapterOptions<GeminiInteractionsErrorInfo> | undefined>();
     expectTypeOf<
-      Parameters<NonNullable<GeminiInteractionsOptions['retryable']>>[0]
+      Parameters<NonNullable<AdapterOptions<GeminiInteractionsErrorInfo>['retryable']>>[0]
     >().toEqualTypeOf<GeminiInteractionsErrorInfo>();
   });
 

@@ -7,26 +7,24 @@ import {
   assembleToolCalls,
   attemptPipeline,
   effectKey,
-  MissingFinishError,
   type ProviderEvent,
   requireFinish,
   type TurnEvent,
 } from 'cleanturn';
-import {
-  type GeminiInteractionsEvent,
-  type GeminiInteractionsOutput,
-  geminiInteractions,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { geminiInteractions, ProviderError } from 'cleanturn/providers';
 import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { defer, from, type Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import type {
+  GeminiInteractionsEvent,
+  GeminiInteractionsOutput,
+} from '../../src/providers/geminiInteractions.js';
 import { collect } from '../support/collect.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
+import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/gemini-interactions/', import.meta.url));
@@ -129,7 +127,8 @@ const cases: FixtureCase[] = [
       expect(error).toBeInstanceOf(ProviderError);
       expect(error).toMatchObject({
         provider: 'gemini',
-        code: 'UNAVAILABLE',
+        code: 'upstream',
+        upstreamCode: 'UNAVAILABLE',
         retryable: true,
         message: 'gemini: The model is overloaded. Please try again later.',
       });
@@ -141,7 +140,7 @@ const cases: FixtureCase[] = [
     events: [],
     error: (error) => {
       expect(error).toBeInstanceOf(ProviderError);
-      expect(error).toMatchObject({ code: 'failed', retryable: true });
+      expect(error).toMatchObject({ code: 'upstream', upstreamCode: 'failed', retryable: true });
     },
   },
   {
@@ -183,11 +182,11 @@ describe('geminiInteractions: fixtures', () => {
     turnId,
   });
 
-  it('a cut stream is a retryable MissingFinishError with requireFinish', () => {
+  it('a cut stream is a retryable missing-finish TurnError with requireFinish', () => {
     const result = collect(
       from(fixture('cut.sse')).pipe(geminiInteractions(), assembleToolCalls(), requireFinish()),
     );
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
     expect(result.error).toMatchObject({ retryable: true });
   });
 });
@@ -353,16 +352,26 @@ describe('geminiInteractions: errors', () => {
     const result = adapt([answerStart, says('Checking'), error]);
     expect(result.values).toEqual([text('Checking')]);
     expect(result.error).toBeInstanceOf(ProviderError);
-    expect(result.error).toMatchObject({ provider: 'gemini', code, retryable, payload: error });
+    expect(result.error).toMatchObject({
+      provider: 'gemini',
+      code: 'upstream',
+      upstreamCode: code,
+      retryable,
+      payload: error,
+    });
   });
 
   it('a failed completion: its first recorded error decides; cancelled is retryable', () => {
     const errors = [{ code: 'INVALID_ARGUMENT', message: 'Unknown tool: issue_refnd' }];
     const failed = adapt([ev.created(), ev.completed('failed', { errors })]);
-    expect(failed.error).toMatchObject({ code: 'INVALID_ARGUMENT', retryable: false });
+    expect(failed.error).toMatchObject({
+      code: 'upstream',
+      upstreamCode: 'INVALID_ARGUMENT',
+      retryable: false,
+    });
     expect((failed.error as Error).message).toBe('gemini: Unknown tool: issue_refnd');
     const cancelled = adapt([ev.created(), ev.completed('cancelled')]);
-    expect(cancelled.error).toMatchObject({ code: 'cancelled', retryable: true });
+    expect(cancelled.error).toMatchObject({ code: 'upstream', upstreamCode: 'cancelled', retryable: true });
     expect(cancelled.values).toEqual([]);
   });
 
@@ -394,7 +403,13 @@ describe('geminiInteractions: errors', () => {
     const sdk = new APIError(503, { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' });
     const read = collect(throwError(() => sdk).pipe(geminiInteractions()));
     expect(read.error).toBeInstanceOf(ProviderError);
-    expect(read.error).toMatchObject({ status: 503, code: 'UNAVAILABLE', retryable: true, cause: sdk });
+    expect(read.error).toMatchObject({
+      status: 503,
+      code: 'upstream',
+      upstreamCode: 'UNAVAILABLE',
+      retryable: true,
+      cause: sdk,
+    });
     const quota = new APIError(400, { message: 'API key not valid.', status: 'INVALID_ARGUMENT' });
     expect(collect(throwError(() => quota).pipe(geminiInteractions())).error).toMatchObject({
       retryable: false,
@@ -444,16 +459,16 @@ describe('geminiInteractions: errors', () => {
       [ev.start(0, { type: 'thought' }), ev.delta(0, { type: 'text', text: 'x' })],
       'delta.type',
     ],
-  ])('%s: a non-retryable ProviderPayloadError (invalid-field)', (_, events, field) => {
+  ])('%s: a non-retryable ProviderError (invalid-field)', (_, events, field) => {
     const result = adapt(events);
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', retryable: false, field });
     expect(result.values.some((e) => e.type === 'tool-call')).toBe(false);
   });
 
   it('an arguments_delta for a step never started as a call: unknown-reference, retryable', () => {
     const result = adapt([answerStart, ev.delta(0, { type: 'arguments_delta', arguments: '{}' })]);
-    expect(result.error).toBeInstanceOf(ProviderPayloadError);
+    expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'unknown-reference', retryable: true });
   });
 
@@ -548,12 +563,16 @@ describe('geminiInteractions: the clean turn after a retry', () => {
       }),
     );
     expect(subscriptions).toBe(1);
-    expect(failed.states.error).toMatchObject({ retryable: false, code: 'INVALID_ARGUMENT' });
+    expect(failed.states.error).toMatchObject({
+      retryable: false,
+      code: 'upstream',
+      upstreamCode: 'INVALID_ARGUMENT',
+    });
   });
 
   it('inside attemptPipeline a cut stream fails the attempt (no finish), the next one finishes', () => {
     const result = collect(from(fixture('cut.sse')).pipe(attemptPipeline(geminiInteractions())));
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
   });
 });
 

@@ -1,9 +1,10 @@
 // The checks every next-request builder shares: the final attempt's output, and one answer per call id.
-import type { ReleasedCall, ToolResultLike } from 'cleanturn';
-import { NextRequestError } from 'cleanturn/providers';
+import type { ToolResultLike } from 'cleanturn';
+import { ProviderError } from 'cleanturn/providers';
 import { at, finish, keyed, repeated } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import { answersFor, outputOf, resultText } from '../../src/providers/nextRequest.js';
+import type { ReleasedCall } from '../../src/types.js';
 
 const lookup = { type: 'tool-call', id: 'c2', name: 'lookup_order', args: { order_id: 'ORD-7781' } } as const;
 const refund = { type: 'tool-call', id: 'c7', name: 'issue_refund', args: { order_id: 'ORD-7781' } } as const;
@@ -12,14 +13,14 @@ function result(call: ReleasedCall, outcome: string, fields: Partial<ToolResultL
   return { type: 'tool-result', effectKey: call.effectKey, call, outcome, ...fields };
 }
 
-/** The code of the NextRequestError `run` throws. */
+/** The code of the ProviderError `run` throws. */
 function codeOf(run: () => unknown): string | undefined {
   try {
     run();
   } catch (error) {
-    expect(error).toBeInstanceOf(NextRequestError);
-    expect((error as NextRequestError).retryable).toBe(false);
-    return (error as NextRequestError).code;
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).retryable).toBe(false);
+    return (error as ProviderError).code;
   }
   return undefined;
 }

@@ -1,6 +1,7 @@
 // An input that is not a payload is named by what it is in the error's message: `null` is null, not an object.
-import { decodeAll, ProviderPayloadError } from 'cleanturn/providers';
+import { ProviderError } from 'cleanturn/providers';
 import { describe, expect, it } from 'vitest';
+import { decodeAll } from '../../src/providers/decodeWith.js';
 
 const lines = { name: 'lines', endMarker: '[DONE]' };
 const ignore = () => ({ next() {} });
@@ -15,7 +16,7 @@ describe('decodeWith: an input that is not a payload', () => {
   ];
   it.each(inputs)('%s is named as it is', (_what, input, got) => {
     const { error } = decodeAll(lines, ignore, [input as never]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code: 'not-a-payload', operator: 'lines' });
     expect((error as Error).message).toContain(`expected a parsed payload (an object) or '[DONE]', ${got};`);
   });

@@ -1,6 +1,6 @@
 // One upstream error, one retry answer, whichever route it took: a payload of each format, an SDK's thrown error,
 // an HTTP status with a JSON body. Every route asks the one table, isRetryableUpstream.
-import { isRetryableUpstream } from 'cleanturn';
+
 import {
   aiSdkParts,
   anthropicMessages,
@@ -8,9 +8,10 @@ import {
   openaiChat,
   openaiResponses,
 } from 'cleanturn/providers';
-import { HttpStatusError } from 'cleanturn/transport';
 import { from, Observable, type OperatorFunction } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { httpStatusError } from '../../src/transport/errors.js';
+import { isRetryableUpstream } from '../../src/upstreamErrors.js';
 import { collect } from '../support/collect.js';
 
 /** Upstream errors: a code word and the HTTP status it came with. */
@@ -85,7 +86,7 @@ describe.each(samples)('%s with HTTP %i', (code, status) => {
         payload({ type: 'error', error: { statusCode: status, data: { error: { code, message: 'm' } } } }),
         aiSdkParts(),
       ),
-      'an HTTP error with a JSON body': new HttpStatusError(
+      'an HTTP error with a JSON body': httpStatusError(
         status,
         '',
         JSON.stringify({ error: { code, message: 'm' } }),

@@ -8,7 +8,6 @@ import {
   cleanTurn,
   effectKey,
   type ProviderEvent,
-  type ReleasedCall,
   requireFinish,
   retryAsEvents,
   type TurnEvent,
@@ -25,6 +24,7 @@ import { refundArgs } from 'cleanturn/testing';
 import OpenAI from 'openai';
 import { defer, from, lastValueFrom, mergeMap, type Observable, type OperatorFunction, tap } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ReleasedCall } from '../../src/types.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 
 const turnId = 'turn-42';
@@ -198,7 +198,11 @@ describe('openai SDK: chat.completions.create({ stream: true }) → openaiChat()
     const turn = await runTurn(chat(client), openaiChat());
     expect(turn.retriedFor).toHaveLength(1);
     expect(turn.retriedFor[0]).toBeInstanceOf(ProviderError);
-    expect(turn.retriedFor[0]).toMatchObject({ retryable: true, code: 'server_error' });
+    expect(turn.retriedFor[0]).toMatchObject({
+      retryable: true,
+      code: 'upstream',
+      upstreamCode: 'server_error',
+    });
     expect(turn.state?.text).toBe('The refund has started.');
   });
 
@@ -208,7 +212,11 @@ describe('openai SDK: chat.completions.create({ stream: true }) → openaiChat()
     ]);
     const failure = runTurn(chat(client), openaiChat());
     await expect(failure).rejects.toBeInstanceOf(ProviderError);
-    await expect(failure).rejects.toMatchObject({ retryable: false, code: 'context_length_exceeded' });
+    await expect(failure).rejects.toMatchObject({
+      retryable: false,
+      code: 'upstream',
+      upstreamCode: 'context_length_exceeded',
+    });
     expect(server.requests).toHaveLength(1);
   });
 
@@ -294,7 +302,11 @@ describe('openai SDK: responses.create({ stream: true }) → openaiResponses()',
       { body: fixture('openai-responses/text-and-call.sse') },
     ]);
     const turn = await runTurn(responses(client), openaiResponses());
-    expect(turn.retriedFor[0]).toMatchObject({ retryable: true, code: 'server_error' });
+    expect(turn.retriedFor[0]).toMatchObject({
+      retryable: true,
+      code: 'upstream',
+      upstreamCode: 'server_error',
+    });
     expect(turn.state?.text).toBe('Checking order ORD-7781. ');
   });
 
@@ -304,7 +316,11 @@ describe('openai SDK: responses.create({ stream: true }) → openaiResponses()',
     ]);
     const failure = runTurn(responses(client), openaiResponses());
     await expect(failure).rejects.toBeInstanceOf(ProviderError);
-    await expect(failure).rejects.toMatchObject({ retryable: false, code: 'insufficient_quota' });
+    await expect(failure).rejects.toMatchObject({
+      retryable: false,
+      code: 'upstream',
+      upstreamCode: 'insufficient_quota',
+    });
     expect(server.requests).toHaveLength(1);
   });
 

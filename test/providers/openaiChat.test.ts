@@ -4,29 +4,23 @@ import {
   assembleToolCalls,
   CleanturnError,
   effectKey,
-  type FinishEvent,
   type FinishReason,
-  MissingFinishError,
   type ProviderEvent,
   requireFinish,
+  type TurnError,
   type TurnEvent,
-  type UsageEvent,
 } from 'cleanturn';
-import {
-  type OpenAIChatChunk,
-  type OpenAIChatInput,
-  type OpenAIChatOutput,
-  openaiChat,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { openaiChat, ProviderError } from 'cleanturn/providers';
 import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOutput } from '../../src/providers/openaiChat.js';
+import type { FinishEvent, UsageEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { attempts, type Expectation, expectationChecks, retriedTurn } from '../support/providerTurns.js';
 import { parseSse } from '../support/sse.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
+import { expectTurnError } from '../support/turnErrors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/openai-chat');
 /** A fixture's payloads as the adapter reads them, the `[DONE]` sentinel passed on as the string it is. */
@@ -165,13 +159,13 @@ const expectations: Record<string, Expectation> = {
     events: [text('Refunding the'), text(' dam')],
     error: {
       retryable: true,
-      code: 'server_error',
+      code: 'upstream', upstreamCode: 'server_error',
       message: 'openai-chat: The server had an error while processing your request. Sorry about that!',
     },
   },
   'in-stream-error-invalid-request.sse': {
     events: [],
-    error: { retryable: false, code: 'context_length_exceeded', message: expect.stringContaining('maximum context length') },
+    error: { retryable: false, code: 'upstream', upstreamCode: 'context_length_exceeded', message: expect.stringContaining('maximum context length') },
   },
   'unicode-split.sse': { events: [
     text('Merci \ud83d'), text('\ude4f ! Le cafe'), text("\u0301 est offert, l'équipe 👩"),
@@ -214,7 +208,7 @@ const expectations: Record<string, Expectation> = {
   ] },
   'compat-arguments-number.sse': {
     events: [],
-    errorClass: ProviderPayloadError,
+    errorClass: ProviderError,
     error: {
       retryable: false, code: 'invalid-field', field: 'choices[0].delta.tool_calls[0].function.arguments',
       message: expect.stringContaining('got number'),
@@ -222,11 +216,16 @@ const expectations: Record<string, Expectation> = {
   },
   'compat-error-string.sse': {
     events: [text('Let me check')],
-    error: { retryable: true, code: undefined, message: 'openai-chat: upstream model timed out after 60s' },
+    error: {
+      retryable: true,
+      code: 'upstream',
+      upstreamCode: undefined,
+      message: 'openai-chat: upstream model timed out after 60s',
+    },
   },
   'compat-error-object.sse': {
     events: [],
-    error: { retryable: false, code: 'BadRequestError', status: 400, message: expect.stringContaining('maximum context length') },
+    error: { retryable: false, code: 'upstream', upstreamCode: 'BadRequestError', status: 400, message: expect.stringContaining('maximum context length') },
   },
   'compat-choice-index-string.sse': { events: [
     text('Your refund for'), text(' ORD-7781 has started.'),
@@ -312,8 +311,8 @@ describe('openaiChat: every fixture', () => {
     const result = collect(
       from(payloads('truncated-no-done.sse')).pipe(openaiChat(), assembleToolCalls(), requireFinish()),
     );
-    expect(result.error).toBeInstanceOf(MissingFinishError);
-    expect((result.error as MissingFinishError).retryable).toBe(true);
+    expectTurnError(result.error, 'missing-finish');
+    expect((result.error as TurnError).retryable).toBe(true);
   });
 
   it('parallel-interleaved.sse: fragments keep their index and arrive as sent, before assembly', () => {
@@ -401,6 +400,7 @@ describe('openaiChat: the finish and the usage after it', () => {
     const result = adapt([content('Hi.'), stop(), errorPayload({ message: 'boom', type: 'server_error' })]);
     expect(result.values).toEqual([text('Hi.')]);
     expect(result.error).toBeInstanceOf(ProviderError);
+    expect(result.error).toMatchObject({ code: 'upstream' });
   });
 
   it('ignores everything after the finish was released', () => {
@@ -461,7 +461,7 @@ describe('openaiChat: [DONE] without a finish_reason (Snowflake Cortex)', () => 
       from([content('Refunding the dam')]).pipe(openaiChat(), assembleToolCalls(), requireFinish()),
     );
     expect(result.values).toEqual([text('Refunding the dam')]);
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
   });
 
   it('compat-cortex-no-finish-reason.sse through the retrying pipeline: one attempt, not retried', () => {
@@ -633,10 +633,10 @@ describe('openaiChat: reasoning', () => {
     ['an index that is not one', details({ type: 'reasoning.text', text: 'a', index: -1 }), 'choices[0].delta.reasoning_details[0].index'],
   ];
   for (const [what, payload, field] of wrong) {
-    it(`${what} is a ProviderPayloadError naming ${field}`, () => {
+    it(`${what} is a ProviderError naming ${field}`, () => {
       const result = adapt([content('a'), payload, stop()]);
       expect(result.values).toEqual([text('a')]);
-      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({ code: 'invalid-field', field, retryable: false, payload });
     });
   }
@@ -692,7 +692,7 @@ describe('openaiChat: the output, the response id and the usage details', () => 
     ).toEqual([text('a'), text('b')]);
   });
 
-  it('usage details of the wrong type are a ProviderPayloadError naming the field', () => {
+  it('usage details of the wrong type are a ProviderError naming the field', () => {
     const bad = { choices: [], usage: { prompt_tokens: 1, prompt_tokens_details: { cached_tokens: '5' } } };
     expect(adapt([bad as unknown as OpenAIChatChunk]).error).toMatchObject({
       code: 'invalid-field',
@@ -752,7 +752,13 @@ describe('openaiChat: in-stream errors', () => {
       const result = adapt([content('x'), payload]);
       expect(result.values).toEqual([text('x')]);
       expect(result.error).toBeInstanceOf(ProviderError);
-      expect(result.error).toMatchObject({ provider: 'openai-chat', retryable, code, payload });
+      expect(result.error).toMatchObject({
+        provider: 'openai-chat',
+        retryable,
+        code: 'upstream',
+        upstreamCode: code,
+        payload,
+      });
     });
   }
 
@@ -766,7 +772,7 @@ describe('openaiChat: in-stream errors', () => {
       [errorPayload({ message: 'm', type: 'invalid_request_error', code: 'model_busy' })],
       openaiChat({ retryable }),
     );
-    expect(busy.error).toMatchObject({ retryable: true, code: 'model_busy' });
+    expect(busy.error).toMatchObject({ retryable: true, code: 'upstream', upstreamCode: 'model_busy' });
     const invalid = adapt(
       [errorPayload({ message: 'm', type: 'invalid_request_error' })],
       openaiChat({ retryable }),
@@ -797,7 +803,12 @@ describe('openaiChat: in-stream errors', () => {
       }).pipe(openaiChat()),
     );
     expect(result.error).toBeInstanceOf(ProviderError);
-    expect(result.error).toMatchObject({ retryable: true, code: 'server_error', payload: body });
+    expect(result.error).toMatchObject({
+      retryable: true,
+      code: 'upstream',
+      upstreamCode: 'server_error',
+      payload: body,
+    });
   });
 
   it("reads the SDK's HTTP errors by the same table: a 400 is final, a 429 for lack of quota too", () => {
@@ -819,11 +830,17 @@ describe('openaiChat: in-stream errors', () => {
     expect(read(bad)).toMatchObject({
       retryable: false,
       status: 400,
-      code: 'invalid_request_error',
+      code: 'upstream',
+      upstreamCode: 'invalid_request_error',
       cause: bad,
     });
-    expect(read(quota)).toMatchObject({ retryable: false, status: 429, code: 'insufficient_quota' });
-    expect(read(busy)).toMatchObject({ retryable: true, status: 503 });
+    expect(read(quota)).toMatchObject({
+      retryable: false,
+      status: 429,
+      code: 'upstream',
+      upstreamCode: 'insufficient_quota',
+    });
+    expect(read(busy)).toMatchObject({ code: 'upstream', retryable: true, status: 503 });
     expect(read(bad)).toBeInstanceOf(ProviderError);
   });
 
@@ -855,11 +872,11 @@ describe('openaiChat: input handling', () => {
     expect(result.error).toMatchObject({ retryable: false, message: expect.stringContaining('JSON.parse') });
   });
 
-  it('an array, a number or null is not a payload either: a typed ProviderPayloadError', () => {
+  it('an array, a number or null is not a payload either: a typed ProviderError', () => {
     for (const raw of [[{ choices: [] }], 42, null]) {
       const result = adapt([content('a'), raw as unknown as OpenAIChatInput]);
       expect(result.values).toEqual([text('a')]);
-      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({ code: 'not-a-payload', retryable: false, payload: raw });
     }
   });
@@ -1032,6 +1049,6 @@ describe('openaiChat: the clean turn after a retry', () => {
     const { states } = turn(source);
     expect(subscriptions).toBe(1);
     expect(states.error).toBeInstanceOf(ProviderError);
-    expect((states.error as ProviderError).retryable).toBe(false);
+    expect(states.error).toMatchObject({ code: 'upstream', retryable: false });
   });
 });

@@ -13,11 +13,12 @@ import {
   turnPipeline,
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
-import { type OpenAIChatInput, openaiChat, toOpenAIChatMessages } from 'cleanturn/providers';
+import { openaiChat, toOpenAIChatMessages } from 'cleanturn/providers';
 import { refundArgs } from 'cleanturn/testing';
 import { fromSSE, streamTurn } from 'cleanturn/transport';
 import { last, lastValueFrom, map, type Observable, share, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { OpenAIChatInput } from '../../src/providers/openaiChat.js';
 import { type ChatStep, type StrictChatServer, startStrictChatServer } from '../support/strictChatServer.js';
 
 const model = 'test-reasoner';

@@ -3,28 +3,22 @@ import {
   assembleToolCalls,
   CleanturnError,
   effectKey,
-  type FinishEvent,
   type FinishReason,
-  MissingFinishError,
   type ProviderEvent,
   requireFinish,
   type TurnEvent,
-  type UsageEvent,
 } from 'cleanturn';
-import {
-  type OpenAIResponsesEvent,
-  type OpenAIResponsesInput,
-  openaiResponses,
-  ProviderError,
-  ProviderPayloadError,
-} from 'cleanturn/providers';
+import { openaiResponses, ProviderError } from 'cleanturn/providers';
 import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { OpenAIResponsesEvent, OpenAIResponsesInput } from '../../src/providers/openaiResponses.js';
+import type { FinishEvent, UsageEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { attempts, type Expectation, expectationChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
+import { expectTurnError } from '../support/turnErrors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/openai-responses');
 const payloads = (name: string) => readSseJson(join(fixtures, name)) as OpenAIResponsesInput[];
@@ -136,17 +130,17 @@ const expectations: Record<string, Expectation> = {
     events: [text('Refunding the dam')],
     error: {
       retryable: true,
-      code: 'server_error',
+      code: 'upstream', upstreamCode: 'server_error',
       message: 'openai-responses: The server had an error while processing your request. Sorry about that!',
     },
   },
   'error-nested-then-failed.sse': {
     events: [],
-    error: { retryable: false, code: 'insufficient_quota', message: expect.stringContaining('You exceeded your current quota') },
+    error: { retryable: false, code: 'upstream', upstreamCode: 'insufficient_quota', message: expect.stringContaining('You exceeded your current quota') },
   },
   'failed-without-error-event.sse': {
     events: [text('Checking')],
-    error: { retryable: true, code: 'rate_limit_exceeded', message: expect.stringContaining('Rate limit reached') },
+    error: { retryable: true, code: 'upstream', upstreamCode: 'rate_limit_exceeded', message: expect.stringContaining('Rate limit reached') },
   },
   'sequence-gaps-and-replay.sse': { events: [
     text('Your refund'), text(' for ORD-7781'), text(' has started'), text('.'), usageOf(77, 10),
@@ -229,18 +223,18 @@ const expectations: Record<string, Expectation> = {
   ] },
   'compat-function-name-number.sse': {
     events: [],
-    errorClass: ProviderPayloadError,
+    errorClass: ProviderError,
     error: { retryable: false, code: 'invalid-field', field: 'item.name', message: expect.stringContaining('expected a tool name') },
   },
   'compat-arguments-number.sse': {
     events: [],
-    errorClass: ProviderPayloadError,
+    errorClass: ProviderError,
     error: { retryable: false, code: 'invalid-field', field: 'arguments', message: expect.stringContaining('got number') },
   },
   // The second call's argument events refer to an item the stream never added: a piece was lost on the way.
   'duplicate-and-missing-starts.sse': {
     events: [call('call_Wa1Xb2Yc3Zd4Ae5Bf6Cg7Dh8', 'lookup_order', lookupArgs)],
-    errorClass: ProviderPayloadError,
+    errorClass: ProviderError,
     error: { retryable: true, code: 'unknown-reference', field: 'item_id', message: expect.stringContaining('never added') },
   },
 };
@@ -265,7 +259,7 @@ describe('openaiResponses: every fixture', () => {
     const result = collect(
       from(payloads('truncated.sse')).pipe(openaiResponses(), assembleToolCalls(), requireFinish()),
     );
-    expect(result.error).toBeInstanceOf(MissingFinishError);
+    expectTurnError(result.error, 'missing-finish');
   });
 
   it('parallel-interleaved.sse: each item gets its own small index; fragments arrive as sent', () => {
@@ -330,7 +324,7 @@ describe('openaiResponses: calls', () => {
     for (const orphan of orphans) {
       const result = adapt([added(0), orphan, completed()]);
       expect(result.values).toEqual([delta(0, '', { id: 'call_0', name: 'tool_0' })]);
-      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({
         code: 'unknown-reference',
         retryable: true,
@@ -600,7 +594,7 @@ describe('openaiResponses: fields of the wrong type', () => {
     it(`${name} → invalid-field ${field}`, () => {
       const result = adapt([...inputs, completed()]);
       expect(result.values.some((e) => e.type === 'finish')).toBe(false);
-      expect(result.error).toBeInstanceOf(ProviderPayloadError);
+      expect(result.error).toBeInstanceOf(ProviderError);
       expect(result.error).toMatchObject({
         code: 'invalid-field',
         retryable: false,
@@ -645,13 +639,23 @@ describe('openaiResponses: errors', () => {
       const result = adapt([textDelta('x'), event]);
       expect(result.values).toEqual([text('x')]);
       expect(result.error).toBeInstanceOf(ProviderError);
-      expect(result.error).toMatchObject({ provider: 'openai-responses', retryable, code, payload: event });
+      expect(result.error).toMatchObject({
+        provider: 'openai-responses',
+        retryable,
+        code: 'upstream',
+        upstreamCode: code,
+        payload: event,
+      });
     });
   }
 
   it('the flat error event\'s own type ("error") is not read as the error type', () => {
     const error = adapt([{ type: 'error', code: null, message: 'Something went wrong.' }]).error;
-    expect(error).toMatchObject({ code: undefined, message: 'openai-responses: Something went wrong.' });
+    expect(error).toMatchObject({
+      code: 'upstream',
+      upstreamCode: undefined,
+      message: 'openai-responses: Something went wrong.',
+    });
   });
 
   it('the retryable option overrides the classification', () => {
@@ -672,7 +676,12 @@ describe('openaiResponses: errors', () => {
       }).pipe(openaiResponses()),
     );
     expect(result.values).toEqual([text('Hi')]);
-    expect(result.error).toMatchObject({ retryable: false, code: 'insufficient_quota', payload: body });
+    expect(result.error).toMatchObject({
+      retryable: false,
+      code: 'upstream',
+      upstreamCode: 'insufficient_quota',
+      payload: body,
+    });
   });
 
   it("reads the official SDK's HTTP error with its status (the one table decides) and keeps it as the cause", () => {
@@ -682,7 +691,13 @@ describe('openaiResponses: errors', () => {
       new Observable<OpenAIResponsesInput>((s) => s.error(sdkError)).pipe(openaiResponses()),
     );
     expect(result.error).toBeInstanceOf(ProviderError);
-    expect(result.error).toMatchObject({ retryable: true, status: 503, code: 'api_error', cause: sdkError });
+    expect(result.error).toMatchObject({
+      retryable: true,
+      status: 503,
+      code: 'upstream',
+      upstreamCode: 'api_error',
+      cause: sdkError,
+    });
   });
 
   it('passes other source errors through unchanged', () => {
@@ -788,6 +803,10 @@ describe('openaiResponses: the clean turn after a retry', () => {
       }),
     );
     expect(subscriptions).toBe(1);
-    expect(quota.states.error).toMatchObject({ retryable: false, code: 'insufficient_quota' });
+    expect(quota.states.error).toMatchObject({
+      retryable: false,
+      code: 'upstream',
+      upstreamCode: 'insufficient_quota',
+    });
   });
 });

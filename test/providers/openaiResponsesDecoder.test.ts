@@ -1,17 +1,16 @@
 // The Responses decoder on its own, without RxJS: decodeAll runs it under the rules of the shared operator.
-import { type DecoderSink, decodeAll, ProviderError, ProviderPayloadError } from 'cleanturn/providers';
+import { type DecoderSink, ProviderError } from 'cleanturn/providers';
 import { delta, finish, reasoning, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
-import {
-  OpenAIResponsesDecoder,
-  type OpenAIResponsesEvent,
-  type OpenAIResponsesOptions,
-} from '../../src/providers/openaiResponses.js';
+import { decodeAll } from '../../src/providers/decodeWith.js';
+import type { OpenAIErrorInfo } from '../../src/providers/openaiErrors.js';
+import { OpenAIResponsesDecoder, type OpenAIResponsesEvent } from '../../src/providers/openaiResponses.js';
+import type { AdapterOptions } from '../../src/providers/shared.js';
 
 const decode = (
   payloads: readonly (OpenAIResponsesEvent | string)[],
   ending: { error: unknown } | 'complete' = 'complete',
-  options: OpenAIResponsesOptions = {},
+  options: AdapterOptions<OpenAIErrorInfo> = {},
 ) =>
   decodeAll(
     { name: 'openaiResponses', endMarker: '[DONE]' },
@@ -62,7 +61,8 @@ describe('the openaiResponses decoder (decodeAll, no RxJS)', () => {
     const error = { type: 'error', code: 'rate_limit_exceeded', message: 'slow down' };
     expect(decode([textDelta('x'), error]).error).toMatchObject({
       retryable: true,
-      code: 'rate_limit_exceeded',
+      code: 'upstream',
+      upstreamCode: 'rate_limit_exceeded',
     });
     const decided = decode([error], 'complete', { retryable: () => false }).error;
     expect(decided).toBeInstanceOf(ProviderError);
@@ -85,7 +85,7 @@ describe('the openaiResponses decoder (decodeAll, no RxJS)', () => {
     };
     const { events, error } = decode([call, orphan, completed]);
     expect(events).toEqual([delta(0, '', { id: 'call_1', name: 'lookup_order' })]);
-    expect(error).toBeInstanceOf(ProviderPayloadError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code: 'unknown-reference', field: 'item_id', payload: orphan });
   });
 

@@ -6,10 +6,11 @@
 import { join } from 'node:path';
 import { accumulateTurn, nextStep, type TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolResultEvent } from 'cleanturn/effects';
-import { type OpenAIResponsesEvent, openaiResponses, toOpenAIResponsesInput } from 'cleanturn/providers';
+import { openaiResponses, toOpenAIResponsesInput } from 'cleanturn/providers';
 import { streamTurn } from 'cleanturn/transport';
 import { last, lastValueFrom, share, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { OpenAIResponsesEvent } from '../../src/providers/openaiResponses.js';
 import { readSseJson } from '../support/sse.js';
 import {
   type ResponsesStep,

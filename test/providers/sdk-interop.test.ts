@@ -156,7 +156,11 @@ describe('@anthropic-ai/sdk: client.messages.create({ stream: true })', () => {
     ]);
     const error = await runTurn(create(client(url))).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ code: 'invalid_request_error', retryable: false });
+    expect(error).toMatchObject({
+      code: 'upstream',
+      upstreamCode: 'invalid_request_error',
+      retryable: false,
+    });
     expect(requests).toHaveLength(1);
   });
 

@@ -3,8 +3,9 @@
 import type { AssistantContent, ModelMessage, streamText, ToolContent } from 'ai';
 import type { TurnState } from 'cleanturn';
 import type { ToolResultEvent } from 'cleanturn/effects';
-import { type AiSdkOutput, toAiSdkMessages } from 'cleanturn/providers';
+import { toAiSdkMessages } from 'cleanturn/providers';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { AiSdkOutput } from '../../src/providers/aiSdkParts.js';
 
 declare const turn: TurnState;
 declare const results: ToolResultEvent[];

@@ -1,25 +1,14 @@
 // toAiSdkMessages: the final attempt of an aiSdkParts turn (the fixtures of test/fixtures/ai-sdk, through the
 // real pipeline) plus the executor's results, as ai@6 ModelMessages; one answer per call id; the typed errors.
 import { fileURLToPath } from 'node:url';
-import {
-  accumulateTurn,
-  attemptPipeline,
-  cleanTurn,
-  type FinishEvent,
-  type ToolResultLike,
-  type TurnState,
-} from 'cleanturn';
+import { accumulateTurn, attemptPipeline, cleanTurn, type ToolResultLike, type TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
-import {
-  type AiSdkOutput,
-  type AiSdkStreamPart,
-  aiSdkParts,
-  NextRequestError,
-  toAiSdkMessages,
-} from 'cleanturn/providers';
+import { aiSdkParts, ProviderError, toAiSdkMessages } from 'cleanturn/providers';
 import { refundArgs } from 'cleanturn/testing';
 import { from, lastValueFrom, share, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { AiSdkOutput, AiSdkStreamPart } from '../../src/providers/aiSdkParts.js';
+import type { FinishEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { readPayloads } from '../support/sse.js';
 import { toolResult } from '../support/toolResults.js';
@@ -299,9 +288,9 @@ describe('toAiSdkMessages: a request the provider would reject is a typed error'
     try {
       make();
     } catch (error) {
-      expect(error).toBeInstanceOf(NextRequestError);
+      expect(error).toBeInstanceOf(ProviderError);
       expect(error).toMatchObject({ builder: 'toAiSdkMessages', retryable: false });
-      return (error as NextRequestError).code;
+      return (error as ProviderError).code;
     }
     throw new Error('no error');
   };

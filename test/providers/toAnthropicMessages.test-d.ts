@@ -11,10 +11,11 @@ import type {
   ToolResultBlockParam,
   ToolUseBlockParam,
 } from '@anthropic-ai/sdk/resources/messages';
-import type { KeyedToolCall, RepeatedToolCall, ToolResultLike, TurnState } from 'cleanturn';
-import type { AnthropicOutput, AnthropicStreamEvent } from 'cleanturn/providers';
+import type { KeyedToolCall, ToolResultLike, TurnState } from 'cleanturn';
 import { toAnthropicMessages } from 'cleanturn/providers';
 import { describe, expectTypeOf, it } from 'vitest';
+import type { AnthropicOutput, AnthropicStreamEvent } from '../../src/providers/anthropicMessages.js';
+import type { RepeatedToolCall } from '../../src/types.js';
 
 declare const turn: TurnState;
 declare const results: ToolResultLike[];

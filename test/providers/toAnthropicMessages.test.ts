@@ -3,24 +3,14 @@
 // would reject; the neutral fallback; and the doc comment's example, compiled.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import {
-  accumulateTurn,
-  attemptPipeline,
-  cleanTurn,
-  type ReleasedCall,
-  type ToolResultLike,
-  type TurnState,
-} from 'cleanturn';
-import {
-  type AnthropicStreamEvent,
-  anthropicMessages,
-  NextRequestError,
-  toAnthropicMessages,
-} from 'cleanturn/providers';
+import { accumulateTurn, attemptPipeline, cleanTurn, type ToolResultLike, type TurnState } from 'cleanturn';
+import { anthropicMessages, ProviderError, toAnthropicMessages } from 'cleanturn/providers';
 import { at, call, finish, keyed, refundArgs, repeated, text } from 'cleanturn/testing';
 import { from, last, lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { checkBlocks, extractBlocks, typescriptLanguages } from '../../scripts/readmeCode.js';
+import type { AnthropicStreamEvent } from '../../src/providers/anthropicMessages.js';
+import type { ReleasedCall } from '../../src/types.js';
 import { attempts, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
 import { toolResult } from '../support/toolResults.js';
@@ -47,7 +37,7 @@ const errorOf = (fn: () => unknown): unknown => {
   } catch (error) {
     return error;
   }
-  throw new Error('expected a NextRequestError');
+  throw new Error('expected a ProviderError');
 };
 
 const SIGNATURE =
@@ -259,7 +249,7 @@ describe('toAnthropicMessages: a request the API would reject is a typed error',
 
   it('a call without a result: unanswered', () => {
     const error = errorOf(() => toAnthropicMessages(refundTurnSync, []));
-    expect(error).toBeInstanceOf(NextRequestError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({
       code: 'unanswered',
       builder: 'toAnthropicMessages',

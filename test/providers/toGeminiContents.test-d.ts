@@ -3,8 +3,9 @@
 import type { Content, GenerateContentParameters, GoogleGenAI, Part } from '@google/genai';
 import type { ToolResultLike, TurnState } from 'cleanturn';
 import type { ToolResultEvent } from 'cleanturn/effects';
-import { type GeminiOutput, toGeminiContents } from 'cleanturn/providers';
+import { toGeminiContents } from 'cleanturn/providers';
 import { describe, expectTypeOf, it } from 'vitest';
+import type { GeminiOutput } from '../../src/providers/geminiContent.js';
 
 declare const turn: TurnState;
 declare const results: ToolResultEvent[];

@@ -2,12 +2,14 @@
 // `contents` entries — the model content as it streamed (each signature on its part), then one functionResponse
 // per call — from fixtures through the real retrying pipeline, and every typed refusal.
 import { fileURLToPath } from 'node:url';
-import type { ReleasedCall, ToolResultLike, TurnEvent, TurnState } from 'cleanturn';
+import type { ToolResultLike, TurnEvent, TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
-import { type GeminiChunk, geminiContent, NextRequestError, toGeminiContents } from 'cleanturn/providers';
+import { geminiContent, ProviderError, toGeminiContents } from 'cleanturn/providers';
 import { refundArgs } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { GeminiChunk } from '../../src/providers/geminiContent.js';
+import type { ReleasedCall } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { attempts, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
@@ -253,9 +255,9 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
   });
 });
 
-describe('toGeminiContents: a request the provider would reject is a NextRequestError', () => {
+describe('toGeminiContents: a request the provider would reject is a ProviderError', () => {
   const refusal = (code: string, callId?: string) => (error: unknown) => {
-    expect(error).toBeInstanceOf(NextRequestError);
+    expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code, builder: 'toGeminiContents', callId, retryable: false });
   };
   const thrown = (build: () => unknown) => {

@@ -1,7 +1,6 @@
 // Type tests: what toOpenAIChatMessages() returns goes into the openai SDK's (v6) own request types unchanged, the
 // calls of OpenAIChatOutput are the SDK's tool calls, and the turn states of the pipelines are what it takes.
-import type { KeyedToolCall, ReleasedCall, RepeatedToolCall, ToolResultLike, TurnState } from 'cleanturn';
-import type { OpenAIChatOutput } from 'cleanturn/providers';
+import type { KeyedToolCall, ToolResultLike, TurnState } from 'cleanturn';
 import { toOpenAIChatMessages } from 'cleanturn/providers';
 import type OpenAI from 'openai';
 import type {
@@ -12,6 +11,8 @@ import type {
   ChatCompletionToolMessageParam,
 } from 'openai/resources/chat/completions';
 import { describe, expectTypeOf, it } from 'vitest';
+import type { OpenAIChatOutput } from '../../src/providers/openaiChat.js';
+import type { ReleasedCall, RepeatedToolCall } from '../../src/types.js';
 
 declare const turn: TurnState;
 declare const results: ToolResultLike[];

@@ -4,27 +4,15 @@
 // and the doc comment's example, compiled against the official SDK's types.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import {
-  accumulateTurn,
-  attemptPipeline,
-  cleanTurn,
-  type ReleasedCall,
-  type TurnEvent,
-  type TurnState,
-} from 'cleanturn';
+import { accumulateTurn, attemptPipeline, cleanTurn, type TurnEvent, type TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
-import {
-  NextRequestError,
-  type OpenAIChatChunk,
-  type OpenAIChatInput,
-  type OpenAIChatOutput,
-  openaiChat,
-  toOpenAIChatMessages,
-} from 'cleanturn/providers';
+import { openaiChat, ProviderError, toOpenAIChatMessages } from 'cleanturn/providers';
 import { at, call, finish, keyed, refundArgs, repeated } from 'cleanturn/testing';
 import { from, last, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { checkBlocks, extractBlocks, typescriptLanguages } from '../../scripts/readmeCode.js';
+import type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOutput } from '../../src/providers/openaiChat.js';
+import type { ReleasedCall } from '../../src/types.js';
 import { attempts, retriedTurn } from '../support/providerTurns.js';
 import { parseSse } from '../support/sse.js';
 import { toolResult } from '../support/toolResults.js';
@@ -50,7 +38,7 @@ const errorOf = (fn: () => unknown): unknown => {
   } catch (error) {
     return error;
   }
-  throw new Error('expected a NextRequestError');
+  throw new Error('expected a ProviderError');
 };
 const first = (turn: TurnState): ReleasedCall => {
   const found = turn.toolCalls[0];
@@ -284,7 +272,7 @@ describe('toOpenAIChatMessages: a request the provider would reject is a typed e
     ];
     for (const [code, run, callId] of cases) {
       const error = errorOf(run);
-      expect(error, code).toBeInstanceOf(NextRequestError);
+      expect(error, code).toBeInstanceOf(ProviderError);
       expect(error, code).toMatchObject({ code, callId, builder: 'toOpenAIChatMessages', retryable: false });
     }
   });
@@ -314,13 +302,13 @@ describe("toOpenAIChatMessages: the doc comment's example", () => {
     const prelude = `
 import type { Observable } from 'rxjs';
 import type { TurnEvent } from 'cleanturn';
-import type { ToolHandler } from 'cleanturn/effects';
+import type { ToolHandlers } from 'cleanturn/effects';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 declare global {
   /** The clean turn, e.g. of streamTurn with openaiChat(). */
   const turn$: Observable<TurnEvent>;
   /** The tool handlers. */
-  const handlers: Record<string, ToolHandler>;
+  const handlers: ToolHandlers;
   /** The conversation so far, in the SDK's own type. */
   const messages: ChatCompletionMessageParam[];
 }

@@ -3,17 +3,16 @@
 // function calls, provider-run tools), then one function_call_output per call_id — from fixtures through the real
 // retrying pipeline, and every typed refusal.
 import { join } from 'node:path';
-import type { FinishEvent, ReleasedCall, ToolResultLike, TurnState } from 'cleanturn';
-import {
-  NextRequestError,
-  type OpenAIResponsesEvent,
-  type OpenAIResponsesInput,
-  type OpenAIResponsesOutput,
-  openaiResponses,
-  toOpenAIResponsesInput,
-} from 'cleanturn/providers';
+import type { ToolResultLike, TurnState } from 'cleanturn';
+import { openaiResponses, ProviderError, toOpenAIResponsesInput } from 'cleanturn/providers';
 import { at, finish, keyed, refundArgs } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
+import type {
+  OpenAIResponsesEvent,
+  OpenAIResponsesInput,
+  OpenAIResponsesOutput,
+} from '../../src/providers/openaiResponses.js';
+import type { FinishEvent, ReleasedCall } from '../../src/types.js';
 import { collect } from '../support/collect.js';
 import { attempts, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
@@ -264,7 +263,7 @@ describe('toOpenAIResponsesInput: the next request of a Responses turn', () => {
   it('a call of a kind the adapter does not release (a custom tool) cannot be answered: unanswered', () => {
     const custom = { id: 'ctc_1', type: 'custom_tool_call', call_id: 'call_c', name: 'grep', input: 'x' };
     const thrown = catchError(() => toOpenAIResponsesInput(turnWith([custom]), []));
-    expect(thrown).toBeInstanceOf(NextRequestError);
+    expect(thrown).toBeInstanceOf(ProviderError);
     expect(thrown).toMatchObject({ code: 'unanswered', callId: 'call_c', builder: 'toOpenAIResponsesInput' });
   });
 
@@ -365,7 +364,7 @@ describe('toOpenAIResponsesInput: the next request of a Responses turn', () => {
     ];
     for (const [what, build, code] of cases) {
       const thrown = catchError(build);
-      expect(thrown, what).toBeInstanceOf(NextRequestError);
+      expect(thrown, what).toBeInstanceOf(ProviderError);
       expect(thrown, what).toMatchObject({ code, retryable: false });
     }
   });

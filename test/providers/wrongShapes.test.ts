@@ -1,5 +1,5 @@
 // A chunk of the wrong shape (`choices` an object, `delta` a string, `content` a number, `usage` a string…) is a
-// ProviderPayloadError naming the field, in every adapter: never a silent `stop` that drops what the chunk carried.
+// ProviderError naming the field, in every adapter: never a silent `stop` that drops what the chunk carried.
 // Each case is a stream that would otherwise finish cleanly: the malformed payload, then a well-formed end.
 import type { ProviderEvent } from 'cleanturn';
 import {
@@ -8,7 +8,7 @@ import {
   geminiContent,
   openaiChat,
   openaiResponses,
-  ProviderPayloadError,
+  ProviderError,
 } from 'cleanturn/providers';
 import { from, lastValueFrom, type OperatorFunction, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ async function outcome(operator: OperatorFunction<never, ProviderEvent>, payload
 }
 
 function expectInvalidField(result: { error?: unknown; events?: unknown }, operator: string, field: string) {
-  expect(result).toEqual({ error: expect.any(ProviderPayloadError) });
+  expect(result).toEqual({ error: expect.any(ProviderError) });
   expect(result.error).toMatchObject({ code: 'invalid-field', operator, field, retryable: false });
 }
 
@@ -133,7 +133,7 @@ const aiSdk: Case[] = [
   ['usage details a string',           { type: 'finish-step', usage: { outputTokenDetails: 'many' } },                'usage.outputTokenDetails'],
 ];
 
-describe('a chunk of the wrong shape is a ProviderPayloadError naming the field, not a silent stop', () => {
+describe('a chunk of the wrong shape is a ProviderError naming the field, not a silent stop', () => {
   describe('openaiChat', () => {
     it.each(chat)('%s', async (_what, payload, field) => {
       expectInvalidField(await outcome(openaiChat() as never, [payload, ...chatEnd]), 'openaiChat', field);
