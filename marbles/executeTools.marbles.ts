@@ -1,14 +1,9 @@
 import type { KeyedToolCall } from 'cleanturn';
-import {
-  executeTools,
-  type JsonValue,
-  MemoryEffectLedger,
-  serializeError,
-  type ToolHandlers,
-  type ToolResultEvent,
-} from 'cleanturn/effects';
+import { executeTools, MemoryEffectLedger, type ToolHandlers, type ToolResultEvent } from 'cleanturn/effects';
 import { call, defineMarbles, keyed } from 'cleanturn/testing';
 import { map, timer } from 'rxjs';
+import { serializeError } from '../src/effects/json.js';
+import type { JsonValue } from '../src/effects/types.js';
 import { keyedK, tagged as t, turnId } from './alphabet.js';
 
 /** Attempt 2's confirmation e-mail, released with the refund. */

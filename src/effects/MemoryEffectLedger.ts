@@ -1,6 +1,6 @@
-import type { EffectKeyLookup } from 'cleanturn';
+import type { EffectKeyLookup } from '../dedupeByEffectKey.js';
 import { DEFAULT_RETENTION_MS } from './defaults.js';
-import { LeaseLostError } from './errors.js';
+import { leaseLostError } from './errors.js';
 import { encodeResult } from './json.js';
 import {
   checkDuration,
@@ -15,7 +15,10 @@ import {
 } from './ledgerRules.js';
 import type { ClaimOptions, ClaimResult, EffectRecord, SerializedError, SyncEffectLedger } from './types.js';
 
-/** Options of {@link MemoryEffectLedger}. */
+/**
+ * Options of {@link MemoryEffectLedger}.
+ * @inline
+ */
 export interface MemoryEffectLedgerOptions {
   /** How long completed and failed records are kept, in milliseconds. Default: 24 hours. */
   retentionMs?: number;
@@ -54,11 +57,15 @@ export class MemoryEffectLedger implements SyncEffectLedger {
   #sweptAt = Date.now();
 
   constructor(options: MemoryEffectLedgerOptions = {}) {
-    this.#retentionMs = checkDuration(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
+    this.#retentionMs = checkDuration(
+      'MemoryEffectLedger',
+      'retentionMs',
+      options.retentionMs ?? DEFAULT_RETENTION_MS,
+    );
   }
 
   claim(scope: string, key: string, options: ClaimOptions): ClaimResult {
-    const leaseMs = checkDuration(options.leaseMs, 'leaseMs');
+    const leaseMs = checkDuration('MemoryEffectLedger', 'leaseMs', options.leaseMs);
     const now = Date.now();
     if (now - this.#sweptAt >= SWEEP_EVERY_MS) this.#sweep(now);
     const token = globalThis.crypto.randomUUID();
@@ -96,10 +103,10 @@ export class MemoryEffectLedger implements SyncEffectLedger {
    *
    * @returns `true` when the caller still holds the claim and it was extended; `false` when the claim is lost
    *   (another holder claimed, the key was settled or released, or its record is gone), and nothing changed.
-   * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
+   * @throws {UsageError} when `leaseMs` is not a positive number of milliseconds.
    */
   renew(scope: string, key: string, token: string, leaseMs: number): boolean {
-    checkDuration(leaseMs, 'leaseMs');
+    checkDuration('MemoryEffectLedger', 'leaseMs', leaseMs);
     return this.#apply(scope, key, Date.now(), {
       type: 'renew',
       token,
@@ -158,7 +165,7 @@ export class MemoryEffectLedger implements SyncEffectLedger {
   }
 }
 
-/** Throws {@link LeaseLostError} when a settling operation was fenced off. */
+/** Throws an `EffectError` `lease-lost` when a settling operation was fenced off. */
 function settled(answer: SettleAnswer, scope: string, key: string): void {
-  if (answer === 'lease-lost') throw new LeaseLostError(scope, key);
+  if (answer === 'lease-lost') throw leaseLostError(scope, key);
 }

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { ReleasedCall } from 'cleanturn';
-import { isRetryable } from 'cleanturn';
-import { EffectResultError, type HandlerTimeoutError, LeaseLostError } from './errors.js';
+import { isRetryable } from '../errors.js';
+import type { ReleasedCall } from '../types.js';
+import { EffectError, leaseLostError } from './errors.js';
 import { serializeError } from './json.js';
 import type {
   ClaimResult,
@@ -23,7 +23,7 @@ import type {
 export type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** How a handler run ended: it settled, or `handlerTimeoutMs` ran out first. */
-export type TimedRun = { settled: Settled } | { timedOut: HandlerTimeoutError };
+export type TimedRun = { settled: Settled } | { timedOut: EffectError };
 
 /** How many times a write that records an outcome (`complete`, `fail`, `release`) is sent, at most. */
 export const SETTLE_ATTEMPTS = 5;
@@ -189,18 +189,18 @@ export function settledStep(
 ): SettledStep {
   if (settled.ok) return { type: 'complete', value: settled.value };
   if (!lost) return { type: 'failed', error: settled.error };
-  const error = serializeError(new LeaseLostError(turnId, call.effectKey));
+  const error = serializeError(leaseLostError(turnId, call.effectKey));
   return { type: 'lost', result: failedResult(call, error, settled.error, true) };
 }
 
 /**
- * What a `complete` that failed means: a result that cannot be stored (`EffectResultError`) is recorded as a
- * failure, since the effect ran; a completion fenced off (`LeaseLostError`) leaves the other holder's record and
+ * What a `complete` that failed means: a result that cannot be stored (`unstorable-result`) is recorded as a
+ * failure, since the effect ran; a completion fenced off (`lease-lost`) leaves the other holder's record and
  * reports the result as `leaseLost`; any other error is the ledger's and goes on.
  */
 export function completeFailure(error: unknown): 'record-failure' | 'lease-lost' | 'rethrow' {
-  if (error instanceof EffectResultError) return 'record-failure';
-  if (error instanceof LeaseLostError) return 'lease-lost';
+  if (error instanceof EffectError && error.code === 'unstorable-result') return 'record-failure';
+  if (error instanceof EffectError && error.code === 'lease-lost') return 'lease-lost';
   return 'rethrow';
 }
 

@@ -1,5 +1,3 @@
-import type { KeyedToolCall, ReleasedCall, TurnEvent } from 'cleanturn';
-import { isRetryable } from 'cleanturn';
 import {
   catchError,
   defer,
@@ -14,8 +12,11 @@ import {
   throwError,
   timer,
 } from 'rxjs';
+import { isRetryable } from '../errors.js';
+import { checkOneOf, checkOption } from '../internal/options.js';
+import type { KeyedToolCall, ReleasedCall, TurnEvent } from '../types.js';
 import { DEFAULT_LEASE_MS } from './defaults.js';
-import { EffectInDoubtError, LeaseLostError, MissingEffectKeyError } from './errors.js';
+import { EffectError, effectInDoubtError, leaseLostError, missingEffectKeyError } from './errors.js';
 import {
   answersRepeats,
   claimStep,
@@ -68,7 +69,7 @@ export interface ExecuteToolsOptions {
    */
   leaseMs?: number;
   /**
-   * How long a handler may run, in milliseconds; then its `signal` is aborted (reason: {@link HandlerTimeoutError})
+   * How long a handler may run, in milliseconds; then its `signal` is aborted (reason: an `EffectError` `handler-timeout`)
    * and the call is reported as `failed` with that error at once. Its claim is neither released nor recorded,
    * since the handler may still be running: it expires after `leaseMs`, and the next run takes it over as in
    * doubt (see `inDoubt`). Default: none (a handler may run as long as it keeps its lease).
@@ -81,7 +82,7 @@ export interface ExecuteToolsOptions {
    *   and report `executed` with `reclaimed: true`. Right for services idempotent on the key (a payment API with
    *   an `Idempotency-Key`), which is what the handler is asked to pass the key to; and it is what a crash
    *   recovery needs to make progress without a human.
-   * - `'report'`: run nothing; record the key as failed with {@link EffectInDoubtError} and report that, so that
+   * - `'report'`: run nothing; record the key as failed with an `EffectError` `in-doubt` and report that, so that
    *   later runs replay it too. For effects a service cannot deduplicate: someone checks and decides.
    */
   inDoubt?: 'run' | 'report';
@@ -144,12 +145,12 @@ const DEFAULT_POLL_MS = 100;
  * Leases: while a handler runs and until its outcome is recorded, its claim's lease is renewed every `leaseMs / 3`
  * (when the ledger has `renew`; the next renewal goes out only once the previous one answered), so that nobody
  * takes over a live handler. When a renewal says the lease is lost (or renewals keep failing past the lease)
- * while the handler runs, its `signal` is aborted with `LeaseLostError` and its result carries `leaseLost: true`;
+ * while the handler runs, its `signal` is aborted with an `EffectError` `lease-lost` and its result carries `leaseLost: true`;
  * so does a result whose completion was fenced off. `handlerTimeoutMs` bounds a handler.
  *
  * Recording the outcome: the handler has run, so a `complete`, `fail` or `release` that fails with a retryable
- * error (a ledger that got no answer, `LedgerTimeoutError`; memory full; a lost connection; a lock held,
- * `LedgerBusyError`) is sent again under the same claim token, which every ledger takes twice safely: after
+ * error (a ledger that got no answer, `ledger-timeout`; memory full, `ledger-memory-full`; a lost connection; a lock
+ * held, `ledger-busy`) is sent again under the same claim token, which every ledger takes twice safely: after
  * 100 ms, then twice as long each time (at most 2 s), five attempts in all, while the lease is renewed and
  * never once it would have ended. The handler never runs again within the run.
  *
@@ -158,11 +159,11 @@ const DEFAULT_POLL_MS = 100;
  *   `inDoubt`); `leaseLost: true` when its lease was lost while it ran (its result is not the recorded one).
  * - `replayed`: the effect ran before (in an earlier run, or under an earlier call of this turn with the same
  *   key); `result` is the recorded one.
- * - `failed`: the handler threw (`replayed: false`, with `cause`), its result cannot be stored (`EffectResultError`:
+ * - `failed`: the handler threw (`replayed: false`, with `cause`), its result cannot be stored (`unstorable-result`:
  *   not JSON data, nested deeper than 256 levels, or too big; recorded, since the effect ran, so a rerun replays
  *   the failure and never runs the handler again), or its recorded failure was replayed (also
- *   for a repeat whose key left no record anywhere: `NoRecordedResultError`); `HandlerTimeoutError` past
- *   `handlerTimeoutMs`; `EffectInDoubtError` for a reclaimed claim with `inDoubt: 'report'`; `LeaseLostError`
+ *   for a repeat whose key left no record anywhere: `NoRecordedResultError`); `handler-timeout` past
+ *   `handlerTimeoutMs`; `in-doubt` for a reclaimed claim with `inDoubt: 'report'`; `lease-lost`
  *   (with `leaseLost: true`) when the handler failed after its lease was lost.
  * - `unknown-tool`: no handler has that name; the ledger is not touched.
  * - `in-progress`: another holder is running it (only with `inProgress: 'report'`).
@@ -170,7 +171,7 @@ const DEFAULT_POLL_MS = 100;
  * The stream errors only when the ledger itself fails: a claim that fails (nothing ran), a write that records an
  * outcome and still fails after its attempts above, or refuses for good (`retryable: false`); the effect's record
  * is then unknown (the write may still land), and an unrecorded claim expires after its lease, so the next run
- * takes it over as in doubt. Or with {@link MissingEffectKeyError} for a call without an effect key.
+ * takes it over as in doubt. Or with an `EffectError` `missing-effect-key` for a call without an effect key.
  *
  * ## Example
  * ```ts
@@ -250,7 +251,7 @@ interface StartedCall {
 /**
  * Checks the options of {@link executeTools} and fills in their defaults.
  *
- * @throws {RangeError} for a duration that is not a positive number, an `inDoubt` that is neither `'run'` nor
+ * @throws {UsageError} for a duration that is not a positive number, an `inDoubt` that is neither `'run'` nor
  *   `'report'`, or a `concurrency` that is not a positive integer (or infinity).
  */
 function checkOptions(
@@ -265,19 +266,21 @@ function checkOptions(
     inProgress = 'wait',
     recordFailure = (error: unknown) => !isRetryable(error),
   } = options;
-  const leaseMs = checkDuration(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
-  const pollMs = checkDuration(options.pollMs ?? DEFAULT_POLL_MS, 'pollMs');
+  const leaseMs = checkDuration('executeTools', 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS);
+  const pollMs = checkDuration('executeTools', 'pollMs', options.pollMs ?? DEFAULT_POLL_MS);
   const handlerTimeoutMs =
     options.handlerTimeoutMs === undefined
       ? undefined
-      : checkDuration(options.handlerTimeoutMs, 'handlerTimeoutMs');
+      : checkDuration('executeTools', 'handlerTimeoutMs', options.handlerTimeoutMs);
   const inDoubt = options.inDoubt ?? 'run';
-  if (inDoubt !== 'run' && inDoubt !== 'report') {
-    throw new RangeError(`inDoubt must be 'run' or 'report', got ${String(inDoubt)}`);
-  }
-  if (!(concurrency >= 1 && (Number.isInteger(concurrency) || concurrency === Number.POSITIVE_INFINITY))) {
-    throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
-  }
+  checkOneOf('executeTools', 'inDoubt', inDoubt, ['run', 'report']);
+  checkOption(
+    concurrency >= 1 && (Number.isInteger(concurrency) || concurrency === Number.POSITIVE_INFINITY),
+    'executeTools',
+    'concurrency',
+    'an integer >= 1 or Infinity',
+    concurrency,
+  );
   const executor = {
     handlers,
     turnId,
@@ -301,10 +304,10 @@ function isReleasedCall(event: TurnEvent): event is ReleasedCall {
  * Marks a call as a repeat when it is a `tool-call-repeat` or its key was started before in this subscription
  * (`started`, which it joins).
  *
- * @throws {MissingEffectKeyError} for a call without an effect key.
+ * @throws {EffectError} `missing-effect-key` for a call without an effect key.
  */
 function markRepeat(call: ReleasedCall, started: Set<string>): StartedCall {
-  if (typeof call.effectKey !== 'string') throw new MissingEffectKeyError(call.name);
+  if (typeof call.effectKey !== 'string') throw missingEffectKeyError(call.name);
   const repeat = call.type === 'tool-call-repeat' || started.has(call.effectKey);
   started.add(call.effectKey);
   return { call, repeat };
@@ -400,15 +403,7 @@ function reportInDoubt(
   claimedAt: number,
 ): Observable<ToolResultEvent> {
   const endsAt = claimedAt + x.leaseMs;
-  return settle(
-    x,
-    'fail',
-    call,
-    token,
-    new EffectInDoubtError(x.turnId, call.effectKey),
-    false,
-    () => endsAt,
-  );
+  return settle(x, 'fail', call, token, effectInDoubtError(x.turnId, call.effectKey), false, () => endsAt);
 }
 
 /**
@@ -431,7 +426,7 @@ function execute(
     let handled = false;
     const terms = { turnId: x.turnId, effectKey: call.effectKey, token, leaseMs: x.leaseMs, claimedAt };
     const lease = keepLease(x.ledger, terms, () => {
-      if (!handled) controller.abort(new LeaseLostError(x.turnId, call.effectKey));
+      if (!handled) controller.abort(leaseLostError(x.turnId, call.effectKey));
     });
     return runTimed(handler, call, context, controller, x.handlerTimeoutMs).pipe(
       mergeMap((run) => {
@@ -536,7 +531,9 @@ function settle(
     map(() => failedResult(call, error, cause, lost)),
     // A write fenced off: another holder took the key over after our lease was lost; its record stands.
     catchError((e: unknown) =>
-      e instanceof LeaseLostError ? of(failedResult(call, error, cause, true)) : throwError(() => e),
+      e instanceof EffectError && e.code === 'lease-lost'
+        ? of(failedResult(call, error, cause, true))
+        : throwError(() => e),
     ),
   );
 }

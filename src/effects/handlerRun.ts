@@ -5,16 +5,17 @@
  *
  * @module
  */
-import type { KeyedToolCall } from 'cleanturn';
+
 import { defaultIfEmpty, isObservable, map, Observable } from 'rxjs';
-import { HandlerTimeoutError } from './errors.js';
+import type { KeyedToolCall } from '../types.js';
+import { handlerTimeoutError } from './errors.js';
 import type { Settled, TimedRun } from './executeRules.js';
 import { isThenable } from './ledgerCalls.js';
 import type { ToolContext, ToolHandler } from './types.js';
 
 /**
  * Runs a handler within `handlerTimeoutMs` (none: as long as it takes): emits its outcome once it settles, or
- * `timedOut` at the deadline (its signal then aborted with {@link HandlerTimeoutError}). The timer is cleared
+ * `timedOut` at the deadline (its signal then aborted with an `EffectError` `handler-timeout`). The timer is cleared
  * when the handler settles or the subscriber unsubscribes.
  */
 export function runTimed(
@@ -28,7 +29,7 @@ export function runTimed(
   if (handlerTimeoutMs === undefined) return run;
   return new Observable<TimedRun>((subscriber) => {
     const deadline = setTimeout(() => {
-      const error = new HandlerTimeoutError(call.name, call.effectKey, handlerTimeoutMs);
+      const error = handlerTimeoutError(call.name, call.effectKey, handlerTimeoutMs);
       // Aborted with the timeout first: unsubscribing would abort it without a reason.
       controller.abort(error);
       inner.unsubscribe();

@@ -1,13 +1,12 @@
 /**
- * How results and errors become storable JSON: the rules every ledger applies, exported for people who write a
- * ledger of their own (Postgres, DynamoDB).
+ * How results and errors become storable JSON: the rules every ledger applies.
  *
  * @module
  */
-import { describeError, isRetryable } from 'cleanturn';
-import { readProperty, readString } from '../internal/describeError.js';
+import { isRetryable } from '../errors.js';
+import { describeError, readProperty, readString } from '../internal/describeError.js';
 import { writeJson } from '../internal/jsonData.js';
-import { EffectResultError } from './errors.js';
+import { unstorableResultError } from './errors.js';
 import type { JsonValue, SerializedError } from './types.js';
 
 /**
@@ -24,12 +23,12 @@ import type { JsonValue, SerializedError } from './types.js';
  *
  * @param result What a tool handler returned.
  * @returns The JSON text, or `undefined` for an `undefined` result.
- * @throws {EffectResultError} when the result is not JSON data.
+ * @throws {EffectError} `unstorable-result` when the result is not JSON data.
  */
 export function encodeResult(result: unknown): string | undefined {
   if (result === undefined) return undefined;
   const written = writeJson(result, 'result', false);
-  if (!written.ok) throw new EffectResultError(written.path, written.problem, written.cause);
+  if (!written.ok) throw unstorableResultError(written.path, written.problem, written.cause);
   return written.json;
 }
 
@@ -44,13 +43,13 @@ export function encodeResult(result: unknown): string | undefined {
  * @param payload The result's JSON text ({@link encodeResult}), `undefined` for none.
  * @param maxBytes The most bytes the storage takes in one value.
  * @param store What refuses it, for the message (`the SQLite ledger`, `the Redis server (proto-max-bulk-len)`).
- * @throws {EffectResultError} when the text is longer than `maxBytes` bytes of UTF-8.
+ * @throws {EffectError} `unstorable-result` when the text is longer than `maxBytes` bytes of UTF-8.
  */
 export function checkResultSize(payload: string | undefined, maxBytes: number, store: string): void {
   if (payload === undefined || payload.length * 3 <= maxBytes) return;
   const bytes = utf8Length(payload);
   if (bytes > maxBytes) {
-    throw new EffectResultError(
+    throw unstorableResultError(
       'result',
       `its JSON text (${bytes} bytes of UTF-8) is too big for ${store}, which takes at most ${maxBytes} bytes in one value`,
     );

@@ -5,10 +5,11 @@
  * the rules — claim, in-progress, lease expiry and take-over, fencing, replay, retention, renewal — live here only.
  *
  * It holds no classes on purpose: adapters in other entry points may bundle it, and the errors it stands for
- * (`LeaseLostError`) are thrown by the adapter from the one copy in `cleanturn/effects`.
+ * (`lease-lost`) are thrown by the adapter (`leaseLostError` of `./errors.js`).
  *
  * @module
  */
+import { checkNumber } from '../internal/options.js';
 import { decodeError, decodeResult } from './json.js';
 import type { ClaimResult, EffectRecord, SerializedError } from './types.js';
 
@@ -51,7 +52,7 @@ export type LedgerOperation =
   | { type: 'renew'; token: string; leaseMs: number; retentionMs: number }
   | { type: 'get' };
 
-/** What `complete`, `fail` and `release` answer: done, or fenced off (the adapter throws `LeaseLostError`). */
+/** What `complete`, `fail` and `release` answer: done, or fenced off (the adapter throws `EffectError` `lease-lost`). */
 export type SettleAnswer = 'done' | 'lease-lost';
 
 /** What the caller gets, by operation. */
@@ -212,19 +213,14 @@ export function toEffectRecord(record: StoredRecord): EffectRecord {
 /**
  * Checks a duration option: a positive, finite number of milliseconds (or, with `allowZero`, ≥ 0).
  *
- * @param value The option's value.
+ * @param operator The function or ledger that checks, for the message.
  * @param name The option's name, for the message.
+ * @param value The option's value.
  * @param allowZero Whether 0 is allowed (a wait that may be none).
  * @returns The value.
- * @throws {RangeError} when it is not.
+ * @throws {UsageError} when it is not.
  */
-export function checkDuration(value: number, name: string, allowZero = false): number {
-  if (allowZero) {
-    if (!(Number.isFinite(value) && value >= 0)) {
-      throw new RangeError(`${name} must be a number of milliseconds ≥ 0, got ${value}`);
-    }
-  } else if (!(Number.isFinite(value) && value > 0)) {
-    throw new RangeError(`${name} must be a positive number of milliseconds, got ${value}`);
-  }
+export function checkDuration(operator: string, name: string, value: number, allowZero = false): number {
+  checkNumber(operator, name, value, allowZero ? 'non-negative' : 'positive');
   return value;
 }

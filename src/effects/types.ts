@@ -8,9 +8,13 @@
  *
  * @module
  */
-import type { EffectKeyLookup, KeyedToolCall, ReleasedCall } from 'cleanturn';
+import type { EffectKeyLookup } from '../dedupeByEffectKey.js';
+import type { KeyedToolCall, ReleasedCall } from '../types.js';
 
-/** A value or a promise of it: in-memory and SQLite ledgers answer synchronously, Redis asynchronously. */
+/**
+ * A value or a promise of it: in-memory and SQLite ledgers answer synchronously, Redis asynchronously.
+ * @inline
+ */
 export type Awaitable<T> = T | Promise<T>;
 
 /** JSON data: what a durable ledger can store and give back unchanged. */
@@ -31,7 +35,10 @@ export interface SerializedError {
   code?: string | number;
 }
 
-/** What a caller may pass to a ledger operation that can wait (`claim`, `renew`). */
+/**
+ * What a caller may pass to a ledger operation that can wait (`claim`, `renew`).
+ * @inline
+ */
 export interface LedgerCallOptions {
   /**
    * Aborted when the caller no longer wants the answer (its turn was unsubscribed). A ledger that waits (for
@@ -41,7 +48,10 @@ export interface LedgerCallOptions {
   signal?: AbortSignal;
 }
 
-/** The options of {@link EffectLedger.claim}. */
+/**
+ * The options of {@link EffectLedger.claim}.
+ * @inline
+ */
 export interface ClaimOptions extends LedgerCallOptions {
   /**
    * How long the claim holds, in milliseconds. A holder that crashes never completes; once its lease has
@@ -121,13 +131,13 @@ export type EffectRecord =
  *   new token and `reclaimed: true`.
  * - **Fencing.** `complete`, `fail` and `release` succeed only while the record is absent or still carries the
  *   caller's token. A holder whose lease expired may still complete if nobody has claimed since; once another
- *   holder has claimed, the old token is fenced off and these calls throw `LeaseLostError`.
+ *   holder has claimed, the old token is fenced off and these calls throw an `EffectError` of code `lease-lost`.
  * - **Safe to repeat.** `complete`, `fail` and `release` sent again under the same token (after an error, or a
  *   write whose answer never came) succeed as the first did and leave the same record: {@link executeTools}
  *   sends them again when they fail with a retryable error, since the handler has run.
  * - **Replay.** `claim` on a completed key answers `completed` with the stored result, on a failed key
  *   `failed` with the stored error, until the record's retention runs out. Then the key is absent again.
- * - **JSON only.** `complete` stores JSON data and rejects anything else with `EffectResultError`, before it
+ * - **JSON only.** `complete` stores JSON data and rejects anything else with an `EffectError` `unstorable-result`, before it
  *   writes. Results come back as JSON data: equal, not identical.
  * - **Scope isolation.** The same key in two scopes names two records.
  *
@@ -139,20 +149,20 @@ export interface EffectLedger {
   /**
    * Records that the effect ran, with its result (JSON data, or `undefined` for none).
    *
-   * @throws {EffectResultError} when `result` is not JSON data; nothing is written.
-   * @throws {LeaseLostError} when another holder has claimed the key since.
+   * @throws {EffectError} `unstorable-result` when `result` is not JSON data; nothing is written.
+   * @throws {EffectError} `lease-lost` when another holder has claimed the key since.
    */
   complete(scope: string, key: string, token: string, result: unknown): Awaitable<void>;
   /**
    * Records that the effect failed for good: later claims replay the error instead of running it again.
    *
-   * @throws {LeaseLostError} when another holder has claimed the key since.
+   * @throws {EffectError} `lease-lost` when another holder has claimed the key since.
    */
   fail(scope: string, key: string, token: string, error: SerializedError): Awaitable<void>;
   /**
    * Deletes the caller's claim, so that the next claim runs the effect again (for failures worth retrying).
    *
-   * @throws {LeaseLostError} when another holder has claimed or settled the key since.
+   * @throws {EffectError} `lease-lost` when another holder has claimed or settled the key since.
    */
   release(scope: string, key: string, token: string): Awaitable<void>;
   /** The record of a key, or `undefined` when there is none (never written, released, or past retention). */
@@ -209,8 +219,8 @@ export interface ToolContext {
   call: KeyedToolCall;
   /**
    * Aborts when the handler should stop, before it settles: the consumer unsubscribed (reason: an `AbortError`),
-   * the claim's lease was lost to another holder (reason: `LeaseLostError`), or `handlerTimeoutMs` ran out
-   * (reason: `HandlerTimeoutError`). Pass it on (`fetch(url, { signal })`) or call `signal.throwIfAborted()`.
+   * the claim's lease was lost to another holder (reason: an `EffectError` `lease-lost`), or `handlerTimeoutMs`
+   * ran out (reason: `handler-timeout`). Pass it on (`fetch(url, { signal })`) or call `signal.throwIfAborted()`.
    */
   signal: AbortSignal;
   /**
@@ -251,7 +261,7 @@ export interface ToolExecutedEvent extends ToolResultBase {
   /**
    * Present (and `true`) only when this run's lease was lost while its handler ran: a renewal said another
    * holder had the key, renewals kept failing past the lease, or the completion was fenced off
-   * (`LeaseLostError`). The handler did return `result`, but the record may be another holder's (whose
+   * (`lease-lost`). The handler did return `result`, but the record may be another holder's (whose
    * effect may have run too): `result` is not what later runs replay. Absent on a run that kept its lease.
    */
   leaseLost?: true;
@@ -272,7 +282,7 @@ export interface ToolFailedEvent extends ToolResultBase {
   cause?: unknown;
   /**
    * Present (and `true`) only when this run's lease was lost while its handler ran (see
-   * {@link ToolExecutedEvent.leaseLost}): `error` is then a `LeaseLostError` (with the handler's own error as
+   * {@link ToolExecutedEvent.leaseLost}): `error` is then an `EffectError` `lease-lost` (with the handler's own error as
    * `cause`) when the handler failed after being aborted, and the failure was not recorded (another holder's
    * record stands).
    */

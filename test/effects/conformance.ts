@@ -1,13 +1,8 @@
 // The promises of an effect ledger (see EffectLedger in src/effects/types.ts), as one suite that every ledger
 // runs. Time-dependent cases use short leases and retentions and wait for the condition, never for a fixed time.
-import {
-  type ClaimResult,
-  type EffectLedger,
-  EffectResultError,
-  LeaseLostError,
-  type SerializedError,
-} from 'cleanturn/effects';
+import { type ClaimResult, EffectError, type EffectLedger } from 'cleanturn/effects';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SerializedError } from '../../src/effects/types.js';
 
 /** One store of records, reachable through several handles (connections), as several processes reach it. */
 export interface LedgerStore {
@@ -168,15 +163,16 @@ export function describeLedgerConformance(name: string, makeStore: MakeStore): v
         () => a.release(scope, key, stale),
       ]) {
         const error = await rejection(write);
-        expect(error).toBeInstanceOf(LeaseLostError);
+        expect(error).toBeInstanceOf(EffectError);
+        expect(error).toMatchObject({ code: 'lease-lost' });
         expect(error).toMatchObject({ scope, key, retryable: false });
       }
       expect(await a.get(scope, key)).toMatchObject({ status: 'claimed', token });
 
       await b.complete(scope, key, token, { refund_id: 're_fresh' });
-      expect(await rejection(() => a.complete(scope, key, stale, { refund_id: 're_stale' }))).toBeInstanceOf(
-        LeaseLostError,
-      );
+      const fenced = await rejection(() => a.complete(scope, key, stale, { refund_id: 're_stale' }));
+      expect(fenced).toBeInstanceOf(EffectError);
+      expect(fenced).toMatchObject({ code: 'lease-lost' });
       expect(await a.claim(scope, key, LONG)).toEqual({
         status: 'completed',
         result: { refund_id: 're_fresh' },
@@ -198,7 +194,9 @@ export function describeLedgerConformance(name: string, makeStore: MakeStore): v
       const scope = freshScope();
       const token = expectClaimed(await a.claim(scope, key, LONG));
       await a.complete(scope, key, token, 1);
-      expect(await rejection(() => a.release(scope, key, token))).toBeInstanceOf(LeaseLostError);
+      const fenced = await rejection(() => a.release(scope, key, token));
+      expect(fenced).toBeInstanceOf(EffectError);
+      expect(fenced).toMatchObject({ code: 'lease-lost' });
       expect(await b.claim(scope, key, LONG)).toEqual({ status: 'completed', result: 1 });
     });
 
@@ -243,7 +241,7 @@ export function describeLedgerConformance(name: string, makeStore: MakeStore): v
       }
     });
 
-    it('rejects a result that is not JSON data with EffectResultError, and writes nothing', async () => {
+    it('rejects a result that is not JSON data with EffectError unstorable-result, and writes nothing', async () => {
       const scope = freshScope();
       const token = expectClaimed(await a.claim(scope, key, LONG));
       const cyclic: Record<string, unknown> = {};
@@ -264,7 +262,8 @@ export function describeLedgerConformance(name: string, makeStore: MakeStore): v
       ];
       for (const value of notJson) {
         const error = await rejection(() => a.complete(scope, key, token, value));
-        expect(error).toBeInstanceOf(EffectResultError);
+        expect(error).toBeInstanceOf(EffectError);
+        expect(error).toMatchObject({ code: 'unstorable-result' });
         expect(error).toMatchObject({ retryable: false });
       }
       expect(await a.get(scope, key)).toMatchObject({ status: 'claimed', token });

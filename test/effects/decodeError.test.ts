@@ -1,8 +1,9 @@
 // A failed record decodes to a whole SerializedError in every ledger, whatever its stored payload: the ledgers used
 // to decode it in different ways (the in-memory one threw a SyntaxError on a missing payload; SQLite, Redis and
 // PostgreSQL gave back `{}`, which has no name, message or retryable).
-import { decodeError } from 'cleanturn/effects';
+
 import { describe, expect, it } from 'vitest';
+import { decodeError } from '../../src/effects/json.js';
 
 const unreadable = { name: 'Error', message: 'the recorded error could not be read', retryable: false };
 

@@ -1,12 +1,11 @@
 // executeTools beyond its marble spec: the standard operator checks, async handlers and ledgers, failures and
 // their recording, waiting for another holder, lease take-over, fencing, abort on unsubscribe.
-import { cleanTurn, type KeyedToolCall, type TurnEvent } from 'cleanturn';
+import { cleanTurn, type KeyedToolCall, type TurnEvent, UsageError } from 'cleanturn';
 import {
+  EffectError,
   type EffectLedger,
-  EffectResultError,
   executeTools,
   MemoryEffectLedger,
-  MissingEffectKeyError,
   type ToolContext,
   type ToolHandlers,
 } from 'cleanturn/effects';
@@ -297,14 +296,15 @@ describe('executeTools', () => {
         expect(first).toMatchObject({
           outcome: 'failed',
           replayed: false,
-          error: { name: 'EffectResultError', retryable: false },
+          error: { name: 'EffectError', code: 'unstorable-result', retryable: false },
         });
-        expect((first as { cause: unknown }).cause).toBeInstanceOf(EffectResultError);
+        expect((first as { cause: unknown }).cause).toBeInstanceOf(EffectError);
+        expect((first as { cause: unknown }).cause).toMatchObject({ code: 'unstorable-result' });
         const [second] = await run([refund], handlers, { turnId, ledger });
         expect(second).toMatchObject({
           outcome: 'failed',
           replayed: true,
-          error: { name: 'EffectResultError' },
+          error: { name: 'EffectError', code: 'unstorable-result' },
         });
         expect(calls).toBe(1);
       });
@@ -637,17 +637,17 @@ describe('executeTools', () => {
     }
   });
 
-  it('errors with MissingEffectKeyError on a tool call that did not go through cleanTurn', async () => {
+  it('errors with EffectError missing-effect-key on a tool call that did not go through cleanTurn', async () => {
     const bare = at(1, call('c1', 'issue_refund', refundArgs)) as unknown as KeyedToolCall;
-    await expect(run([bare], { issue_refund: () => 1 }, { turnId })).rejects.toBeInstanceOf(
-      MissingEffectKeyError,
+    await expect(run([bare], { issue_refund: () => 1 }, { turnId })).rejects.toSatisfy(
+      (error) => error instanceof EffectError && error.code === 'missing-effect-key',
     );
   });
 
   it('refuses options that make no sense', () => {
-    expect(() => executeTools({}, { turnId, concurrency: 0 })).toThrow(RangeError);
-    expect(() => executeTools({}, { turnId, concurrency: 1.5 })).toThrow(RangeError);
-    expect(() => executeTools({}, { turnId, leaseMs: -1 })).toThrow(RangeError);
-    expect(() => executeTools({}, { turnId, pollMs: 0 })).toThrow(RangeError);
+    expect(() => executeTools({}, { turnId, concurrency: 0 })).toThrow(UsageError);
+    expect(() => executeTools({}, { turnId, concurrency: 1.5 })).toThrow(UsageError);
+    expect(() => executeTools({}, { turnId, leaseMs: -1 })).toThrow(UsageError);
+    expect(() => executeTools({}, { turnId, pollMs: 0 })).toThrow(UsageError);
   });
 });

@@ -4,20 +4,15 @@
 // over from an expired holder (`reclaimed`) is in doubt, run again (default) or reported (`inDoubt: 'report'`).
 // Run against a small in-test ledger with `renew`, the Redis ledger and the PostgreSQL ledger (real servers).
 
+import { UsageError } from 'cleanturn';
 import {
-  type ClaimOptions,
   type ClaimResult,
-  decodeError,
-  decodeResult,
+  EffectError,
   type EffectLedger,
   type EffectRecord,
   type ExecuteToolsOptions,
-  encodeResult,
   executeTools,
-  HandlerTimeoutError,
-  LeaseLostError,
   MemoryEffectLedger,
-  type SerializedError,
   type ToolHandlers,
   type ToolResultEvent,
 } from 'cleanturn/effects';
@@ -26,6 +21,9 @@ import { RedisEffectLedger } from 'cleanturn/effects/redis';
 import { call, keyed, refundArgs } from 'cleanturn/testing';
 import { firstValueFrom, of } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { leaseLostError } from '../../src/effects/errors.js';
+import { decodeError, decodeResult, encodeResult } from '../../src/effects/json.js';
+import type { ClaimOptions, SerializedError } from '../../src/effects/types.js';
 import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
 import { type RedisServer, startRedisServer } from './redisServer.js';
 
@@ -90,7 +88,7 @@ class LeasingLedger implements EffectLedger {
   release(scope: string, key: string, token: string): void {
     const record = this.records.get(`${scope}\u0000${key}`);
     if (record === undefined) return;
-    if (record.status !== 'claimed' || record.token !== token) throw new LeaseLostError(scope, key);
+    if (record.status !== 'claimed' || record.token !== token) throw leaseLostError(scope, key);
     this.records.delete(`${scope}\u0000${key}`);
   }
 
@@ -123,7 +121,7 @@ class LeasingLedger implements EffectLedger {
   #settle(scope: string, key: string, token: string, status: 'completed' | 'failed', payload?: string) {
     const id = `${scope}\u0000${key}`;
     const record = this.records.get(id);
-    if (record !== undefined && record.token !== token) throw new LeaseLostError(scope, key);
+    if (record !== undefined && record.token !== token) throw leaseLostError(scope, key);
     this.records.set(id, { status, token, until: 0, ...(payload === undefined ? {} : { payload }) });
   }
 }
@@ -260,7 +258,7 @@ describe.each(ledgers)('%s: renew', { timeout: 30_000 }, (kind, make) => {
 });
 
 describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
-  it('a lost lease aborts the handler’s signal (reason: LeaseLostError) and is reported as lost', async () => {
+  it('a lost lease aborts the handler’s signal (reason: EffectError lease-lost) and is reported as lost', async () => {
     const ledger = new LeasingLedger();
     const refund = freshRefund();
     let signal: AbortSignal | undefined;
@@ -280,12 +278,13 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
     const other = ledger.takeOver(turnId, refund.effectKey);
     const event = await result;
     expect(signal?.aborted).toBe(true);
-    expect(signal?.reason).toBeInstanceOf(LeaseLostError);
+    expect(signal?.reason).toBeInstanceOf(EffectError);
+    expect(signal?.reason).toMatchObject({ code: 'lease-lost' });
     expect(event).toMatchObject({
       outcome: 'failed',
       leaseLost: true,
       replayed: false,
-      error: { name: 'LeaseLostError', retryable: false },
+      error: { name: 'EffectError', code: 'lease-lost', retryable: false },
     });
     // The other holder's claim stands: nothing was written over it.
     expect(ledger.get(turnId, refund.effectKey)).toMatchObject({ status: 'claimed', token: other });
@@ -384,12 +383,13 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
     expect(await result).toMatchObject({
       outcome: 'failed',
       leaseLost: true,
-      error: { name: 'LeaseLostError' },
+      error: { name: 'EffectError', code: 'lease-lost' },
     });
-    expect(signal?.reason).toBeInstanceOf(LeaseLostError);
+    expect(signal?.reason).toBeInstanceOf(EffectError);
+    expect(signal?.reason).toMatchObject({ code: 'lease-lost' });
   });
 
-  it('handlerTimeoutMs aborts the signal and reports HandlerTimeoutError; the claim is left to expire', async () => {
+  it('handlerTimeoutMs aborts the signal and reports EffectError handler-timeout; the claim is left to expire', async () => {
     const ledger = new LeasingLedger();
     const refund = freshRefund();
     let signal: AbortSignal | undefined;
@@ -407,10 +407,11 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
     expect(event).toMatchObject({
       outcome: 'failed',
       replayed: false,
-      error: { name: 'HandlerTimeoutError', retryable: true },
+      error: { name: 'EffectError', code: 'handler-timeout', retryable: true },
     });
     expect(signal?.aborted).toBe(true);
-    expect(signal?.reason).toBeInstanceOf(HandlerTimeoutError);
+    expect(signal?.reason).toBeInstanceOf(EffectError);
+    expect(signal?.reason).toMatchObject({ code: 'handler-timeout' });
     // The handler may still be running: its claim is neither released nor recorded.
     expect(ledger.get(turnId, refund.effectKey)).toMatchObject({ status: 'claimed' });
   });
@@ -425,8 +426,8 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
   });
 
   it('refuses a handlerTimeoutMs that is not a positive duration, and an unknown inDoubt', () => {
-    expect(() => executeTools({}, { turnId, handlerTimeoutMs: 0 })).toThrow(RangeError);
-    expect(() => executeTools({}, { turnId, inDoubt: 'maybe' as 'run' })).toThrow(RangeError);
+    expect(() => executeTools({}, { turnId, handlerTimeoutMs: 0 })).toThrow(UsageError);
+    expect(() => executeTools({}, { turnId, inDoubt: 'maybe' as 'run' })).toThrow(UsageError);
   });
 
   it('a reclaimed claim is run again by default, in doubt: the handler and the result say reclaimed', async () => {
@@ -448,7 +449,7 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
     expect(event).toMatchObject({ outcome: 'executed', reclaimed: true, result: { ok: true } });
   });
 
-  it("inDoubt: 'report' runs nothing for a reclaimed claim, records it as EffectInDoubtError, replays that", async () => {
+  it("inDoubt: 'report' runs nothing for a reclaimed claim, records it as EffectError in-doubt, replays that", async () => {
     const ledger = new LeasingLedger();
     const refund = freshRefund();
     ledger.claim(turnId, refund.effectKey, { leaseMs: 30 }); // a holder that crashed
@@ -458,16 +459,20 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
     expect(event).toMatchObject({
       outcome: 'failed',
       replayed: false,
-      error: { name: 'EffectInDoubtError', retryable: false },
+      error: { name: 'EffectError', code: 'in-doubt', retryable: false },
     });
     expect(runs).toBe(0);
     expect(ledger.get(turnId, refund.effectKey)).toMatchObject({
       status: 'failed',
-      error: { name: 'EffectInDoubtError' },
+      error: { name: 'EffectError', code: 'in-doubt' },
     });
     // A later run (a retry, a restart) replays the report and still runs nothing.
     const again = await runOne(refund, handlers, { turnId, ledger, inDoubt: 'report' });
-    expect(again).toMatchObject({ outcome: 'failed', replayed: true, error: { name: 'EffectInDoubtError' } });
+    expect(again).toMatchObject({
+      outcome: 'failed',
+      replayed: true,
+      error: { name: 'EffectError', code: 'in-doubt' },
+    });
     expect(runs).toBe(0);
   });
 
@@ -508,7 +513,9 @@ describe('executeTools with leases (test ledger)', { timeout: 30_000 }, () => {
         )
         .subscribe((r) => results.push(r));
       await vi.advanceTimersByTimeAsync(150);
-      expect(results).toMatchObject([{ outcome: 'failed', error: { name: 'HandlerTimeoutError' } }]);
+      expect(results).toMatchObject([
+        { outcome: 'failed', error: { name: 'EffectError', code: 'handler-timeout' } },
+      ]);
       expect(vi.getTimerCount()).toBe(0);
 
       // Unsubscribing while the handler runs.

@@ -14,24 +14,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type Awaitable,
-  type ClaimResult,
-  decide,
-  type EffectRecord,
-  isSettled,
-  LeaseLostError,
-  type LedgerOperation,
-  MemoryEffectLedger,
-  type SerializedError,
-  type StoredRecord,
-} from 'cleanturn/effects';
+import { type ClaimResult, EffectError, type EffectRecord, MemoryEffectLedger } from 'cleanturn/effects';
 import { PostgresEffectLedger } from 'cleanturn/effects/postgres';
 import { RedisEffectLedger, type RedisEffectLedgerOptions } from 'cleanturn/effects/redis';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import fc from 'fast-check';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { leaseLostError } from '../../src/effects/errors.js';
+import { decide, isSettled, type LedgerOperation, type StoredRecord } from '../../src/effects/ledgerRules.js';
+import type { Awaitable, SerializedError } from '../../src/effects/types.js';
 import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
 import { type RedisServer, redisTests, startRedisServer } from './redisServer.js';
 
@@ -99,7 +91,7 @@ function model(): { ledger: Ledger; record(key: string): StoredRecord | undefine
     return answer as A;
   };
   const settled = (key: string, operation: LedgerOperation) => {
-    if (run(key, operation) === 'lease-lost') throw new LeaseLostError('model', key);
+    if (run(key, operation) === 'lease-lost') throw leaseLostError('model', key);
   };
   const retentionMs = RETENTION_MS;
   return {
@@ -182,7 +174,7 @@ async function play(
       await awaited(call());
       return 'done';
     } catch (error) {
-      if (error instanceof LeaseLostError) return 'lease-lost';
+      if (error instanceof EffectError && error.code === 'lease-lost') return 'lease-lost';
       throw error;
     }
   };

@@ -1,8 +1,9 @@
 // The effect ledger's rules, one transition per row: decide(record, now, operation) → { answer, write }.
 
-import type { SerializedError } from 'cleanturn/effects';
-import { checkDuration, decide, isSettled, type StoredRecord } from 'cleanturn/effects';
+import { UsageError } from 'cleanturn';
 import { describe, expect, it } from 'vitest';
+import { checkDuration, decide, isSettled, type StoredRecord } from '../../src/effects/ledgerRules.js';
+import type { SerializedError } from '../../src/effects/types.js';
 
 const NOW = 1_000_000;
 const RETENTION = 10_000;
@@ -198,18 +199,18 @@ describe('isSettled (what seen asks)', () => {
 
 describe('checkDuration', () => {
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])('refuses %s', (value) => {
-    expect(() => checkDuration(value, 'leaseMs')).toThrow(RangeError);
-    expect(() => checkDuration(value, 'leaseMs')).toThrow(
-      /leaseMs must be a positive number of milliseconds/,
+    expect(() => checkDuration('executeTools', 'leaseMs', value)).toThrow(UsageError);
+    expect(() => checkDuration('executeTools', 'leaseMs', value)).toThrow(
+      /^executeTools: leaseMs must be a finite number > 0, not /,
     );
   });
   it.each([-1, Number.NaN, Number.POSITIVE_INFINITY])('refuses %s even where 0 is allowed', (value) => {
-    expect(() => checkDuration(value, 'busyTimeoutMs', true)).toThrow(
-      /busyTimeoutMs must be a number of milliseconds ≥ 0/,
+    expect(() => checkDuration('SqliteEffectLedger', 'busyTimeoutMs', value, true)).toThrow(
+      /^SqliteEffectLedger: busyTimeoutMs must be a finite number >= 0, not /,
     );
   });
   it('takes a positive duration, and 0 where allowed', () => {
-    expect(checkDuration(0.5, 'leaseMs')).toBe(0.5);
-    expect(checkDuration(0, 'busyTimeoutMs', true)).toBe(0);
+    expect(checkDuration('executeTools', 'leaseMs', 0.5)).toBe(0.5);
+    expect(checkDuration('SqliteEffectLedger', 'busyTimeoutMs', 0, true)).toBe(0);
   });
 });

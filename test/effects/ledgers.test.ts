@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { dedupeByEffectKey, effectKey } from 'cleanturn';
+import { dedupeByEffectKey, effectKey, UsageError } from 'cleanturn';
 import { MemoryEffectLedger } from 'cleanturn/effects';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
@@ -85,7 +85,7 @@ describe('SqliteEffectLedger specifics', () => {
 
   it('refuses a table name that is not a plain identifier', () => {
     expect(() => new SqliteEffectLedger({ database: ':memory:', table: 'x; DROP TABLE y' })).toThrow(
-      RangeError,
+      UsageError,
     );
   });
 

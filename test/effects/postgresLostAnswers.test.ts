@@ -8,12 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TurnEvent } from 'cleanturn';
-import { executeTools, type ToolResultEvent } from 'cleanturn/effects';
-import {
-  PostgresEffectLedger,
-  PostgresLedgerError,
-  PostgresOutcomeUnknownError,
-} from 'cleanturn/effects/postgres';
+import { EffectError, executeTools, type ToolResultEvent } from 'cleanturn/effects';
+import { PostgresEffectLedger } from 'cleanturn/effects/postgres';
 import { call, keyed, refundArgs } from 'cleanturn/testing';
 import pg from 'pg';
 import { from, lastValueFrom, toArray } from 'rxjs';
@@ -92,9 +88,13 @@ describe.skipIf(postgresTests.skip)(
         await holder.query('ROLLBACK');
         holder.release();
       }
-      expect(error).toBeInstanceOf(PostgresLedgerError);
-      expect(error).not.toBeInstanceOf(PostgresOutcomeUnknownError);
-      expect(error).toMatchObject({ retryable: true, code: '57014', operation: 'claim' });
+      expect(error).toBeInstanceOf(EffectError);
+      expect(error).toMatchObject({
+        retryable: true,
+        code: 'ledger-failed',
+        driverCode: '57014',
+        operation: 'claim',
+      });
       expect(await ledger.get('turn-1', 'k')).toMatchObject({ status: 'claimed', token: first.token });
     });
 
@@ -139,7 +139,8 @@ describe.skipIf(postgresTests.skip)(
       try {
         // The claim reaches the paused session; no new connection can be had to end it or to read the record.
         error = await rejection(() => turn(ledger));
-        expect(error).toBeInstanceOf(PostgresOutcomeUnknownError);
+        expect(error).toBeInstanceOf(EffectError);
+        expect(error).toMatchObject({ code: 'outcome-unknown' });
         expect(error).toMatchObject({
           retryable: true,
           operation: 'claim',
@@ -150,7 +151,7 @@ describe.skipIf(postgresTests.skip)(
         expect(runs).toBe(0);
         // The session goes on and commits the claim; the postmaster, still paused, lets nobody end it first.
         pause('SIGCONT', sessions);
-        const { token } = error as PostgresOutcomeUnknownError;
+        const { token } = error as EffectError;
         await until(
           async () =>
             (await observer.query(`SELECT token FROM ${table} WHERE key = $1`, [refund.effectKey])).rows[0]

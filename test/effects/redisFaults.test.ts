@@ -2,12 +2,9 @@
 // ledger's command timeout, whatever the client's retry settings), and servers that would forget claims on a
 // restart (refused by default, since a restarted empty server lets the effect run twice). Real redis-servers,
 // killed and restarted.
-import {
-  LedgerPersistenceError,
-  LedgerTimeoutError,
-  RedisEffectLedger,
-  type RedisEffectLedgerOptions,
-} from 'cleanturn/effects/redis';
+
+import { EffectError } from 'cleanturn/effects';
+import { RedisEffectLedger, type RedisEffectLedgerOptions } from 'cleanturn/effects/redis';
 import { describe, expect, it } from 'vitest';
 import { redisFixtures, rejection, runTurn, turnId } from './redisLedgerKit.js';
 import type { RedisServer, RedisServerOptions } from './redisServer.js';
@@ -15,7 +12,7 @@ import type { RedisServer, RedisServerOptions } from './redisServer.js';
 const { server, patientClient } = redisFixtures();
 
 describe('RedisEffectLedger: the server goes away', () => {
-  it('killed mid-handler: the turn ends with LedgerTimeoutError once the completion, asked twice, got no answer within commandTimeoutMs, even with maxRetriesPerRequest: null', async () => {
+  it('killed mid-handler: the turn ends with EffectError ledger-timeout once the completion, asked twice, got no answer within commandTimeoutMs, even with maxRetriesPerRequest: null', async () => {
     const redis = await server();
     const ledger = new RedisEffectLedger({ client: patientClient(redis.port), commandTimeoutMs: 500 });
     let runs = 0;
@@ -26,18 +23,20 @@ describe('RedisEffectLedger: the server goes away', () => {
     });
     expect(results).toBeUndefined();
     expect(runs).toBe(1);
-    expect(error).toBeInstanceOf(LedgerTimeoutError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-timeout' });
     expect(error).toMatchObject({ retryable: true, operation: 'complete', timeoutMs: 500 });
     expect((error as Error).message).toMatch(/500 ms/);
   }, 20_000);
 
-  it('a claim against a server that is down ends with LedgerTimeoutError too', async () => {
+  it('a claim against a server that is down ends with EffectError ledger-timeout too', async () => {
     const redis = await server();
     const ledger = new RedisEffectLedger({ client: patientClient(redis.port), commandTimeoutMs: 300 });
     await ledger.get(turnId, 'k'); // connected, persistence checked
     await redis.kill();
     const error = await rejection(ledger.claim(turnId, 'k', { leaseMs: 1000 }));
-    expect(error).toBeInstanceOf(LedgerTimeoutError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-timeout' });
     expect(error).toMatchObject({ operation: 'claim', timeoutMs: 300, retryable: true });
   }, 20_000);
 
@@ -71,9 +70,10 @@ describe('RedisEffectLedger: servers that can forget claims', () => {
     let runs = 0;
     const { error } = await runTurn(ledger, () => ++runs);
     expect(runs).toBe(0);
-    expect(error).toBeInstanceOf(LedgerPersistenceError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-persistence' });
     expect(error).toMatchObject({ retryable: false });
-    expect((error as LedgerPersistenceError).problems.join('\n')).toMatch(/appendonly/);
+    expect((error as EffectError).problems?.join('\n')).toMatch(/appendonly/);
     expect(await redis.client().dbsize()).toBe(0);
   }, 20_000);
 
@@ -113,15 +113,17 @@ describe('RedisEffectLedger: servers that can forget claims', () => {
   it('refuses appendfsync no and an evicting maxmemory-policy', async () => {
     const { ledger: noFsync } = await ledgerOn({ appendfsync: 'no' });
     const e1 = await rejection(noFsync.claim(turnId, 'k', { leaseMs: 1000 }));
-    expect(e1).toBeInstanceOf(LedgerPersistenceError);
-    expect((e1 as LedgerPersistenceError).problems.join('\n')).toMatch(/appendfsync/);
+    expect(e1).toBeInstanceOf(EffectError);
+    expect(e1).toMatchObject({ code: 'ledger-persistence' });
+    expect((e1 as EffectError).problems?.join('\n')).toMatch(/appendfsync/);
 
     const { ledger: evicting } = await ledgerOn({
       args: ['--maxmemory', '100mb', '--maxmemory-policy', 'volatile-lru'],
     });
     const e2 = await rejection(evicting.claim(turnId, 'k', { leaseMs: 1000 }));
-    expect(e2).toBeInstanceOf(LedgerPersistenceError);
-    expect((e2 as LedgerPersistenceError).problems.join('\n')).toMatch(/maxmemory-policy volatile-lru/);
+    expect(e2).toBeInstanceOf(EffectError);
+    expect(e2).toMatchObject({ code: 'ledger-persistence' });
+    expect((e2 as EffectError).problems?.join('\n')).toMatch(/maxmemory-policy volatile-lru/);
   }, 30_000);
 
   it('where CONFIG is disabled (managed services), reads INFO instead', async () => {
@@ -131,7 +133,8 @@ describe('RedisEffectLedger: servers that can forget claims', () => {
 
     const { ledger: volatile } = await ledgerOn({ persistence: 'none', args: disabled });
     const error = await rejection(volatile.claim(turnId, 'k', { leaseMs: 1000 }));
-    expect(error).toBeInstanceOf(LedgerPersistenceError);
-    expect((error as LedgerPersistenceError).problems.join('\n')).toMatch(/appendonly/);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-persistence' });
+    expect((error as EffectError).problems?.join('\n')).toMatch(/appendonly/);
   }, 30_000);
 });

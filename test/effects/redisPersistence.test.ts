@@ -2,12 +2,9 @@
 // switched to an evicting policy while a cache fills memory, and full under noeviction. A ledger that checked
 // the server once, at first use, would run the refund a second time in each; real redis-servers, wiped,
 // replaced and reconfigured with CONFIG SET.
-import {
-  LedgerDataLostError,
-  LedgerMemoryFullError,
-  LedgerPersistenceError,
-  RedisEffectLedger,
-} from 'cleanturn/effects/redis';
+
+import { EffectError } from 'cleanturn/effects';
+import { RedisEffectLedger } from 'cleanturn/effects/redis';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { delay, recordKey, redisFixtures, rejection, runTurn, turnId } from './redisLedgerKit.js';
@@ -29,7 +26,7 @@ async function usedMemory(admin: Redis): Promise<number> {
 }
 
 describe.skipIf(redisTests.skip)('RedisEffectLedger: the server forgets after the first check', () => {
-  it('restarted without its data (AOF on, the volume lost): the next claim is refused with LedgerDataLostError, not run again', async () => {
+  it('restarted without its data (AOF on, the volume lost): the next claim is refused with EffectError ledger-data-lost, not run again', async () => {
     const redis = await server({ appendfsync: 'always' });
     const ledger = new RedisEffectLedger({ client: patientClient(redis.port) });
     const refund = refunds();
@@ -39,13 +36,15 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: the server forgets after th
     await redis.restart({ wipe: true });
     const second = await runTurn(ledger, refund.handler);
     expect(refund.runs()).toBe(1);
-    expect(second.error).toBeInstanceOf(LedgerDataLostError);
+    expect(second.error).toBeInstanceOf(EffectError);
+    expect(second.error).toMatchObject({ code: 'ledger-data-lost' });
     expect(second.error).toMatchObject({ retryable: false, markerKey: 'cleanturn:effect:marker' });
     expect((second.error as Error).message).toMatch(/cleanturn:effect:marker/);
 
     // It stays refused: the forgotten claims do not come back by asking again.
     const again = await rejection(ledger.claim(turnId, 'other', { leaseMs: 1000 }));
-    expect(again).toBeInstanceOf(LedgerDataLostError);
+    expect(again).toBeInstanceOf(EffectError);
+    expect(again).toMatchObject({ code: 'ledger-data-lost' });
     expect(await redis.client().exists(recordKey(turnId, 'other'))).toBe(0);
 
     // Whoever has checked the affected effects decides by making a new ledger, which takes the server as it is.
@@ -68,7 +67,8 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: the server forgets after th
     await delay(100);
     await redis.restart({ wipe: true });
     const error = await rejection(claim);
-    expect(error).toBeInstanceOf(LedgerDataLostError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-data-lost' });
     expect(await redis.client().exists(recordKey(turnId, key))).toBe(0);
   }, 30_000);
 
@@ -82,8 +82,9 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: the server forgets after th
     const other = refunds();
     const second = await runTurn(ledger, other.handler, { turnId: 'turn-43' });
     expect(other.runs()).toBe(0);
-    expect(second.error).toBeInstanceOf(LedgerPersistenceError);
-    expect((second.error as LedgerPersistenceError).problems.join('\n')).toMatch(/appendonly is no/);
+    expect(second.error).toBeInstanceOf(EffectError);
+    expect(second.error).toMatchObject({ code: 'ledger-persistence' });
+    expect((second.error as EffectError).problems?.join('\n')).toMatch(/appendonly is no/);
     expect(await redis.client().dbsize()).toBe(0);
   }, 30_000);
 
@@ -109,10 +110,9 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: the server forgets after th
 
     const second = await runTurn(ledger, refund.handler);
     expect(refund.runs()).toBe(1);
-    expect(second.error).toBeInstanceOf(LedgerPersistenceError);
-    expect((second.error as LedgerPersistenceError).problems.join('\n')).toMatch(
-      /maxmemory-policy volatile-lru/,
-    );
+    expect(second.error).toBeInstanceOf(EffectError);
+    expect(second.error).toMatchObject({ code: 'ledger-persistence' });
+    expect((second.error as EffectError).problems?.join('\n')).toMatch(/maxmemory-policy volatile-lru/);
   }, 60_000);
 
   it('with CONFIG renamed (managed services), a policy switched later is still seen by the claim, through INFO', async () => {
@@ -123,8 +123,9 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: the server forgets after th
     expect((await ledger.claim(turnId, 'a', { leaseMs: 1000 })).status).toBe('claimed');
     await redis.client().call('cleanturn-test-config', 'SET', 'maxmemory-policy', 'allkeys-lru');
     const error = await rejection(ledger.claim(turnId, 'b', { leaseMs: 1000 }));
-    expect(error).toBeInstanceOf(LedgerPersistenceError);
-    expect((error as LedgerPersistenceError).problems.join('\n')).toMatch(/maxmemory-policy allkeys-lru/);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-persistence' });
+    expect((error as EffectError).problems?.join('\n')).toMatch(/maxmemory-policy allkeys-lru/);
     expect(await redis.client().exists(recordKey(turnId, 'b'))).toBe(0);
   }, 30_000);
 
@@ -177,19 +178,25 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: memory full under noevictio
     return { redis, ledger, admin, token: held.token };
   }
 
-  it('a claim is refused with the retryable LedgerMemoryFullError and writes nothing; so is a new ledger', async () => {
+  it('a claim is refused with the retryable ledger-memory-full error and writes nothing; so is a new ledger', async () => {
     const { redis, ledger, admin } = await fullServer();
     const error = await rejection(ledger.claim(turnId, 'new', { leaseMs: 1000 }));
-    expect(error).toMatchObject({ name: 'LedgerMemoryFullError', retryable: true, operation: 'claim' });
-    expect(error).toBeInstanceOf(LedgerMemoryFullError);
+    expect(error).toMatchObject({
+      name: 'EffectError',
+      code: 'ledger-memory-full',
+      retryable: true,
+      operation: 'claim',
+    });
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-memory-full' });
     expect((error as Error).message).toMatch(/maxmemory/);
     expect(await admin.exists(recordKey(turnId, 'new'))).toBe(0);
 
     // A new ledger cannot even write its marker: the same error, before anything else.
     const fresh = new RedisEffectLedger({ client: patientClient(redis.port), prefix: 'other' });
-    expect(await rejection(fresh.claim(turnId, 'k', { leaseMs: 1000 }))).toBeInstanceOf(
-      LedgerMemoryFullError,
-    );
+    const refused = await rejection(fresh.claim(turnId, 'k', { leaseMs: 1000 }));
+    expect(refused).toBeInstanceOf(EffectError);
+    expect(refused).toMatchObject({ code: 'ledger-memory-full' });
     expect(await admin.exists('other:marker', recordKey(turnId, 'k', 'other'))).toBe(0);
   }, 30_000);
 

@@ -1,7 +1,8 @@
 // A result too big for the Redis server (past its proto-max-bulk-len, 512 MB by default) is refused by the ledger
-// before it is sent, with EffectResultError, as SQLite refuses one past its limit: executeTools records the call as
+// before it is sent, with EffectError unstorable-result, as SQLite refuses one past its limit: executeTools records the call as
 // failed once, and a rerun replays the failure. A real redis-server started with a 1 MB limit keeps the test small.
-import { EffectResultError } from 'cleanturn/effects';
+
+import { EffectError } from 'cleanturn/effects';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
 import { describe, expect, it } from 'vitest';
 import { recordKey, redisFixtures, rejection, runTurn, turnId } from './redisLedgerKit.js';
@@ -19,14 +20,15 @@ async function smallServer() {
 }
 
 describe.skipIf(redisTests.skip)('RedisEffectLedger: a result past the server’s proto-max-bulk-len', () => {
-  it('complete() refuses it with EffectResultError before sending it; the claim stays and the connection is fine', async () => {
+  it('complete() refuses it with EffectError unstorable-result before sending it; the claim stays and the connection is fine', async () => {
     const { redis, ledger } = await smallServer();
     const claim = await ledger.claim(turnId, 'k', { leaseMs: 60_000 });
     if (claim.status !== 'claimed') throw new Error(`expected a claim, got ${claim.status}`);
     const before = (await redis.client().info('stats')).match(/total_connections_received:(\d+)/)?.[1];
     const result = { blob: 'x'.repeat(LIMIT) };
     const error = await rejection(ledger.complete(turnId, 'k', claim.token, result));
-    expect(error).toBeInstanceOf(EffectResultError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'unstorable-result' });
     expect(error).toMatchObject({ path: 'result', retryable: false });
     expect((error as Error).message).toContain(`${JSON.stringify(result).length} bytes`);
     expect((error as Error).message).toContain(`${LIMIT} bytes`);
@@ -36,7 +38,8 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: a result past the server’
     expect(Number(after)).toBe(Number(before) + 1); // only the second probe client's connection
     // The holder can still record the failure.
     await ledger.fail(turnId, 'k', claim.token, {
-      name: 'EffectResultError',
+      name: 'EffectError',
+      code: 'unstorable-result',
       message: 'x',
       retryable: false,
     });
@@ -47,9 +50,9 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: a result past the server’
     const { ledger } = await smallServer();
     const wide = await ledger.claim(turnId, 'wide', { leaseMs: 60_000 });
     if (wide.status !== 'claimed') throw new Error('expected a claim');
-    expect(await rejection(ledger.complete(turnId, 'wide', wide.token, 'é'.repeat(600_000)))).toBeInstanceOf(
-      EffectResultError,
-    );
+    const refused = await rejection(ledger.complete(turnId, 'wide', wide.token, 'é'.repeat(600_000)));
+    expect(refused).toBeInstanceOf(EffectError);
+    expect(refused).toMatchObject({ code: 'unstorable-result' });
     const narrow = await ledger.claim(turnId, 'narrow', { leaseMs: 60_000 });
     if (narrow.status !== 'claimed') throw new Error('expected a claim');
     const text = 'x'.repeat(1_000_000);
@@ -73,13 +76,13 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: a result past the server’
     expect(first.results?.[0]).toMatchObject({
       outcome: 'failed',
       replayed: false,
-      error: { name: 'EffectResultError', retryable: false },
+      error: { name: 'EffectError', code: 'unstorable-result', retryable: false },
     });
     const second = await runTurn(new RedisEffectLedger({ client: patientClient(redis.port) }), handler);
     expect(second.results?.[0]).toMatchObject({
       outcome: 'failed',
       replayed: true,
-      error: { name: 'EffectResultError' },
+      error: { name: 'EffectError', code: 'unstorable-result' },
     });
     expect(runs).toBe(1);
     const key = first.results?.[0]?.effectKey ?? '';

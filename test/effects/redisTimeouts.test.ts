@@ -2,7 +2,9 @@
 // commandTimeoutMs, but the command is still in the server's socket and runs once the server goes on. Every
 // write is resolved: asked again under the caller's token, and a claim nobody will run is withdrawn, so that no
 // claim is left standing without a runner (which would hold the effect until its lease expires).
-import { LedgerTimeoutError, RedisEffectLedger } from 'cleanturn/effects/redis';
+
+import { EffectError } from 'cleanturn/effects';
+import { RedisEffectLedger } from 'cleanturn/effects/redis';
 import { describe, expect, it } from 'vitest';
 import { delay, redisFixtures, rejection, runTurn, turnId } from './redisLedgerKit.js';
 import { redisTests } from './redisServer.js';
@@ -18,12 +20,13 @@ async function stalledSetup(commandTimeoutMs: number) {
 }
 
 describe.skipIf(redisTests.skip)('RedisEffectLedger: a write that outlives its timeout', () => {
-  it('a claim still unanswered after two timeouts fails with LedgerTimeoutError and is withdrawn once Redis goes on', async () => {
+  it('a claim still unanswered after two timeouts fails with EffectError ledger-timeout and is withdrawn once Redis goes on', async () => {
     const { redis, ledger } = await stalledSetup(500);
     redis.pause();
     const resumed = delay(3000).then(() => redis.resume());
     const error = await rejection(ledger.claim(turnId, 'k', { leaseMs: 60_000 }));
-    expect(error).toBeInstanceOf(LedgerTimeoutError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-timeout' });
     expect(error).toMatchObject({ operation: 'claim', timeoutMs: 500, retryable: true });
     await resumed;
     // The stalled claim has run by now, and so has its withdrawal: the key is free, not held for 60 s.
@@ -41,9 +44,9 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: a write that outlives its t
     await delay(300); // its holder crashed: the lease has expired
     redis.pause();
     const resumed = delay(3000).then(() => redis.resume());
-    expect(await rejection(ledger.claim(turnId, 'k', { leaseMs: 60_000 }))).toBeInstanceOf(
-      LedgerTimeoutError,
-    );
+    const unanswered = await rejection(ledger.claim(turnId, 'k', { leaseMs: 60_000 }));
+    expect(unanswered).toBeInstanceOf(EffectError);
+    expect(unanswered).toMatchObject({ code: 'ledger-timeout' });
     await resumed;
     // Not held for 60 s by the take-over nobody runs, and not a first claim either: the crashed holder's effect
     // may have happened.
@@ -113,14 +116,19 @@ describe.skipIf(redisTests.skip)('RedisEffectLedger: a write that outlives its t
     await resumed;
   }, 30_000);
 
-  it('a completion still unanswered after two timeouts fails with LedgerTimeoutError, and lands once Redis goes on', async () => {
+  it('a completion still unanswered after two timeouts fails with EffectError ledger-timeout, and lands once Redis goes on', async () => {
     const { redis, ledger } = await stalledSetup(500);
     const claim = await ledger.claim(turnId, 'k', { leaseMs: 60_000 });
     if (claim.status !== 'claimed') throw new Error(`expected a claim, got ${claim.status}`);
     redis.pause();
     const resumed = delay(3000).then(() => redis.resume());
     const error = await rejection(ledger.complete(turnId, 'k', claim.token, { refund_id: 're_1' }));
-    expect(error).toMatchObject({ name: 'LedgerTimeoutError', operation: 'complete', retryable: true });
+    expect(error).toMatchObject({
+      name: 'EffectError',
+      code: 'ledger-timeout',
+      operation: 'complete',
+      retryable: true,
+    });
     await resumed;
     // Recording what ran is never withdrawn: it lands, and a later claim replays it.
     expect(await ledger.claim(turnId, 'k', { leaseMs: 60_000 })).toEqual({

@@ -6,9 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  decodeResult,
-  EffectResultError,
-  encodeResult,
+  EffectError,
   executeTools,
   MemoryEffectLedger,
   type ToolHandlers,
@@ -18,6 +16,7 @@ import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { call, keyed, refundArgs } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { decodeResult, encodeResult } from '../../src/effects/json.js';
 
 const turnId = 'turn-42';
 const refund = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
@@ -97,10 +96,11 @@ function framesNeeded(fn: () => unknown): number {
 }
 
 describe('encodeResult: results too deep, cyclic or not JSON data', () => {
-  it('refuses a result nested 20,000 levels deep with EffectResultError, not a RangeError', () => {
+  it('refuses a result nested 20,000 levels deep with EffectError unstorable-result, not a RangeError', () => {
     for (const deep of [nestedArrays(20_000), nestedObjects(20_000)]) {
       const error = thrown(() => encodeResult(deep));
-      expect(error).toBeInstanceOf(EffectResultError);
+      expect(error).toBeInstanceOf(EffectError);
+      expect(error).toMatchObject({ code: 'unstorable-result' });
       expect(error).toMatchObject({ retryable: false });
       expect((error as Error).message).toMatch(/nested deeper than 256 levels/);
     }
@@ -112,8 +112,11 @@ describe('encodeResult: results too deep, cyclic or not JSON data', () => {
       expect(text).toBe(JSON.stringify(value));
       expect(decodeResult(text)).toEqual(value);
     }
-    expect(thrown(() => encodeResult(nestedArrays(257)))).toBeInstanceOf(EffectResultError);
-    expect(thrown(() => encodeResult(nestedObjects(257)))).toBeInstanceOf(EffectResultError);
+    for (const nested of [nestedArrays(257), nestedObjects(257)]) {
+      const error = thrown(() => encodeResult(nested));
+      expect(error).toBeInstanceOf(EffectError);
+      expect(error).toMatchObject({ code: 'unstorable-result' });
+    }
   });
 
   it('needs no more stack for 256 levels than for one: the walk does not recurse', () => {
@@ -134,7 +137,8 @@ describe('encodeResult: results too deep, cyclic or not JSON data', () => {
     }
     (node as { next?: unknown }).next = root;
     const error = thrown(() => encodeResult(root));
-    expect(error).toBeInstanceOf(EffectResultError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'unstorable-result' });
     // The depth limit is met before the cycle: either way a typed error, never a RangeError.
     const shallow: Record<string, unknown> = { a: { b: [1] } };
     ((shallow.a as Record<string, unknown>).b as unknown[]).push(shallow);
@@ -142,11 +146,12 @@ describe('encodeResult: results too deep, cyclic or not JSON data', () => {
     expect((thrown(() => encodeResult(shallow)) as Error).message).toContain('a cycle');
   });
 
-  it('refuses a result whose JSON text would be longer than a string can be, with EffectResultError', () => {
+  it('refuses a result whose JSON text would be longer than a string can be, with EffectError unstorable-result', () => {
     // 2 × 2^28 characters: past the longest string V8 can make (2^29 − 24).
     const half = 'x'.repeat(2 ** 28);
     const error = thrown(() => encodeResult([half, half]));
-    expect(error).toBeInstanceOf(EffectResultError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'unstorable-result' });
     expect(error).toMatchObject({ path: 'result' });
     expect((error as Error).message).toMatch(/too long/);
   });
@@ -189,16 +194,18 @@ describe('ledgers store no result they cannot store', () => {
     ['MemoryEffectLedger', () => new MemoryEffectLedger()],
     ['SqliteEffectLedger', () => sqlite().ledger],
   ] as const) {
-    it(`${name}: complete() with a result 20,000 levels deep throws EffectResultError and leaves the claim`, async () => {
+    it(`${name}: complete() with a result 20,000 levels deep throws EffectError unstorable-result and leaves the claim`, async () => {
       const ledger = make();
       const claim = await ledger.claim(turnId, 'k1', { leaseMs: 60_000 });
       if (claim.status !== 'claimed') throw new Error('expected a claim');
       const error = thrown(() => ledger.complete(turnId, 'k1', claim.token, nestedObjects(20_000)));
-      expect(error).toBeInstanceOf(EffectResultError);
+      expect(error).toBeInstanceOf(EffectError);
+      expect(error).toMatchObject({ code: 'unstorable-result' });
       expect(await ledger.get(turnId, 'k1')).toMatchObject({ status: 'claimed' });
       // The holder can still record the failure.
       await ledger.fail(turnId, 'k1', claim.token, {
-        name: 'EffectResultError',
+        name: 'EffectError',
+        code: 'unstorable-result',
         message: 'x',
         retryable: false,
       });
@@ -206,13 +213,14 @@ describe('ledgers store no result they cannot store', () => {
     });
   }
 
-  it("SqliteEffectLedger: a result past SQLite's limit (10^9 bytes of UTF-8, past better-sqlite3's too) is an EffectResultError, the claim stays", async () => {
+  it("SqliteEffectLedger: a result past SQLite's limit (10^9 bytes of UTF-8, past better-sqlite3's too) is an unstorable-result error, the claim stays", async () => {
     const { ledger } = sqlite();
     const claim = await ledger.claim(turnId, 'k-big', { leaseMs: 60_000 });
     if (claim.status !== 'claimed') throw new Error('expected a claim');
     // 500,000,001 × 'é': one byte each in memory, two in UTF-8.
     const error = thrown(() => ledger.complete(turnId, 'k-big', claim.token, 'é'.repeat(500_000_001)));
-    expect(error).toBeInstanceOf(EffectResultError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'unstorable-result' });
     expect((error as Error).message).toMatch(/too big for the SQLite ledger/);
     expect(ledger.get(turnId, 'k-big')).toMatchObject({ status: 'claimed' });
   }, 60_000);
@@ -236,9 +244,10 @@ describe('ledgers store no result they cannot store', () => {
     expect(first[0]).toMatchObject({
       outcome: 'failed',
       replayed: false,
-      error: { name: 'EffectResultError', retryable: false },
+      error: { name: 'EffectError', code: 'unstorable-result', retryable: false },
     });
-    expect((first[0] as { cause?: unknown }).cause).toBeInstanceOf(EffectResultError);
+    expect((first[0] as { cause?: unknown }).cause).toBeInstanceOf(EffectError);
+    expect((first[0] as { cause?: unknown }).cause).toMatchObject({ code: 'unstorable-result' });
     expect(ledger.get(turnId, refund.effectKey)).toMatchObject({ status: 'failed' });
 
     // The rerun: another process opens the same file after the first one finished (past the first one's lease).
@@ -250,7 +259,7 @@ describe('ledgers store no result they cannot store', () => {
     expect(second[0]).toMatchObject({
       outcome: 'failed',
       replayed: true,
-      error: { name: 'EffectResultError', retryable: false },
+      error: { name: 'EffectError', code: 'unstorable-result', retryable: false },
     });
     expect(runs).toBe(1);
   });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanTurn } from 'cleanturn';
 import {
+  EffectError,
   type EffectLedger,
   executeTools,
   MemoryEffectLedger,
@@ -15,7 +16,7 @@ import {
   type ToolResultEvent,
 } from 'cleanturn/effects';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
-import { LedgerBusyError, SqliteEffectLedger } from 'cleanturn/effects/sqlite';
+import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './conformance.js';
@@ -164,9 +165,10 @@ describe('executeTools: a completion that SQLite refuses while another process h
         return { refund_id: 're_1' };
       }).pipe(toArray()),
     );
-    // The first completion gave up on the lock (LedgerBusyError, retryable); then the other process lets go.
+    // The first completion gave up on the lock (EffectError ledger-busy, retryable); then the other process lets go.
     await until(() => calls.complete.length >= 1);
-    expect(calls.complete[0]).toBeInstanceOf(LedgerBusyError);
+    expect(calls.complete[0]).toBeInstanceOf(EffectError);
+    expect(calls.complete[0]).toMatchObject({ code: 'ledger-busy' });
     await unlock();
     const results: ToolResultEvent[] = await done;
     expect(results.map((r) => r.outcome)).toEqual(['executed']);
@@ -187,7 +189,8 @@ describe('executeTools: a completion that SQLite refuses while another process h
       }).pipe(toArray()),
     );
     await until(() => calls.fail.length >= 1);
-    expect(calls.fail[0]).toBeInstanceOf(LedgerBusyError);
+    expect(calls.fail[0]).toBeInstanceOf(EffectError);
+    expect(calls.fail[0]).toMatchObject({ code: 'ledger-busy' });
     await unlock();
     const results = await done;
     expect(results.map((r) => r.outcome)).toEqual(['failed']);
@@ -198,7 +201,7 @@ describe('executeTools: a completion that SQLite refuses while another process h
     });
   }, 30_000);
 
-  it('a lock never released: the stream errors with LedgerBusyError after a few attempts within the lease, the handler ran once', async () => {
+  it('a lock never released: the stream errors with EffectError ledger-busy after a few attempts within the lease, the handler ran once', async () => {
     const { ledger, calls, lock } = lockable();
     let runs = 0;
     const error = await lastValueFrom(
@@ -215,11 +218,12 @@ describe('executeTools: a completion that SQLite refuses while another process h
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(LedgerBusyError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-busy' });
     expect(error).toMatchObject({ operation: 'complete', retryable: true });
     expect(runs).toBe(1);
     expect(calls.complete.length).toBeGreaterThan(1);
-    expect(calls.complete.every((c) => c instanceof LedgerBusyError)).toBe(true);
+    expect(calls.complete.every((c) => c instanceof EffectError && c.code === 'ledger-busy')).toBe(true);
   }, 30_000);
 
   it('unsubscribed while it waits to send the completion again: no further write, and no timer left', async () => {

@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanTurn, effectKey } from 'cleanturn';
-import { executeTools } from 'cleanturn/effects';
-import { LedgerBusyError, LedgerClosedError, SqliteEffectLedger } from 'cleanturn/effects/sqlite';
+import { EffectError, executeTools } from 'cleanturn/effects';
+import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { call, finish } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -117,7 +117,7 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
     }
   });
 
-  it('gives up at busyTimeoutMs with LedgerBusyError (retryable), and the event loop never stopped', async () => {
+  it('gives up at busyTimeoutMs with EffectError ledger-busy (retryable), and the event loop never stopped', async () => {
     const { ledger } = await lockedLedger(0, { busyTimeoutMs: 300 }); // held until the process is killed
     const probe = loopProbe();
     try {
@@ -125,7 +125,8 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      expect(error).toBeInstanceOf(LedgerBusyError);
+      expect(error).toBeInstanceOf(EffectError);
+      expect(error).toMatchObject({ code: 'ledger-busy' });
       expect(error).toMatchObject({ retryable: true, operation: 'claim', busyTimeoutMs: 300 });
       expect((error as Error).message).toMatch(/300 ms/);
       expect(await probe.longest()).toBeLessThan(MAX_LOOP_DELAY_MS);
@@ -157,7 +158,7 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
     }
   });
 
-  it('close() ends the waits at once with LedgerClosedError and leaves no timer behind', async () => {
+  it('close() ends the waits at once with EffectError ledger-closed and leaves no timer behind', async () => {
     const { ledger } = await lockedLedger(0);
     const pending = Promise.resolve(ledger.claim('turn-1', 'k', { leaseMs: 60_000 })).then(
       () => undefined,
@@ -165,7 +166,8 @@ describe('SqliteEffectLedger: the write lock held by another process', () => {
     );
     ledger.close();
     const error = await pending;
-    expect(error).toBeInstanceOf(LedgerClosedError);
+    expect(error).toBeInstanceOf(EffectError);
+    expect(error).toMatchObject({ code: 'ledger-closed' });
     expect(error).toMatchObject({ retryable: true, operation: 'claim' });
   });
 

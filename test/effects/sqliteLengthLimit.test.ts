@@ -6,7 +6,7 @@ import { constants } from 'node:buffer';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EffectResultError } from 'cleanturn/effects';
+import { EffectError } from 'cleanturn/effects';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -30,7 +30,8 @@ describe("SqliteEffectLedger: better-sqlite3's length limit", () => {
       } catch (e) {
         error = e;
       }
-      expect(error).toBeInstanceOf(EffectResultError);
+      expect(error).toBeInstanceOf(EffectError);
+      expect(error).toMatchObject({ code: 'unstorable-result' });
       expect((error as Error).message).toContain(
         `(600000002 bytes of UTF-8) is too big for the SQLite ledger, which takes at most ${limit} bytes`,
       );

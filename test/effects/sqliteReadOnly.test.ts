@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CleanturnError } from 'cleanturn';
-import { executeTools, type ToolHandlers } from 'cleanturn/effects';
-import { LedgerReadOnlyError, SqliteEffectLedger } from 'cleanturn/effects/sqlite';
+import { EffectError, executeTools, type ToolHandlers } from 'cleanturn/effects';
+import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { call, keyed, refundArgs } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -45,10 +45,11 @@ function thrown(fn: () => unknown): unknown {
 }
 
 function expectReadOnly(error: unknown, operation: string, code: RegExp): void {
-  expect(error).toBeInstanceOf(LedgerReadOnlyError);
+  expect(error).toBeInstanceOf(EffectError);
+  expect(error).toMatchObject({ code: 'ledger-read-only' });
   expect(error).toBeInstanceOf(CleanturnError);
-  expect(error).toMatchObject({ name: 'LedgerReadOnlyError', retryable: false, operation });
-  expect((error as LedgerReadOnlyError).code).toMatch(code);
+  expect(error).toMatchObject({ name: 'EffectError', code: 'ledger-read-only', retryable: false, operation });
+  expect((error as EffectError).driverCode).toMatch(code);
   expect((error as Error).message).toMatch(/cannot write/);
 }
 
@@ -88,7 +89,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
     immutable.push(path);
   }
 
-  it('a database opened with readonly: true: the first write is a LedgerReadOnlyError; replays still work', () => {
+  it('a database opened with readonly: true: the first write is a ledger-read-only error; replays still work', () => {
     const file = ledgerFile();
     const db = track(new Database(file, { readonly: true }));
     const ledger = new SqliteEffectLedger({ database: db });
@@ -109,7 +110,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
     );
   });
 
-  it('a database opened with readonly: true that has no ledger table yet: a LedgerReadOnlyError at open', () => {
+  it('a database opened with readonly: true that has no ledger table yet: a ledger-read-only error at open', () => {
     const file = join(dir, `empty-${++files}.db`);
     new Database(file).close();
     const db = track(new Database(file, { readonly: true }));
@@ -120,7 +121,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
     );
   });
 
-  it('a connection with PRAGMA query_only: the first write is a LedgerReadOnlyError', () => {
+  it('a connection with PRAGMA query_only: the first write is a ledger-read-only error', () => {
     const db = track(new Database(ledgerFile()));
     db.pragma('query_only = 1');
     const ledger = new SqliteEffectLedger({ database: db });
@@ -131,7 +132,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
     );
   });
 
-  it('executeTools over a read-only ledger: the stream errors with LedgerReadOnlyError and no handler runs', async () => {
+  it('executeTools over a read-only ledger: the stream errors with EffectError ledger-read-only and no handler runs', async () => {
     const db = track(new Database(ledgerFile(), { readonly: true }));
     const ledger = new SqliteEffectLedger({ database: db });
     const ran: string[] = [];
@@ -164,7 +165,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
   describe('as root: files made immutable (chattr +i)', () => {
     const canChattr = () => chattrWorks(dir);
 
-    it('an immutable ledger file opens, replays what it holds, and the first write is a LedgerReadOnlyError', (context) => {
+    it('an immutable ledger file opens, replays what it holds, and the first write is a ledger-read-only error', (context) => {
       if (!canChattr()) context.skip();
       const file = ledgerFile();
       chattr(file);
@@ -179,7 +180,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
       );
     });
 
-    it('a ledger file in an immutable directory (no room for its -shm and -wal files): a LedgerReadOnlyError at open', (context) => {
+    it('a ledger file in an immutable directory (no room for its -shm and -wal files): a ledger-read-only error at open', (context) => {
       if (!canChattr()) context.skip();
       const sub = join(dir, `sub-${++files}`);
       mkdirSync(sub);
@@ -192,7 +193,7 @@ describe('SqliteEffectLedger on a database it cannot write', () => {
       );
     });
 
-    it('a new ledger file in an immutable directory: a LedgerReadOnlyError at open', (context) => {
+    it('a new ledger file in an immutable directory: a ledger-read-only error at open', (context) => {
       if (!canChattr()) context.skip();
       const sub = join(dir, `sub-${++files}`);
       mkdirSync(sub);

@@ -2,11 +2,13 @@
 // cup and a late delivery), proposed in two steps of the agent loop. Keyed by meaning alone they collide and the
 // second is replayed instead of run; with the orchestrator's step number in the key both run, and retries within
 // a step still collapse.
-import { type AssembledEvent, cleanTurn, effectKey, type ProviderEvent } from 'cleanturn';
+
+import { cleanTurn, effectKey, type ProviderEvent } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers, type ToolResultEvent } from 'cleanturn/effects';
 import { call, finish, retrying, text } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { AssembledEvent } from '../../src/assembleToolCalls.js';
 
 const turnId = 'turn-77';
 const tenEuros = { order_id: 'ORD-7781', amount: '10.00' };

@@ -1,13 +1,7 @@
 // A tool call whose arguments cannot be keyed (an id of 20 digits that JSON.parse rounded to a double another id
 // shares, or a user's own Map, undefined or NaN) never runs: dedupeByEffectKey fails the turn with the typed
-// EffectKeyError at that call, so executeTools never sees it. No colliding key is made up for it.
-import {
-  assembleToolCalls,
-  cleanTurn,
-  dedupeByEffectKey,
-  EffectKeyError,
-  type ProviderEvent,
-} from 'cleanturn';
+// TurnError (code effect-key) at that call, so executeTools never sees it. No colliding key is made up for it.
+import { assembleToolCalls, cleanTurn, dedupeByEffectKey, type ProviderEvent, TurnError } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers } from 'cleanturn/effects';
 import { call, delta, finish, retrying, text } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
@@ -41,7 +35,7 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe('a call whose arguments cannot be keyed', () => {
-  it('a 20-digit id from the provider: the turn fails with EffectKeyError and the refund never runs', async () => {
+  it('a 20-digit id from the provider: the turn fails with TurnError effect-key and the refund never runs', async () => {
     // The model wrote an account number as a JSON number; JSON.parse keeps only the nearest double.
     const events: ProviderEvent[] = [
       text('Refunding to account 12345678901234567891. '),
@@ -61,7 +55,8 @@ describe('a call whose arguments cannot be keyed', () => {
         ),
       ),
     );
-    expect(error).toBeInstanceOf(EffectKeyError);
+    expect(error).toBeInstanceOf(TurnError);
+    expect(error).toMatchObject({ code: 'effect-key' });
     expect(error).toMatchObject({ retryable: false, toolName: 'issue_refund', path: 'args.account' });
     expect((error as Error).message).toMatch(/MAX_SAFE_INTEGER/);
     expect(ran).toEqual([]);
@@ -81,7 +76,8 @@ describe('a call whose arguments cannot be keyed', () => {
           ),
         ),
       );
-      expect(error).toBeInstanceOf(EffectKeyError);
+      expect(error).toBeInstanceOf(TurnError);
+      expect(error).toMatchObject({ code: 'effect-key' });
       expect(ran).toEqual([]);
     }
   });
@@ -100,8 +96,9 @@ describe('a call whose arguments cannot be keyed', () => {
     expect(collected).toMatchObject([{ type: 'tool-call', id: 'c1', effectKey: expect.any(String) }]);
     expect(collected).toHaveLength(1);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toBeInstanceOf(EffectKeyError);
-    expect(errors[0]).toMatchObject({ toolName: 'issue_refund', path: 'args.lines', problem: 'a Map' });
+    expect(errors[0]).toBeInstanceOf(TurnError);
+    expect(errors[0]).toMatchObject({ code: 'effect-key' });
+    expect(errors[0]).toMatchObject({ toolName: 'issue_refund', path: 'args.lines', reason: 'a Map' });
   });
 
   it('an abandoned attempt with such a call does not matter: only released calls are keyed', async () => {

@@ -1,30 +1,23 @@
-import {
-  type ClaimOptions,
-  type ClaimResult,
-  checkDuration,
-  decodeError,
-  decodeResult,
-  type EffectLedger,
-  type EffectRecord,
-  encodeResult,
-  LeaseLostError,
-  type SerializedError,
-  toEffectRecord,
-} from 'cleanturn/effects';
+import { checkOption } from '../../internal/options.js';
 import { withinTime } from '../../internal/wait.js';
 import { isWellFormed } from '../../internal/wellFormed.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
+import type { EffectError } from '../errors.js';
+import { leaseLostError } from '../errors.js';
+import { decodeError, decodeResult, encodeResult } from '../json.js';
+import { checkDuration, toEffectRecord } from '../ledgerRules.js';
+import type { ClaimOptions, ClaimResult, EffectLedger, EffectRecord, SerializedError } from '../types.js';
 import {
   isOutcomeUnknown,
-  PostgresLedgerError,
   type PostgresLedgerOperation,
-  PostgresLedgerUsageError,
-  PostgresOutcomeUnknownError,
+  postgresLedgerError,
+  postgresOutcomeUnknownError,
 } from './errors.js';
 
 /**
  * What the ledger needs of a PostgreSQL connection: node-postgres's `query(text, values)`. A `pg.Pool` is the
  * usual choice (each operation is one statement, so any pooled connection will do); a `pg.Client` works too.
+ * @inline
  */
 export interface PostgresQueryable {
   /** Runs one statement with its parameters (`$1`, `$2`…), as `pg`'s `Pool.query` does. */
@@ -50,7 +43,7 @@ export interface PostgresEffectLedgerOptions {
   createTable?: boolean;
   /**
    * How long an operation waits for the database, in milliseconds, before it rejects with a retryable
-   * {@link PostgresLedgerError} (code `ETIMEDOUT`), whatever the pool's own settings: an unreachable server, or a
+   * `EffectError` (code `ledger-timeout`, `driverCode` `ETIMEDOUT`), whatever the pool's own settings: an unreachable server, or a
    * record row locked by a transaction that does not end. A claim that gets no answer in time, or whose connection
    * breaks mid-query, then takes up to as long again to find out whether it was applied (see
    * {@link PostgresEffectLedger}). Default: 5 000.
@@ -207,11 +200,11 @@ function statements(table: string) {
  * claim's server session (`pg_terminate_backend`, from another connection of the pool), waits until that session
  * is gone, so that the claim can no longer commit, and reads the record back under the claim's token. Applied: the
  * claim answers `claimed`, as if the answer had come. Not applied: it rejects with a retryable
- * {@link PostgresLedgerError}, and nothing holds the key. When it cannot find out within another `queryTimeoutMs`
+ * `EffectError` (`ledger-failed` or `ledger-timeout`), and nothing holds the key. When it cannot find out within another `queryTimeoutMs`
  * (the server is unreachable or paused, the database user may not end its own sessions, the connection goes
  * through a pooler such as PgBouncer, or `pool` is not a `pg.Pool`), it rejects with the retryable
- * {@link PostgresOutcomeUnknownError}: nobody was told `claimed`, so the effect is not run; the next claim of the
- * key through this ledger takes up that token if the claim was applied, and elsewhere it expires after its lease,
+ * `EffectError` of code `outcome-unknown`: nobody was told `claimed`, so the effect is not run; the next claim of
+ * the key through this ledger takes up that token if the claim was applied, and elsewhere it expires after its lease,
  * as a crashed holder's does.
  *
  * Asynchronous, so it cannot serve as `seen` of `dedupeByEffectKey`; the executor replays settled keys instead.
@@ -232,9 +225,10 @@ function statements(table: string) {
  * CREATE INDEX cleanturn_effects_expires_at ON cleanturn_effects (expires_at);
  * ```
  *
- * Errors: a failed query rejects with {@link PostgresLedgerError}, `retryable` for connection failures; a claim
- * whose outcome could not be found out with {@link PostgresOutcomeUnknownError}; a bad option or a scope that
- * `text` cannot hold throws {@link PostgresLedgerUsageError}; a fenced-off write rejects with `LeaseLostError`.
+ * Errors: a failed query rejects with an `EffectError` of code `ledger-failed` (`ledger-timeout` when it got no
+ * answer in time), `retryable` for connection failures; a claim whose outcome could not be found out with code
+ * `outcome-unknown`; a fenced-off write with code `lease-lost`. A bad option or a scope that `text` cannot hold
+ * throws a `UsageError`.
  *
  * ## Example
  * ```ts
@@ -275,22 +269,28 @@ export class PostgresEffectLedger implements EffectLedger {
   #purgedAt = 0;
 
   constructor(options: PostgresEffectLedgerOptions) {
-    if (typeof options?.pool?.query !== 'function') {
-      throw new PostgresLedgerUsageError('pool', 'expected a pg.Pool (an object with a query method)');
-    }
+    checkOption(
+      typeof options?.pool?.query === 'function',
+      LEDGER,
+      'pool',
+      'a pg.Pool (an object with a query method)',
+      options?.pool,
+    );
     const table = options.table ?? 'cleanturn_effects';
-    if (typeof table !== 'string' || !TABLE_NAME.test(table)) {
-      throw new PostgresLedgerUsageError(
-        'table',
-        `not a plain SQL identifier (letters, digits, _; optionally schema.table): ${JSON.stringify(table)}`,
-      );
-    }
-    if (options.now !== undefined && typeof options.now !== 'function') {
-      throw new PostgresLedgerUsageError(
-        'now',
-        `expected a function answering epoch ms, got ${typeof options.now}`,
-      );
-    }
+    checkOption(
+      typeof table === 'string' && TABLE_NAME.test(table),
+      LEDGER,
+      'table',
+      'a plain SQL identifier (letters, digits, _; optionally schema.table)',
+      table,
+    );
+    checkOption(
+      options.now === undefined || typeof options.now === 'function',
+      LEDGER,
+      'now',
+      'a function answering epoch ms',
+      options.now,
+    );
     this.#pool = options.pool;
     this.#retentionMs = duration('retentionMs', options.retentionMs ?? DEFAULT_RETENTION_MS);
     this.#createTable = options.createTable ?? true;
@@ -334,7 +334,7 @@ export class PostgresEffectLedger implements EffectLedger {
           return { status: 'failed', error: decodeError(row.payload) };
       }
     }
-    throw new PostgresLedgerError(
+    throw postgresLedgerError(
       'claim',
       new Error(`the record of ${key} kept changing (${CLAIM_TRIES} tries)`),
     );
@@ -357,7 +357,7 @@ export class PostgresEffectLedger implements EffectLedger {
       token,
       this.#clock(),
     ]);
-    if (answer !== undefined && !answer.released && answer.live) throw new LeaseLostError(scope, key);
+    if (answer !== undefined && !answer.released && answer.live) throw leaseLostError(scope, key);
   }
 
   /**
@@ -367,8 +367,9 @@ export class PostgresEffectLedger implements EffectLedger {
    *
    * @returns `true` when the caller still holds the claim; `false` when it is lost (another holder claimed, the
    *   key was settled or released, or its record is past retention), and nothing changed.
-   * @throws {PostgresLedgerUsageError} when `leaseMs` is not a positive number of milliseconds.
-   * @throws {PostgresLedgerError} when the query fails or gets no answer within `queryTimeoutMs`.
+   * @throws {UsageError} when `leaseMs` is not a positive number of milliseconds.
+   * @throws {EffectError} `ledger-failed` when the query fails, `ledger-timeout` when it gets no answer within
+   *   `queryTimeoutMs`.
    */
   async renew(scope: string, key: string, token: string, leaseMs: number): Promise<boolean> {
     checkText(scope, key);
@@ -419,7 +420,7 @@ export class PostgresEffectLedger implements EffectLedger {
       () => undefined,
       (error: unknown) => {
         this.#created = undefined;
-        throw new PostgresLedgerError('create table', error);
+        throw postgresLedgerError('create table', error);
       },
     );
     await this.#created;
@@ -429,9 +430,7 @@ export class PostgresEffectLedger implements EffectLedger {
   #clock(): number | null {
     if (this.#now === undefined) return null;
     const now = this.#now();
-    if (!Number.isFinite(now)) {
-      throw new PostgresLedgerUsageError('now', `must answer epoch milliseconds, answered ${now}`);
-    }
+    checkOption(Number.isFinite(now), LEDGER, 'now()', 'a finite number of epoch milliseconds', now);
     return Math.floor(now);
   }
 
@@ -481,7 +480,7 @@ export class PostgresEffectLedger implements EffectLedger {
         return claimed((await this.#withTimeout(pool.query(this.#sql.claim, values))).rows);
       } catch (error) {
         if (isOutcomeUnknown(error)) throw this.#unknownOutcome(scope, key, token, error);
-        throw new PostgresLedgerError('claim', error);
+        throw postgresLedgerError('claim', error);
       }
     }
     // Nothing has been sent until the claim's own query: a failure before it is an ordinary one.
@@ -491,7 +490,7 @@ export class PostgresEffectLedger implements EffectLedger {
       session = await this.#sessionOf(client);
     } catch (error) {
       client.release(true);
-      throw new PostgresLedgerError('claim', error);
+      throw postgresLedgerError('claim', error);
     }
     try {
       const { rows } = await this.#withTimeout(client.query(this.#sql.claim, values));
@@ -500,7 +499,7 @@ export class PostgresEffectLedger implements EffectLedger {
     } catch (error) {
       if (!isOutcomeUnknown(error)) {
         client.release();
-        throw new PostgresLedgerError('claim', error);
+        throw postgresLedgerError('claim', error);
       }
       // The pool closes the connection; its session may still run the claim, until it is ended.
       client.release(true);
@@ -513,7 +512,7 @@ export class PostgresEffectLedger implements EffectLedger {
    * Finds out whether a claim whose answer was lost was applied: ends its session and waits until it is gone (so
    * that the claim can no longer commit), then looks for the claim's token on the record, all within
    * `queryTimeoutMs`. Answers the claims count when it was applied; rejects with a retryable
-   * {@link PostgresLedgerError} when it was not, or with {@link PostgresOutcomeUnknownError} when that cannot be
+   * `EffectError` (`ledger-failed`) when it was not, or with code `outcome-unknown` when that cannot be
    * found out.
    */
   async #resolve(
@@ -541,7 +540,7 @@ export class PostgresEffectLedger implements EffectLedger {
     }
     const [row] = mine as { claims: number }[];
     if (row !== undefined) return row.claims;
-    throw new PostgresLedgerError(
+    throw postgresLedgerError(
       'claim',
       cause,
       'checked: the claim was not applied (its session was ended before it could commit)',
@@ -549,12 +548,12 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 
   /** The error of a claim whose outcome is unknown; its token is kept for the next claim of the key to take up. */
-  #unknownOutcome(scope: string, key: string, token: string, cause: unknown): PostgresOutcomeUnknownError {
+  #unknownOutcome(scope: string, key: string, token: string, cause: unknown): EffectError {
     const id = `${scope}\0${key}`;
     this.#unknown.delete(id);
     this.#unknown.set(id, token);
     if (this.#unknown.size > UNKNOWN_KEPT) this.#unknown.delete(this.#unknown.keys().next().value as string);
-    return new PostgresOutcomeUnknownError(scope, key, token, cause);
+    return postgresOutcomeUnknownError(scope, key, token, cause);
   }
 
   /**
@@ -571,7 +570,7 @@ export class PostgresEffectLedger implements EffectLedger {
         () => {},
       );
       const note = error instanceof QueryTimeoutError ? 'no connection of the pool came in time' : undefined;
-      throw new PostgresLedgerError('claim', error, note);
+      throw postgresLedgerError('claim', error, note);
     }
   }
 
@@ -607,14 +606,14 @@ export class PostgresEffectLedger implements EffectLedger {
       this.#retentionMs,
       this.#clock(),
     ]);
-    if (written.length === 0) throw new LeaseLostError(scope, key);
+    if (written.length === 0) throw leaseLostError(scope, key);
   }
 
   async #query<R>(operation: PostgresLedgerOperation, text: string, values: unknown[]): Promise<R[]> {
     return (await this.#run(operation, text, values)).rows as R[];
   }
 
-  /** Runs one statement once the table exists; a failure becomes a {@link PostgresLedgerError}. */
+  /** Runs one statement once the table exists; a failure becomes an `EffectError` (`ledger-failed`, `ledger-timeout`). */
   async #run(
     operation: PostgresLedgerOperation,
     text: string,
@@ -625,7 +624,7 @@ export class PostgresEffectLedger implements EffectLedger {
       return await this.#withTimeout(this.#pool.query(text, values));
     } catch (error) {
       const write = operation !== 'get' && operation !== 'purge';
-      throw new PostgresLedgerError(
+      throw postgresLedgerError(
         operation,
         error,
         write && isOutcomeUnknown(error)
@@ -648,6 +647,8 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 }
 
+/** The name the ledger's usage errors give as their operator. */
+const LEDGER = 'PostgresEffectLedger';
 /** How often a claim whose answer was lost asks whether its ended session is gone. */
 const SESSION_POLL_MS = 10;
 /** How many claims of unknown outcome a ledger keeps the tokens of. */
@@ -656,8 +657,11 @@ const UNKNOWN_KEPT = 1_000;
 /** No answer within `queryTimeoutMs`: the query may still be running, or be waiting to be sent. */
 class QueryTimeoutError extends Error {
   readonly code = 'ETIMEDOUT';
+  /** The timeout that ran out, in milliseconds. */
+  readonly timeoutMs: number;
   constructor(timeoutMs: number) {
     super(`no answer within ${timeoutMs} ms (queryTimeoutMs)`);
+    this.timeoutMs = timeoutMs;
   }
 }
 
@@ -672,16 +676,9 @@ function local(now: number | null, relative: string): number {
   return (now ?? Date.now()) + Number(relative);
 }
 
-/**
- * Checks a duration by the ledgers' one rule (`checkDuration`), rounded up to a whole millisecond; a bad one is
- * this ledger's typed usage error.
- */
+/** Checks a duration by the ledgers' one rule (`checkDuration`), rounded up to a whole millisecond. */
 function duration(name: string, value: number): number {
-  try {
-    return Math.ceil(checkDuration(value, name));
-  } catch {
-    throw new PostgresLedgerUsageError(name, `must be a positive number of milliseconds, got ${value}`);
-  }
+  return Math.ceil(checkDuration(LEDGER, name, value));
 }
 
 /** Checks that PostgreSQL `text` holds a scope and a key unchanged. */
@@ -690,14 +687,14 @@ function checkText(scope: string, key: string): void {
     ['scope', scope],
     ['key', key],
   ] as const) {
-    if (typeof value !== 'string')
-      throw new PostgresLedgerUsageError(name, `expected a string, got ${typeof value}`);
+    checkOption(typeof value === 'string', LEDGER, name, 'a string', value);
     // PostgreSQL `text` cannot hold NUL, and would get a lone surrogate as U+FFFD.
-    if (value.includes('\0') || !isWellFormed(value)) {
-      throw new PostgresLedgerUsageError(
-        name,
-        `${JSON.stringify(value)} has a NUL character or a lone surrogate, which PostgreSQL text cannot hold`,
-      );
-    }
+    checkOption(
+      !value.includes('\0') && isWellFormed(value),
+      LEDGER,
+      name,
+      'a string without a NUL character or a lone surrogate, which PostgreSQL text cannot hold',
+      value,
+    );
   }
 }

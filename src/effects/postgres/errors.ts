@@ -1,4 +1,5 @@
-import { CleanturnError, describeError } from 'cleanturn';
+import { describeError } from '../../internal/describeError.js';
+import { EffectError } from '../errors.js';
 
 /** What the ledger was doing when PostgreSQL failed. */
 export type PostgresLedgerOperation =
@@ -12,84 +13,61 @@ export type PostgresLedgerOperation =
   | 'purge';
 
 /**
- * A PostgreSQL query of the ledger failed. A claim never leaves its outcome unknown behind this error: whatever
- * it rejects with, nobody holds the key for it (see {@link PostgresOutcomeUnknownError} for the one exception,
- * which says so). Of the other writes, only one whose connection failed mid-query, or that got no answer in time,
- * may have been applied (the message says so); the ledger's rules make a retry with the same token safe either
- * way (a second `complete` with the same token overwrites its own record, a second `release` finds nothing).
- *
- * `retryable` is true for connection failures (refused, reset, terminated, pool timeout, SQLSTATE class 08,
- * server shutdown or start-up, too many connections, a cancelled statement, a deadlock or serialization
- * failure), false for the rest (a missing table with `createTable: false`, a table of another shape, missing
- * privileges, bad credentials).
+ * A PostgreSQL query of the ledger failed: `ledger-timeout` when it got no answer in time (`driverCode`
+ * `ETIMEDOUT`: the ledger's own `queryTimeoutMs`, or the socket's), else `ledger-failed`. `retryable` for
+ * connection failures. `note` says what the ledger knows of the write's outcome, for the message. @internal
  */
-export class PostgresLedgerError extends CleanturnError {
-  /** The ledger operation that failed. */
-  readonly operation: PostgresLedgerOperation;
-  /** The SQLSTATE (`08006`, `42P01`…) or the socket error code (`ECONNREFUSED`…), when the driver gave one. */
-  readonly code: string | undefined;
-
-  /**
-   * @param operation What the ledger was doing.
-   * @param cause What the driver threw.
-   * @param note What the ledger knows of the write's outcome, for the message.
-   */
-  constructor(operation: PostgresLedgerOperation, cause: unknown, note?: string) {
-    const code = errorCode(cause);
-    const hint = HINTS[code ?? ''];
-    super(
-      `postgres effect ledger: ${operation} failed: ${describeError(cause)}${code === undefined ? '' : ` (${code})`}${note === undefined ? '' : `; ${note}`}${hint === undefined ? '' : `; ${hint}`}`,
-      { retryable: isConnectionFailure(cause, code), cause },
-    );
-    this.operation = operation;
-    this.code = code;
-  }
+export function postgresLedgerError(
+  operation: PostgresLedgerOperation,
+  cause: unknown,
+  note?: string,
+): EffectError {
+  return postgresError(operation, cause, note, {});
 }
 
 /**
- * A claim got no answer (none within `queryTimeoutMs`, or its connection broke mid-query), and the ledger could
- * not find out whether it was applied: the server could not be reached in time to end the claim's session and
- * read the record back, or the ledger cannot end sessions there (`pool` is not a `pg.Pool`, a pooler such as
- * PgBouncer stands between, the database user lacks the privilege).
- *
- * Nobody was told `claimed`, so the effect was not run, and it cannot run twice because of this claim: if the
- * claim was (or is yet) applied, it holds the key under `token`, and the next claim of the key through the same
- * ledger takes it up (answers `claimed` with that token); any other ledger finds it `in-progress` until its lease
- * ends, then takes it over with `reclaimed: true`, as after a crash. Retryable.
+ * A claim got no answer and the ledger could not find out whether it was applied: `outcome-unknown`. If it was,
+ * it holds the key under `token`. Retryable. @internal
  */
-export class PostgresOutcomeUnknownError extends PostgresLedgerError {
-  /** The ledger scope (turn id). */
-  readonly scope: string;
-  /** The effect key. */
-  readonly key: string;
-  /** The fencing token the claim holds the key under, if it was applied. */
-  readonly token: string;
+export function postgresOutcomeUnknownError(
+  scope: string,
+  key: string,
+  token: string,
+  cause: unknown,
+): EffectError {
+  return postgresError(
+    'claim',
+    cause,
+    `whether the claim of ${key} in ${scope} was applied is unknown; the effect was not run, and the next claim of the key through this ledger takes the claim up if it was applied`,
+    { outcomeUnknown: { scope, key, token } },
+  );
+}
 
-  constructor(scope: string, key: string, token: string, cause: unknown) {
-    super(
-      'claim',
+function postgresError(
+  operation: PostgresLedgerOperation,
+  cause: unknown,
+  note: string | undefined,
+  { outcomeUnknown }: { outcomeUnknown?: { scope: string; key: string; token: string } },
+): EffectError {
+  const driverCode = errorCode(cause);
+  const hint = HINTS[driverCode ?? ''];
+  const timeoutMs = (cause as { timeoutMs?: unknown } | null)?.timeoutMs;
+  return new EffectError(
+    outcomeUnknown !== undefined
+      ? 'outcome-unknown'
+      : driverCode === 'ETIMEDOUT'
+        ? 'ledger-timeout'
+        : 'ledger-failed',
+    `postgres effect ledger: ${operation} failed: ${describeError(cause)}${driverCode === undefined ? '' : ` (${driverCode})`}${note === undefined ? '' : `; ${note}`}${hint === undefined ? '' : `; ${hint}`}`,
+    {
+      retryable: isConnectionFailure(cause, driverCode),
       cause,
-      `whether the claim of ${key} in ${scope} was applied is unknown; the effect was not run, and the next claim of the key through this ledger takes the claim up if it was applied`,
-    );
-    this.scope = scope;
-    this.key = key;
-    this.token = token;
-  }
-}
-
-/**
- * The ledger was used wrongly: an option that is not valid (a table name that is not a plain identifier, a
- * retention or lease that is not a positive number of milliseconds, a `pool` without `query`) or a scope or key
- * that PostgreSQL `text` cannot hold (a NUL character, a lone surrogate). Never retryable: nothing was sent.
- */
-export class PostgresLedgerUsageError extends CleanturnError {
-  /** The option or argument at fault (`table`, `retentionMs`, `leaseMs`, `pool`, `scope`, `key`). */
-  readonly option: string;
-
-  constructor(option: string, problem: string) {
-    super(`postgres effect ledger: ${option}: ${problem}`, { retryable: false });
-    this.option = option;
-  }
+      operation,
+      driverCode,
+      timeoutMs: typeof timeoutMs === 'number' ? timeoutMs : undefined,
+      ...outcomeUnknown,
+    },
+  );
 }
 
 /** Socket error codes of Node.js that mean the connection failed or broke. */

@@ -1,10 +1,9 @@
 /**
  * The PostgreSQL effect ledger, for many processes and machines. Give it your `pg.Pool` (the optional peer
- * dependency `pg`); importing `cleanturn/effects` alone never loads it.
+ * dependency `pg`); importing `cleanturn/effects` alone never loads it. Its errors are `EffectError`s of
+ * `cleanturn/effects`.
  *
  * @module
  */
-export type { PostgresLedgerOperation } from './errors.js';
-export { PostgresLedgerError, PostgresLedgerUsageError, PostgresOutcomeUnknownError } from './errors.js';
-export type { PostgresEffectLedgerOptions, PostgresQueryable } from './PostgresEffectLedger.js';
+export type { PostgresEffectLedgerOptions } from './PostgresEffectLedger.js';
 export { PostgresEffectLedger } from './PostgresEffectLedger.js';

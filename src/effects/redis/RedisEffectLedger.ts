@@ -1,26 +1,24 @@
-import {
-  type ClaimOptions,
-  type ClaimResult,
-  checkDuration,
-  checkResultSize,
-  decodeError,
-  decodeResult,
-  type EffectLedger,
-  type EffectRecord,
-  encodeResult,
-  LeaseLostError,
-  type LedgerCallOptions,
-  type SerializedError,
-} from 'cleanturn/effects';
 import type { Cluster, Redis } from 'ioredis';
+import { checkOneOf, checkOption } from '../../internal/options.js';
 import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
 import { withinTime } from '../../internal/wait.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
+import { EffectError, leaseLostError } from '../errors.js';
+import { checkResultSize, decodeError, decodeResult, encodeResult } from '../json.js';
+import { checkDuration } from '../ledgerRules.js';
+import type {
+  ClaimOptions,
+  ClaimResult,
+  EffectLedger,
+  EffectRecord,
+  LedgerCallOptions,
+  SerializedError,
+} from '../types.js';
 import {
-  LedgerDataLostError,
-  LedgerMemoryFullError,
-  LedgerPersistenceError,
-  LedgerTimeoutError,
+  ledgerDataLostError,
+  ledgerMemoryFullError,
+  ledgerPersistenceError,
+  ledgerTimeoutError,
   type RedisLedgerOperation,
 } from './errors.js';
 import {
@@ -33,9 +31,10 @@ import {
 
 /**
  * What the ledger does when the server can lose records, or has lost them (see {@link RedisEffectLedger}):
- * `'require'` refuses with {@link LedgerPersistenceError} (or {@link LedgerDataLostError}), `'warn'` emits a
+ * `'require'` refuses with an `EffectError` of code `ledger-persistence` (or `ledger-data-lost`), `'warn'` emits a
  * process warning (`CLEANTURN_REDIS_PERSISTENCE`) once per problem and goes on, `'ignore'` does not ask and writes
  * no marker.
+ * @inline
  */
 export type RedisPersistenceCheck = 'require' | 'warn' | 'ignore';
 
@@ -50,7 +49,7 @@ export interface RedisEffectLedgerOptions {
   /**
    * How long an operation waits for Redis, in milliseconds, whatever the client's own settings (ioredis retries a
    * command for about a minute by default, and forever with `maxRetriesPerRequest: null`). A write that gets no
-   * answer is asked again once, within another `commandTimeoutMs`; then it fails with {@link LedgerTimeoutError}
+   * answer is asked again once, within another `commandTimeoutMs`; then it fails with `EffectError` `ledger-timeout`
    * (retryable). Default: 5 000.
    */
   commandTimeoutMs?: number;
@@ -72,6 +71,8 @@ export interface RedisEffectLedgerOptions {
 
 /** Default `commandTimeoutMs`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
+/** The name the ledger's usage errors give as their operator. */
+const LEDGER = 'RedisEffectLedger';
 
 /** The smallest `proto-max-bulk-len` a Redis server accepts (1 MB): a value no longer than it is always taken. */
 const MIN_BULK_LEN = 1024 * 1024;
@@ -221,9 +222,10 @@ function isUnanswered(error: unknown): boolean {
   return (
     !isReplyError(error) &&
     !(
-      error instanceof LedgerPersistenceError ||
-      error instanceof LedgerDataLostError ||
-      error instanceof LedgerMemoryFullError
+      error instanceof EffectError &&
+      (error.code === 'ledger-persistence' ||
+        error.code === 'ledger-data-lost' ||
+        error.code === 'ledger-memory-full')
     )
   );
 }
@@ -254,7 +256,7 @@ function sameConnections(a: readonly unknown[], b: readonly unknown[]): boolean 
  *   no` leaves it to the OS, about 30 s on Linux.
  * - under memory pressure: `maxmemory-policy noeviction` (or no `maxmemory`). Every ledger key has a TTL, so the
  *   `volatile-*` policies evict them as readily as the `allkeys-*` ones. A full server refuses new claims with
- *   {@link LedgerMemoryFullError} (retryable); completions, renewals and releases still go through.
+ *   `EffectError` `ledger-memory-full` (retryable); completions, renewals and releases still go through.
  * - through a failover: replication is asynchronous, so a promoted replica can miss the last writes of the old
  *   master; where that matters, run the ledger on a primary without automatic failover or accept that window.
  *
@@ -265,12 +267,12 @@ function sameConnections(a: readonly unknown[], b: readonly unknown[]): boolean 
  * checked, so a server switched to an evicting policy or to no AOF later is checked again before the claim
  * writes. On a single server the ledger also keeps a marker, the key `prefix:marker` without TTL, written at
  * first use; every script refuses to run when the server no longer holds the marker this ledger saw, as after a
- * restart without its data or when another server answers at the address: {@link LedgerDataLostError}, also for
+ * restart without its data or when another server answers at the address: `EffectError` `ledger-data-lost`, also for
  * a command the client sends again after a reconnect. (A process started after the loss cannot know what was
  * lost: it takes the server as it finds it. A Cluster keeps no marker: its scripts can touch one slot only.)
  * With `persistence: 'require'` (default) a server that can forget records is refused with
- * {@link LedgerPersistenceError} before anything is written, and one that forgot with
- * {@link LedgerDataLostError} from then on; `'warn'` warns once per problem and goes on (taking the server as it
+ * `EffectError` `ledger-persistence` before anything is written, and one that forgot with
+ * `EffectError` `ledger-data-lost` from then on; `'warn'` warns once per problem and goes on (taking the server as it
  * now is); `'ignore'` does not ask and writes no marker (for a server you have checked yourself, or where CONFIG
  * and INFO are both refused). A handler always gets the effect key: a service idempotent on it (a payment API)
  * closes these windows too.
@@ -281,7 +283,7 @@ function sameConnections(a: readonly unknown[], b: readonly unknown[]): boolean 
  * a write that got no answer, or whose connection failed, is asked again once under the same fencing token
  * (every write is idempotent under its token; a claim is generated with its token by the ledger, so a claim that
  * landed is recognised as the caller's own), within another `commandTimeoutMs`, and its answer is the answer.
- * When that one gets none either, the operation fails with {@link LedgerTimeoutError}, and a claim is withdrawn
+ * When that one gets none either, the operation fails with `EffectError` `ledger-timeout`, and a claim is withdrawn
  * by a command sent behind it, which deletes it (or ends the lease of a take-over) once the server takes commands
  * again: no claim is left standing that nobody runs. The same withdrawal follows a claim whose `signal` aborts.
  * Scripts are sent with `EVAL` (Redis caches them by their SHA-1): an `EVALSHA` that misses the cache is sent
@@ -323,7 +325,7 @@ export class RedisEffectLedger implements EffectLedger {
   /** The settings the last check passed with, as claims compare them; `''` for none. */
   #settings = '';
   /** Set once the server forgot (with `persistence: 'require'`): every operation fails with it. */
-  #forgotten: LedgerDataLostError | undefined;
+  #forgotten: EffectError | undefined;
   /** The warnings emitted, so that each is emitted once. */
   readonly #warned = new Set<string>();
   /** The clock of leases and retention; `undefined`: the server's. */
@@ -332,27 +334,31 @@ export class RedisEffectLedger implements EffectLedger {
   constructor(options: RedisEffectLedgerOptions) {
     this.#client = options.client;
     this.#timeoutMs = checkDuration(
-      options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+      LEDGER,
       'commandTimeoutMs',
+      options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     );
-    this.#persistence = options.persistence ?? 'require';
-    if (!['require', 'warn', 'ignore'].includes(this.#persistence)) {
-      throw new RangeError(
-        `persistence must be 'require', 'warn' or 'ignore', got ${String(options.persistence)}`,
-      );
-    }
+    const persistence = options.persistence ?? 'require';
+    checkOneOf(LEDGER, 'persistence', persistence, ['require', 'warn', 'ignore']);
+    this.#persistence = persistence;
     this.#prefix = options.prefix ?? 'cleanturn:effect';
-    this.#retentionMs = Math.ceil(checkDuration(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs'));
+    this.#retentionMs = Math.ceil(
+      checkDuration(LEDGER, 'retentionMs', options.retentionMs ?? DEFAULT_RETENTION_MS),
+    );
     this.#marker =
       this.#persistence === 'ignore' || this.#client.isCluster ? undefined : `${this.#prefix}:marker`;
-    if (options.now !== undefined && typeof options.now !== 'function') {
-      throw new TypeError(`now must be a function answering epoch milliseconds, got ${typeof options.now}`);
-    }
+    checkOption(
+      options.now === undefined || typeof options.now === 'function',
+      LEDGER,
+      'now',
+      'a function answering epoch milliseconds',
+      options.now,
+    );
     this.#now = options.now;
   }
 
   async claim(scope: string, key: string, options: ClaimOptions): Promise<ClaimResult> {
-    const leaseMs = Math.ceil(checkDuration(options.leaseMs, 'leaseMs'));
+    const leaseMs = Math.ceil(checkDuration(LEDGER, 'leaseMs', options.leaseMs));
     const token = globalThis.crypto.randomUUID();
     const record = this.#key(scope, key);
     const now = this.#clock();
@@ -388,7 +394,7 @@ export class RedisEffectLedger implements EffectLedger {
   /**
    * Records the result. A result that is not JSON data, or whose JSON text is longer than the server takes in one
    * value (its `proto-max-bulk-len`, 512 MB by default, read from the server for a text past 1 MB), is refused
-   * with `EffectResultError` before anything is sent: the claim stands, and its holder records the failure
+   * with code `unstorable-result` before anything is sent: the claim stands, and its holder records the failure
    * (`executeTools` does). A server sent too long a value would drop the connection instead.
    */
   async complete(scope: string, key: string, token: string, result: unknown): Promise<void> {
@@ -406,7 +412,7 @@ export class RedisEffectLedger implements EffectLedger {
   async release(scope: string, key: string, token: string): Promise<void> {
     const now = clockArg(this.#clock());
     const ok = await this.#write('release', RELEASE, this.#key(scope, key), () => [now, token]);
-    if (ok !== 1) throw new LeaseLostError(scope, key);
+    if (ok !== 1) throw leaseLostError(scope, key);
   }
 
   /**
@@ -416,8 +422,8 @@ export class RedisEffectLedger implements EffectLedger {
    *
    * @returns `true` when the caller still holds the claim; `false` when it is lost (another holder claimed,
    *   the key was settled or released, or Redis forgot the record), and nothing changed.
-   * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
-   * @throws {LedgerTimeoutError} when Redis does not answer, twice, within `commandTimeoutMs`.
+   * @throws {UsageError} when `leaseMs` is not a positive number of milliseconds.
+   * @throws {EffectError} `ledger-timeout` when Redis does not answer, twice, within `commandTimeoutMs`.
    * @throws The reason of `options.signal` once it aborts (the renewal may still land; that is harmless).
    */
   async renew(
@@ -427,7 +433,7 @@ export class RedisEffectLedger implements EffectLedger {
     leaseMs: number,
     options?: LedgerCallOptions,
   ): Promise<boolean> {
-    const lease = Math.ceil(checkDuration(leaseMs, 'leaseMs'));
+    const lease = Math.ceil(checkDuration(LEDGER, 'leaseMs', leaseMs));
     const now = clockArg(this.#clock());
     const ok = await this.#write(
       'renew',
@@ -473,7 +479,7 @@ export class RedisEffectLedger implements EffectLedger {
       this.#key(scope, key),
       () => args,
     );
-    if (ok !== 1) throw new LeaseLostError(scope, key);
+    if (ok !== 1) throw leaseLostError(scope, key);
   }
 
   /**
@@ -486,7 +492,7 @@ export class RedisEffectLedger implements EffectLedger {
     const nodes: Redis[] = client.isCluster ? (client as Cluster).nodes('master') : [client as Redis];
     const limits = await withinTime(
       this.#timeoutMs,
-      () => new LedgerTimeoutError('complete', this.#timeoutMs),
+      () => ledgerTimeoutError('complete', this.#timeoutMs),
       () =>
         Promise.all(
           nodes.map(async (node) => {
@@ -508,7 +514,7 @@ export class RedisEffectLedger implements EffectLedger {
   #clock(): number | undefined {
     if (this.#now === undefined) return undefined;
     const now = this.#now();
-    if (!Number.isFinite(now)) throw new RangeError(`now must answer epoch milliseconds, answered ${now}`);
+    checkOption(Number.isFinite(now), LEDGER, 'now()', 'a finite number of epoch milliseconds', now);
     return Math.floor(now);
   }
 
@@ -547,7 +553,7 @@ export class RedisEffectLedger implements EffectLedger {
     signal?.addEventListener('abort', give, { once: true });
     const timeout = () => {
       stop.abort();
-      return new LedgerTimeoutError(operation, this.#timeoutMs);
+      return ledgerTimeoutError(operation, this.#timeoutMs);
     };
     const keys = this.#marker === undefined ? [record] : [record, this.#marker];
     const send = async () => {
@@ -569,7 +575,7 @@ export class RedisEffectLedger implements EffectLedger {
       return await withinTime(this.#timeoutMs, timeout, send, signal);
     } catch (error) {
       if (isReplyError(error) && error.message.startsWith('OOM')) {
-        throw new LedgerMemoryFullError(operation, error.message);
+        throw ledgerMemoryFullError(operation, error.message);
       }
       throw error;
     } finally {
@@ -580,7 +586,7 @@ export class RedisEffectLedger implements EffectLedger {
 
   /**
    * What a script's refusal asks for: `true` to run it again (the settings changed: check them again; with
-   * `'warn'`, the marker is gone: warn, and take the server as it is). Throws {@link LedgerDataLostError} when the
+   * `'warn'`, the marker is gone: warn, and take the server as it is). Throws `EffectError` `ledger-data-lost` when the
    * marker is gone with `'require'`; `false` for any other error.
    */
   #recover(error: unknown): boolean {
@@ -602,7 +608,7 @@ export class RedisEffectLedger implements EffectLedger {
    * warns (and the caller takes the server as it is).
    */
   #lost(found: string | undefined): void {
-    const lost = new LedgerDataLostError(this.#marker ?? '', this.#markerValue ?? '', found);
+    const lost = ledgerDataLostError(this.#marker ?? '', this.#markerValue ?? '', found);
     if (this.#persistence === 'require') {
       this.#forgotten = lost;
       throw lost;
@@ -649,8 +655,8 @@ export class RedisEffectLedger implements EffectLedger {
     const settings = single === undefined ? '' : await currentSettings(single);
     const problems = await persistenceProblems(this.#client);
     if (problems.length > 0) {
-      if (this.#persistence === 'require') throw new LedgerPersistenceError(problems);
-      this.#warn(new LedgerPersistenceError(problems).message);
+      if (this.#persistence === 'require') throw ledgerPersistenceError(problems);
+      this.#warn(ledgerPersistenceError(problems).message);
     }
     if (single !== undefined && this.#marker !== undefined) {
       const marker = await markerValue(single, this.#marker, settings, globalThis.crypto.randomUUID());

@@ -1,15 +1,8 @@
 /**
  * The Redis effect ledger, for many processes and machines. Needs the optional peer dependency `ioredis`;
- * importing `cleanturn/effects` alone never loads it.
+ * importing `cleanturn/effects` alone never loads it. Its errors are `EffectError`s of `cleanturn/effects`.
  *
  * @module
  */
-export type { RedisLedgerOperation } from './errors.js';
-export {
-  LedgerDataLostError,
-  LedgerMemoryFullError,
-  LedgerPersistenceError,
-  LedgerTimeoutError,
-} from './errors.js';
-export type { RedisEffectLedgerOptions, RedisPersistenceCheck } from './RedisEffectLedger.js';
+export type { RedisEffectLedgerOptions } from './RedisEffectLedger.js';
 export { RedisEffectLedger } from './RedisEffectLedger.js';

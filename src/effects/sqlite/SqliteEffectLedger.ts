@@ -1,31 +1,32 @@
 import { constants } from 'node:buffer';
 import Database from 'better-sqlite3';
-import type { EffectKeyLookup } from 'cleanturn';
+import type { EffectKeyLookup } from '../../dedupeByEffectKey.js';
+import { checkOption } from '../../internal/options.js';
+import { DEFAULT_RETENTION_MS } from '../defaults.js';
+import { leaseLostError, unstorableResultError } from '../errors.js';
+import { checkResultSize, encodeResult } from '../json.js';
 import {
-  type Awaitable,
-  type ClaimOptions,
-  type ClaimResult,
   checkDuration,
-  checkResultSize,
   decide,
-  type EffectLedger,
-  type EffectRecord,
-  EffectResultError,
-  encodeResult,
   isSettled,
-  LeaseLostError,
   type LedgerAnswers,
-  type LedgerCallOptions,
   type LedgerOperation,
-  type SerializedError,
   type SettleAnswer,
   type StoredRecord,
-} from 'cleanturn/effects';
-import { DEFAULT_RETENTION_MS } from '../defaults.js';
+} from '../ledgerRules.js';
+import type {
+  Awaitable,
+  ClaimOptions,
+  ClaimResult,
+  EffectLedger,
+  EffectRecord,
+  LedgerCallOptions,
+  SerializedError,
+} from '../types.js';
 import {
-  LedgerBusyError,
-  LedgerClosedError,
-  LedgerReadOnlyError,
+  ledgerBusyError,
+  ledgerClosedError,
+  ledgerReadOnlyError,
   type SqliteLedgerOperation,
 } from './errors.js';
 
@@ -44,12 +45,14 @@ export interface SqliteEffectLedgerOptions {
   retentionMs?: number;
   /**
    * How long a write waits for the database's lock while another connection holds it, in milliseconds; then it
-   * fails with {@link LedgerBusyError} (retryable). The wait is asynchronous (short timers), never a blocking
+   * fails with an `EffectError` of code `ledger-busy` (retryable). The wait is asynchronous (short timers), never a blocking
    * one: the event loop keeps running. 0: never wait. Default: 5 000.
    */
   busyTimeoutMs?: number;
 }
 
+/** The name the ledger's usage errors give as their operator. */
+const LEDGER = 'SqliteEffectLedger';
 /** Default `busyTimeoutMs`. */
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 /** The first pause before trying the lock again, in milliseconds; it doubles up to `MAX_BACKOFF_MS`. */
@@ -103,10 +106,10 @@ function readOnlyCode(error: unknown): string | undefined {
   return typeof code === 'string' && /^SQLITE_(READONLY|CANTOPEN)/.test(code) ? code : undefined;
 }
 
-/** {@link LedgerReadOnlyError} for an error of {@link readOnlyCode}, else the error as it is. */
+/** An `EffectError` of code `ledger-read-only` for an error of {@link readOnlyCode}, else the error as it is. */
 function readOnly(operation: SqliteLedgerOperation, error: unknown): unknown {
   const code = readOnlyCode(error);
-  return code === undefined ? error : new LedgerReadOnlyError(operation, code, error);
+  return code === undefined ? error : ledgerReadOnlyError(operation, code, error);
 }
 
 /** Whether SQLite (or better-sqlite3, binding it) refused a value or a row as too big ({@link MAX_VALUE_BYTES}). */
@@ -131,8 +134,8 @@ function isTooBig(error: unknown): boolean {
  * busy handler sleeps synchronously, and a lock held by another process (a backup, a migration, a long
  * transaction) would stop the whole event loop — every stream, timer and stall check — for as long as it waits.
  * Instead, a write that finds the lock taken tries again after a short timer (2 ms, doubling up to 50 ms) until
- * `busyTimeoutMs`, then fails with {@link LedgerBusyError} (retryable; nothing written). A read that finds the
- * database locked (rare in WAL: a crash recovery, a database not in WAL) fails at once with that error.
+ * `busyTimeoutMs`, then fails with an `EffectError` of code `ledger-busy` (retryable; nothing written). A read that
+ * finds the database locked (rare in WAL: a crash recovery, a database not in WAL) fails at once with that error.
  *
  * **Answers.** `claim`, `complete`, `fail`, `release` and `purge` answer synchronously when the lock is free,
  * which is nearly always, and with a promise while they wait for it: `await` them (or let `executeTools`, which
@@ -140,11 +143,11 @@ function isTooBig(error: unknown): boolean {
  * `dedupeByEffectKey`. Expired rows are deleted by `purge()`, which claims also run once a minute.
  *
  * **A database it cannot write** (a read-only file or directory: WAL mode needs to create the `-wal` and `-shm`
- * files beside the database; a database passed in that was opened `readonly` or is `query_only`) is a
- * {@link LedgerReadOnlyError} (not retryable) at open, when the table cannot be created or the file not opened, or
+ * files beside the database; a database passed in that was opened `readonly` or is `query_only`) is an
+ * `EffectError` of code `ledger-read-only` (not retryable) at open, when the table cannot be created or the file not opened, or
  * at the first write (a claim of a key it does not hold): nothing is written and no handler runs without its claim.
  * What it holds is still read: settled keys are still replayed. A result whose JSON text SQLite cannot hold in one
- * value (536,870,888 bytes of UTF-8 on 64-bit Node) is refused by `complete` with `EffectResultError`, so that the
+ * value (536,870,888 bytes of UTF-8 on 64-bit Node) is refused by `complete` with code `unstorable-result`, so that the
  * executor records the failure.
  *
  * Table (created if missing):
@@ -191,12 +194,13 @@ export class SqliteEffectLedger implements EffectLedger {
 
   constructor(options: SqliteEffectLedgerOptions) {
     const table = options.table ?? 'cleanturn_effects';
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new RangeError(`not a plain SQL table name: ${table}`);
+    checkOption(/^[A-Za-z_][A-Za-z0-9_]*$/.test(table), LEDGER, 'table', 'a plain SQL table name', table);
     this.#table = table;
-    this.#retentionMs = checkDuration(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
+    this.#retentionMs = checkDuration(LEDGER, 'retentionMs', options.retentionMs ?? DEFAULT_RETENTION_MS);
     this.#busyTimeoutMs = checkDuration(
-      options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+      LEDGER,
       'busyTimeoutMs',
+      options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
       true,
     );
     this.#owned = typeof options.database === 'string';
@@ -220,7 +224,7 @@ export class SqliteEffectLedger implements EffectLedger {
   }
 
   claim(scope: string, key: string, options: ClaimOptions): Awaitable<ClaimResult> {
-    const leaseMs = checkDuration(options.leaseMs, 'leaseMs');
+    const leaseMs = checkDuration(LEDGER, 'leaseMs', options.leaseMs);
     return this.#write('claim', options.signal, (sql) => {
       const now = Date.now();
       if (now - this.#purgedAt >= PURGE_EVERY_MS) {
@@ -239,7 +243,7 @@ export class SqliteEffectLedger implements EffectLedger {
 
   /**
    * Records the result. A result that is not JSON data, or whose JSON text SQLite cannot hold in one value (past
-   * 536,870,888 bytes of UTF-8 on 64-bit Node), is refused with `EffectResultError` and nothing is written: the
+   * 536,870,888 bytes of UTF-8 on 64-bit Node), is refused with code `unstorable-result` and nothing is written: the
    * claim stands, and its holder records the failure (`executeTools` does).
    */
   complete(scope: string, key: string, token: string, result: unknown): Awaitable<void> {
@@ -249,7 +253,7 @@ export class SqliteEffectLedger implements EffectLedger {
     // Past that check SQLite may still refuse the row, the result with the rest of its record, as too big.
     const refused = (error: unknown) =>
       isTooBig(error)
-        ? new EffectResultError(
+        ? unstorableResultError(
             'result',
             `its JSON text (${payload?.length} characters) with the rest of its record is too big for the SQLite ledger, which stores at most ${MAX_VALUE_BYTES} bytes in one row`,
             error,
@@ -288,7 +292,7 @@ export class SqliteEffectLedger implements EffectLedger {
    *
    * @returns `true` when the caller still holds the claim and it was extended; `false` when the claim is lost
    *   (another holder claimed, the key was settled or released, or its record is gone), and nothing changed.
-   * @throws {RangeError} when `leaseMs` is not a positive number of milliseconds.
+   * @throws {UsageError} when `leaseMs` is not a positive number of milliseconds.
    */
   renew(
     scope: string,
@@ -297,7 +301,7 @@ export class SqliteEffectLedger implements EffectLedger {
     leaseMs: number,
     options: LedgerCallOptions = {},
   ): Awaitable<boolean> {
-    checkDuration(leaseMs, 'leaseMs');
+    checkDuration(LEDGER, 'leaseMs', leaseMs);
     return this.#write('renew', options.signal, (sql) =>
       apply(sql, scope, key, Date.now(), { type: 'renew', token, leaseMs, retentionMs: this.#retentionMs }),
     );
@@ -306,7 +310,7 @@ export class SqliteEffectLedger implements EffectLedger {
   /**
    * The record of a key. Synchronous: in WAL mode a read never waits for a writer.
    *
-   * @throws {LedgerBusyError} when the database is locked even for readers (rare: see the class comment).
+   * @throws {EffectError} `ledger-busy` when the database is locked even for readers (rare: see the class comment).
    */
   get(scope: string, key: string): EffectRecord | undefined {
     return this.#read('get', (sql) => decide(select(sql, scope, key), Date.now(), { type: 'get' }).answer);
@@ -335,18 +339,18 @@ export class SqliteEffectLedger implements EffectLedger {
   }
 
   /**
-   * Ends the operations still waiting for the lock with {@link LedgerClosedError} (their timers are cleared),
+   * Ends the operations still waiting for the lock with code `ledger-closed` (their timers are cleared),
    * and closes the database if the ledger opened it; a database passed in stays open.
    */
   close(): void {
     for (const wait of [...this.#waits]) {
       clearTimeout(wait.timer);
-      wait.reject(new LedgerClosedError(wait.operation));
+      wait.reject(ledgerClosedError(wait.operation));
     }
     if (this.#owned && this.#db.open) this.#db.close();
   }
 
-  /** Runs `complete`, `fail` or `release`; a fenced-off caller gets {@link LeaseLostError}. */
+  /** Runs `complete`, `fail` or `release`; a fenced-off caller gets code `lease-lost`. */
   #settle(
     operation: 'complete' | 'fail' | 'release',
     scope: string,
@@ -355,7 +359,7 @@ export class SqliteEffectLedger implements EffectLedger {
   ): Awaitable<void> {
     return this.#write(operation, undefined, (sql) => {
       const answer: SettleAnswer = apply(sql, scope, key, Date.now(), decided);
-      if (answer === 'lease-lost') throw new LeaseLostError(scope, key);
+      if (answer === 'lease-lost') throw leaseLostError(scope, key);
     });
   }
 
@@ -374,7 +378,7 @@ export class SqliteEffectLedger implements EffectLedger {
       return this.#attempt(transaction);
     } catch (error) {
       if (!isBusy(error)) throw readOnly(operation, error);
-      if (this.#busyTimeoutMs === 0) throw new LedgerBusyError(operation, 0, error);
+      if (this.#busyTimeoutMs === 0) throw ledgerBusyError(operation, 0, error);
     }
     return this.#retry(operation, signal, transaction);
   }
@@ -384,7 +388,7 @@ export class SqliteEffectLedger implements EffectLedger {
     try {
       return this.#attempt(body);
     } catch (error) {
-      if (isBusy(error)) throw new LedgerBusyError(operation, 0, error);
+      if (isBusy(error)) throw ledgerBusyError(operation, 0, error);
       throw readOnly(operation, error);
     }
   }
@@ -433,7 +437,7 @@ export class SqliteEffectLedger implements EffectLedger {
           if (isBusy(error) && Date.now() < deadline) return next();
           wait.reject(
             isBusy(error)
-              ? new LedgerBusyError(operation, this.#busyTimeoutMs, error)
+              ? ledgerBusyError(operation, this.#busyTimeoutMs, error)
               : readOnly(operation, error),
           );
         }
