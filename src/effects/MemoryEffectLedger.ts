@@ -6,8 +6,8 @@ import {
   checkDuration,
   type Decision,
   decide,
-  isLive,
   isSettled,
+  isUnexpired,
   type LedgerAnswers,
   type LedgerOperation,
   type SettleAnswer,
@@ -159,7 +159,7 @@ export class MemoryEffectLedger implements SyncEffectLedger {
   #sweep(now: number): void {
     this.#sweptAt = now;
     for (const [scope, records] of this.#scopes) {
-      for (const [key, record] of records) if (!isLive(record, now)) records.delete(key);
+      for (const [key, record] of records) if (!isUnexpired(record, now)) records.delete(key);
       if (records.size === 0) this.#scopes.delete(scope);
     }
   }

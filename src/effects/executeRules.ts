@@ -26,10 +26,10 @@ export type Settled = { ok: true; value: unknown } | { ok: false; error: unknown
 export type TimedRun = { settled: Settled } | { timedOut: EffectError };
 
 /** How many times a write that records an outcome (`complete`, `fail`, `release`) is sent, at most. */
-export const SETTLE_ATTEMPTS = 5;
+export const SETTLE_TRIES = 5;
 /** The pause before such a write is sent again the first time; it doubles after each failure. */
 export const SETTLE_FIRST_PAUSE_MS = 100;
-/** The longest pause between two of those attempts. */
+/** The longest pause between two of those tries. */
 export const SETTLE_MAX_PAUSE_MS = 2_000;
 
 // Results
@@ -206,17 +206,17 @@ export function completeFailure(error: unknown): 'record-failure' | 'lease-lost'
 
 /**
  * Whether a failed outcome write is sent again, and after which pause: only a retryable error, before the
- * last of {@link SETTLE_ATTEMPTS} attempts and while the lease still runs (`leftMs` of it); the pause doubles
+ * last of {@link SETTLE_TRIES} tries and while the lease still runs (`leftMs` of it); the pause doubles
  * from {@link SETTLE_FIRST_PAUSE_MS} up to {@link SETTLE_MAX_PAUSE_MS} and ends by the lease's end at the latest.
  *
  * @param error What the write failed with.
- * @param attempt Which attempt failed, from 1.
+ * @param tries How many tries failed so far, from 1.
  * @param leftMs How long the lease runs from now, as far as its holder knows.
  * @returns The pause in milliseconds, or `undefined` when the error goes on.
  */
-export function settleRetryPause(error: unknown, attempt: number, leftMs: number): number | undefined {
-  if (!isRetryable(error) || attempt >= SETTLE_ATTEMPTS || leftMs <= 0) return undefined;
-  return Math.min(SETTLE_FIRST_PAUSE_MS * 2 ** (attempt - 1), SETTLE_MAX_PAUSE_MS, leftMs);
+export function settleRetryPause(error: unknown, tries: number, leftMs: number): number | undefined {
+  if (!isRetryable(error) || tries >= SETTLE_TRIES || leftMs <= 0) return undefined;
+  return Math.min(SETTLE_FIRST_PAUSE_MS * 2 ** (tries - 1), SETTLE_MAX_PAUSE_MS, leftMs);
 }
 
 // Leases

@@ -360,7 +360,7 @@ function runCall(
   const handler = Object.hasOwn(x.handlers, call.name) ? x.handlers[call.name] : undefined;
   if (handler === undefined) return of(unknownToolResult(call));
   const policy = { inProgress: x.inProgress, inDoubt: x.inDoubt };
-  const attempt = (): Observable<ToolResultEvent> =>
+  const claimAndAct = (): Observable<ToolResultEvent> =>
     claim(x, call).pipe(
       mergeMap(({ claimed, sentAt }): Observable<ToolResultEvent> => {
         const step = claimStep(call, repeat, claimed, policy);
@@ -368,7 +368,7 @@ function runCall(
           case 'answer':
             return of(step.result);
           case 'wait':
-            return timer(pollDelay(x.pollMs, step.until, Date.now())).pipe(mergeMap(attempt));
+            return timer(pollDelay(x.pollMs, step.until, Date.now())).pipe(mergeMap(claimAndAct));
           case 'in-doubt':
             return reportInDoubt(x, call as KeyedToolCall, step.token, sentAt);
           case 'run':
@@ -381,7 +381,7 @@ function runCall(
         }
       }),
     );
-  return attempt();
+  return claimAndAct();
 }
 
 /** Sends one claim of the call's key; emits its answer with when it was sent. */

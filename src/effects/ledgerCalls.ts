@@ -13,22 +13,22 @@ import type { Awaitable } from './types.js';
  * Sends a write that records a call's outcome (`complete`, `fail`, `release`) until it lands. The handler has
  * run, and every write is safe to send twice under its claim token, so a write that fails with a retryable
  * error (no answer, a lock held, memory full, a connection lost) is sent again after a growing pause (100 ms,
- * doubling), at most `SETTLE_ATTEMPTS` times in all and never once the lease would have ended (`endsAt`:
+ * doubling), at most `SETTLE_TRIES` times in all and never once the lease would have ended (`endsAt`:
  * past it, another run may take the key over). Then the last error goes on. Unsubscribing cancels the pause.
  */
 export function record(write: () => Awaitable<void>, endsAt: () => number): Observable<void> {
-  const attempt = (n: number): Observable<void> =>
+  const send = (n: number): Observable<void> =>
     awaited(write).pipe(
       catchError((error: unknown) => {
         // The pause ends by the lease's end at the latest; renewals meanwhile may move that end on.
         const pause = settleRetryPause(error, n, endsAt() - Date.now());
         if (pause === undefined) return throwError(() => error);
         return timer(pause).pipe(
-          mergeMap(() => (Date.now() < endsAt() ? attempt(n + 1) : throwError(() => error))),
+          mergeMap(() => (Date.now() < endsAt() ? send(n + 1) : throwError(() => error))),
         );
       }),
     );
-  return attempt(1);
+  return send(1);
 }
 
 /** A ledger answer as an observable: synchronous answers stay synchronous. */

@@ -78,18 +78,18 @@ export interface Decision<A> {
 const NONE: LedgerWrite = { type: 'none' };
 
 /** Whether a stored record still exists at `now`: past `expiresAt` (retention, or lease plus retention) it is gone. */
-export function isLive(record: StoredRecord, now: number): boolean {
+export function isUnexpired(record: StoredRecord, now: number): boolean {
   return record.expiresAt > now;
 }
 
-/** Whether a record is a claim whose lease still runs at `now` (the holder is running the effect). */
-export function isLeaseLive(record: StoredRecord, now: number): boolean {
+/** Whether a record is a claim whose lease is still held at `now` (the holder is running the effect). */
+export function isLeaseHeld(record: StoredRecord, now: number): boolean {
   return record.status === 'claimed' && record.leaseUntil > now;
 }
 
 /** Whether the key's effect is settled (completed, or failed and recorded) at `now`: what `seen` asks. */
 export function isSettled(record: StoredRecord | undefined, now: number): boolean {
-  return record !== undefined && isLive(record, now) && record.status !== 'claimed';
+  return record !== undefined && isUnexpired(record, now) && record.status !== 'claimed';
 }
 
 /**
@@ -120,7 +120,7 @@ export function decide<O extends LedgerOperation>(
   operation: O,
 ): Decision<LedgerAnswers[O['type']]> {
   return decideAny(
-    record !== undefined && isLive(record, now) ? record : undefined,
+    record !== undefined && isUnexpired(record, now) ? record : undefined,
     now,
     operation,
   ) as Decision<LedgerAnswers[O['type']]>;
@@ -134,7 +134,7 @@ function decideAny(
   switch (operation.type) {
     case 'claim': {
       if (live !== undefined && live.status !== 'claimed') return { answer: replay(live), write: NONE };
-      if (live !== undefined && isLeaseLive(live, now)) {
+      if (live !== undefined && isLeaseHeld(live, now)) {
         return { answer: { status: 'in-progress', until: live.leaseUntil }, write: NONE };
       }
       const { token, leaseMs, retentionMs } = operation;

@@ -447,7 +447,7 @@ export class RedisEffectLedger implements EffectLedger {
 
   async get(scope: string, key: string): Promise<EffectRecord | undefined> {
     const clock = this.#clock();
-    const reply = (await this.#attempt('get', GET, this.#key(scope, key), () => [clockArg(clock)])) as
+    const reply = (await this.#send('get', GET, this.#key(scope, key), () => [clockArg(clock)])) as
       | [string, string, string, string | null, string]
       | null;
     if (reply === null) return undefined;
@@ -530,24 +530,24 @@ export class RedisEffectLedger implements EffectLedger {
    */
   async #write(...call: ScriptCall): Promise<unknown> {
     try {
-      return await this.#attempt(...call);
+      return await this.#send(...call);
     } catch (error) {
       const signal = call[4];
       if (signal?.aborted || !isUnanswered(error)) throw error;
-      return await this.#attempt(...call);
+      return await this.#send(...call);
     }
   }
 
   /**
    * Runs a record script after the checks of the connection (see the class comment), within `commandTimeoutMs`
-   * and until `signal` aborts. Nothing is sent once the attempt has given up. A script that finds the settings
+   * and until `signal` aborts. Nothing is sent once the call has given up. A script that finds the settings
    * changed is run again after a new check; one that finds the marker gone refuses (or, with `'warn'`, runs
    * again once the ledger has taken the server as it is).
    */
-  async #attempt(
+  async #send(
     ...[operation, script, record, args, signal, sent = { script: false }]: ScriptCall
   ): Promise<unknown> {
-    // Aborted, synchronously, when the attempt gives up: what is still waiting then sends nothing.
+    // Aborted, synchronously, when the call gives up: what is still waiting then sends nothing.
     const stop = new AbortController();
     const give = () => stop.abort();
     signal?.addEventListener('abort', give, { once: true });

@@ -213,7 +213,7 @@ export class SqliteEffectLedger implements EffectLedger {
       throw readOnly('open', error);
     }
     try {
-      this.#attempt(() => undefined);
+      this.#runNow(() => undefined);
     } catch (error) {
       // The lock is taken: the table is created by the first operation that gets it.
       if (!isBusy(error)) {
@@ -375,7 +375,7 @@ export class SqliteEffectLedger implements EffectLedger {
     signal?.throwIfAborted();
     const transaction = (sql: Statements) => this.#db.transaction(body).immediate(sql);
     try {
-      return this.#attempt(transaction);
+      return this.#runNow(transaction);
     } catch (error) {
       if (!isBusy(error)) throw readOnly(operation, error);
       if (this.#busyTimeoutMs === 0) throw ledgerBusyError(operation, 0, error);
@@ -386,7 +386,7 @@ export class SqliteEffectLedger implements EffectLedger {
   /** Runs a read now; a locked database is an error at once. */
   #read<R>(operation: SqliteLedgerOperation, body: (sql: Statements) => R): R {
     try {
-      return this.#attempt(body);
+      return this.#runNow(body);
     } catch (error) {
       if (isBusy(error)) throw ledgerBusyError(operation, 0, error);
       throw readOnly(operation, error);
@@ -430,7 +430,7 @@ export class SqliteEffectLedger implements EffectLedger {
       };
       const tryAgain = () => {
         try {
-          const value = this.#attempt(body);
+          const value = this.#runNow(body);
           done();
           resolve(value);
         } catch (error) {
@@ -452,7 +452,7 @@ export class SqliteEffectLedger implements EffectLedger {
    * Runs `body` with a busy timeout of 0, first creating the table and preparing the statements if that is not
    * done yet. A database passed in gets its own busy timeout back afterwards.
    */
-  #attempt<R>(body: (sql: Statements) => R): R {
+  #runNow<R>(body: (sql: Statements) => R): R {
     const saved = this.#owned ? 0 : (this.#db.pragma('busy_timeout', { simple: true }) as number);
     if (saved !== 0) this.#db.pragma('busy_timeout = 0');
     try {
