@@ -5,7 +5,6 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import type { ProviderEvent } from 'cleanturn';
-import type { OpenAIChatInput } from 'cleanturn/providers';
 import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
 import { count, lastValueFrom, type Observable, type OperatorFunction } from 'rxjs';
@@ -300,11 +299,11 @@ export async function benchOpenAI(pkg: Package, options: { quick: boolean }): Pr
     body,
     {
       floor: () => openaiFloor(doFetch),
-      streamTurn: ourStreamTurn<OpenAIChatInput>(pkg, doFetch, () => openaiChat()),
-      composed: ourComposed<OpenAIChatInput>(pkg, doFetch, () => openaiChat()),
+      streamTurn: ourStreamTurn(pkg, doFetch, () => openaiChat()),
+      composed: ourComposed(pkg, doFetch, () => openaiChat()),
       sdk: openaiSdk(doFetch),
     },
-    stagesOf<OpenAIChatInput>(pkg, doFetch, () => openaiChat()),
+    stagesOf(pkg, doFetch, () => openaiChat()),
     options.quick,
   );
 }
@@ -313,18 +312,16 @@ export async function benchAnthropic(pkg: Package, options: { quick: boolean }):
   const body = anthropicBody();
   const doFetch = fetchServing(body.bytes);
   const { anthropicMessages } = pkg.providers;
-  type AnthropicInput =
-    Parameters<ReturnType<typeof anthropicMessages>>[0] extends Observable<infer T> ? T : never;
   return benchFormat(
     'Anthropic Messages',
     body,
     {
       floor: () => anthropicFloor(doFetch),
-      streamTurn: ourStreamTurn<AnthropicInput>(pkg, doFetch, () => anthropicMessages()),
-      composed: ourComposed<AnthropicInput>(pkg, doFetch, () => anthropicMessages()),
+      streamTurn: ourStreamTurn(pkg, doFetch, () => anthropicMessages()),
+      composed: ourComposed(pkg, doFetch, () => anthropicMessages()),
       sdk: anthropicSdk(doFetch),
     },
-    stagesOf<AnthropicInput>(pkg, doFetch, () => anthropicMessages()),
+    stagesOf(pkg, doFetch, () => anthropicMessages()),
     options.quick,
   );
 }

@@ -267,19 +267,19 @@ export interface AiSdkErrorInfo {
  *
  * @see {@link ProviderError} for the errors it raises.
  * @param options `retryable` overrides the retry decision for errors.
- * @returns An operator from AI SDK parts to provider events.
+ * @returns An operator from AI SDK parts to provider events. Its input is `unknown`: any source
+ *   pipes in (an SDK's typed stream, `sseJson()`'s payloads), and each payload is checked as it arrives.
  */
 export function aiSdkParts(
-  options: AdapterOptions<AiSdkErrorInfo> = {},
-): OperatorFunction<AiSdkStreamPart | '[DONE]', ProviderEvent> {
-  return decodeWith<AiSdkStreamPart>(format, (sink) => new AiSdkDecoder(sink, options));
+  options?: AdapterOptions<AiSdkErrorInfo>,
+): OperatorFunction<unknown, ProviderEvent> {
+  return decodeWith({ name: operator, endMarker: '[DONE]' }, (sink) => new AiSdkPartsDecoder(sink, options));
 }
 
-const name = 'aiSdkParts';
-const format = { name, endMarker: '[DONE]' };
+const operator = 'aiSdkParts';
 
-/** The decoder of {@link aiSdkParts}, one per attempt (exported for `decodeAll` in tests). */
-export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
+/** The decoder behind {@link aiSdkParts}: one attempt of an AI SDK stream (exported for `decodeAll` in tests). */
+export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
   /** Ids of the calls seen: a repeated call is dropped. */
   private readonly callIds = new Set<string>();
   /** Ids of the calls the SDK ran (or was denied to run) itself: a result, an error or a denial followed. */
@@ -306,7 +306,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AdapterOptions<AiSdkErrorInfo>,
+    private readonly options: AdapterOptions<AiSdkErrorInfo> = {},
   ) {}
 
   /** A part, by its type, to the reader of its kind; other types are ignored, a part with no string `type` fails. */
@@ -408,10 +408,10 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
       return;
     }
     const id = callId(call);
-    const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
+    const tool = nameField(call.toolName, { operator, payload: call, field: 'toolName' });
     if (call.type === 'tool-input-error' || call.invalid === true) throw this.invalidCall(id, tool, call);
     if (this.callIds.has(id)) return;
-    const args = argsObjectField(call.input, { operator: name, payload: call, field: 'input' });
+    const args = argsObjectField(call.input, { operator, payload: call, field: 'input' });
     this.callIds.add(id);
     this.emitted = true;
     this.pending.push({ type: 'tool-call', id, name: tool, args });
@@ -495,7 +495,7 @@ export class AiSdkDecoder implements Decoder<AiSdkStreamPart> {
   /** A call the provider ran (a server tool): never released, kept in the output with its result. */
   private providerCall(call: AiSdkToolCallPart): void {
     const id = callId(call);
-    const tool = nameField(call.toolName, { operator: name, payload: call, field: 'toolName' });
+    const tool = nameField(call.toolName, { operator, payload: call, field: 'toolName' });
     if (this.calls.has(id)) return;
     const input = call.input === undefined ? {} : json(call.input, call, 'input');
     this.record({ type: 'tool-call', toolCallId: id, toolName: tool, input, providerExecuted: true }, call);
@@ -799,7 +799,7 @@ function errorMessage(error: unknown, depth = 0): string | undefined {
 
 /** Where `field` of `part` is, for a reader's error. */
 function site(part: unknown, field: string): FieldSite {
-  return { operator: name, payload: part, field };
+  return { operator, payload: part, field };
 }
 
 /** A call's id: a non-empty string, or an `invalid-field` error (two missing ids are not "the same call"). */

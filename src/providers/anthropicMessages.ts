@@ -239,20 +239,16 @@ export interface AnthropicErrorInfo {
  * @see {@link ProviderError} for the errors it raises.
  * @param options `retryable` overrides the retry decision for errors (by default, the table of
  *   `isRetryableUpstream` by error type, then HTTP status; an unknown type is retryable).
- * @returns An operator from Anthropic stream events to provider events.
+ * @returns An operator from Anthropic stream events to provider events. Its input is `unknown`: any source
+ *   pipes in (an SDK's typed stream, `sseJson()`'s payloads), and each payload is checked as it arrives.
  */
 export function anthropicMessages(
-  options: AdapterOptions<AnthropicErrorInfo> = {},
-): OperatorFunction<AnthropicStreamEvent, ProviderEvent> {
-  return decodeWith({ name: OPERATOR }, (sink) => createAnthropicDecoder(sink, options));
+  options?: AdapterOptions<AnthropicErrorInfo>,
+): OperatorFunction<unknown, ProviderEvent> {
+  return decodeWith({ name: operator }, (sink) => new AnthropicMessagesDecoder(sink, options));
 }
 
-/** The decoder of one Anthropic Messages stream, writing to `sink`: what {@link anthropicMessages} runs. */
-export function createAnthropicDecoder(sink: DecoderSink, options: AdapterOptions<AnthropicErrorInfo> = {}) {
-  return new AnthropicDecoder(sink, options) as Decoder<AnthropicStreamEvent>;
-}
-
-const OPERATOR = 'anthropicMessages';
+const operator = 'anthropicMessages';
 
 /** An opened content block. */
 interface Block {
@@ -271,7 +267,11 @@ interface Block {
 /** Stop reasons after which the model goes on when its output is sent back unchanged. */
 const PAUSED = new Set(['pause_turn', 'compaction']);
 
-class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
+/**
+ * The decoder behind {@link anthropicMessages}: one attempt of a Messages stream (exported for `decodeAll` in
+ * tests).
+ */
+export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
   /** The id of the first `message_start` (`null` before it; `undefined` when it had none). */
   private messageId: string | undefined | null = null;
   /** The content blocks opened so far, by index. */
@@ -289,11 +289,11 @@ class AnthropicDecoder implements Decoder<AnthropicStreamEvent> {
   /** The last non-null `stop_reason`. */
   private stopReason: string | undefined;
   /** Where a field is read, reused for every payload (an error copies what it needs). */
-  private readonly site: FieldSite = { operator: OPERATOR, payload: undefined, field: '' };
+  private readonly site: FieldSite = { operator, payload: undefined, field: '' };
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AdapterOptions<AnthropicErrorInfo>,
+    private readonly options: AdapterOptions<AnthropicErrorInfo> = {},
   ) {}
 
   next(event: AnthropicStreamEvent): void {
@@ -606,7 +606,7 @@ function unreadable(
   field: string,
   payload: unknown,
 ) {
-  return providerPayloadError(OPERATOR, code, message, { field, payload });
+  return providerPayloadError(operator, code, message, { field, payload });
 }
 
 function spliced(what: string, payload: unknown): ProviderError {

@@ -23,6 +23,9 @@ export interface DecoderSink {
  * A provider format's reader: a small state machine, one per attempt, that knows the format's mapping and
  * nothing of RxJS. It throws a typed error (a `ProviderError`: `upstream` for an error the provider reported, a
  * payload code such as `invalid-field` for a payload it cannot read) rather than dropping anything.
+ *
+ * `In` is the shape the format documents. {@link decodeWith} only makes sure each payload is an object, so a
+ * decoder checks every field it reads (a field of the wrong type is `invalid-field`).
  */
 export interface Decoder<In> {
   /** Reads one payload (never the end marker, never a non-object: those are handled before). */
@@ -184,6 +187,10 @@ class Decoding<In> implements DecoderSink {
  * Turns a {@link Decoder} into an operator from a format's payloads to `ProviderEvent`s. The adapters of
  * `cleanturn/providers` are this operator around their decoder; use it for a format of your own.
  *
+ * The operator takes any source (`unknown` values: an SDK's typed stream, `sseJson()`'s parsed payloads) and
+ * checks each value at runtime: the decoder gets objects only, typed as its `In`, and reads their fields as it
+ * would read untrusted JSON.
+ *
  * It owns, once for every format:
  * - subscription and teardown: unsubscribing, or an error sent downstream, stops the source at once;
  * - provisional finishes: a finish goes out when the source completes or the format's end marker arrives, and a
@@ -231,12 +238,12 @@ class Decoding<In> implements DecoderSink {
  *
  * @param options The operator's name for messages, and the format's end marker.
  * @param create Makes the decoder of one subscription.
- * @returns An operator from payloads to provider events.
+ * @returns An operator from any payloads to provider events.
  */
-export function decodeWith<In>(
+export function decodeWith<In = Record<string, unknown>>(
   options: DecodeOptions,
   create: DecoderFactory<In>,
-): OperatorFunction<In | string, ProviderEvent> {
+): OperatorFunction<unknown, ProviderEvent> {
   return (source) =>
     new Observable<ProviderEvent>((subscriber) =>
       // The run itself is the observer: one call per payload between the source and the decoder.

@@ -232,34 +232,28 @@ export interface GeminiErrorInfo {
  * ```
  *
  * @param options `retryable` overrides the retry decision for errors.
- * @returns An operator from Gemini chunks to provider events.
+ * @returns An operator from Gemini chunks to provider events. Its input is `unknown`: any source
+ *   pipes in (an SDK's typed stream, `sseJson()`'s payloads), and each payload is checked as it arrives.
  */
 export function geminiContent(
-  options: AdapterOptions<GeminiErrorInfo> = {},
-): OperatorFunction<GeminiChunk, ProviderEvent> {
-  return decodeWith<GeminiChunk>({ name: operator }, (sink) => createGeminiDecoder(sink, options));
+  options?: AdapterOptions<GeminiErrorInfo>,
+): OperatorFunction<unknown, ProviderEvent> {
+  return decodeWith({ name: operator }, (sink) => new GeminiContentDecoder(sink, options));
 }
 
 const operator = 'geminiContent';
 /** An object or array that the argument builder created. */
 type Container = Record<string | number, unknown>;
 
-/** The decoder of {@link geminiContent}, one per attempt: for `decodeAll` in tests or your own `decodeWith`. */
-export function createGeminiDecoder(
-  sink: DecoderSink,
-  options: AdapterOptions<GeminiErrorInfo>,
-): Decoder<GeminiChunk> {
-  return new GeminiDecoder(sink, options);
-}
-
 /** A `functionCall` whose arguments still stream: its id and name, the arguments built so far, its signature. */
 type StreamedCall = { id: string | undefined; name: string; args: Container; signature: string | undefined };
 
 /**
- * One attempt of a Gemini stream: reads candidate 0's parts into events and into the output's parts, keeps the
- * last finish reason, and gives the finish when the source completes (the format has no end marker).
+ * The decoder behind {@link geminiContent}: one attempt of a Gemini stream (exported for `decodeAll` in tests).
+ * It reads candidate 0's parts into events and into the output's parts, keeps the last finish reason, and gives
+ * the finish when the source completes (the format has no end marker).
  */
-class GeminiDecoder implements Decoder<GeminiChunk> {
+export class GeminiContentDecoder implements Decoder<GeminiChunk> {
   /** The attempt's calls so far: the next generated id, and whether `STOP` means `tool-calls`. */
   private calls = 0;
   /** The call whose arguments still stream (Vertex AI's `willContinue`), emitted when it closes. */
@@ -287,7 +281,7 @@ class GeminiDecoder implements Decoder<GeminiChunk> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AdapterOptions<GeminiErrorInfo>,
+    private readonly options: AdapterOptions<GeminiErrorInfo> = {},
   ) {}
 
   /**

@@ -2,7 +2,7 @@ import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
 import type { FinishEvent, FinishReason, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
 import { isRetryableUpstream } from '../upstreamErrors.js';
-import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
+import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
 import { geminiCallId } from './geminiContent.js';
 import {
@@ -272,16 +272,16 @@ export interface GeminiInteractionsErrorInfo {
  *
  * @see {@link geminiContent} for `streamGenerateContent`.
  * @param options `retryable` overrides the retry decision for errors.
- * @returns An operator from Interactions stream events to provider events.
+ * @returns An operator from Interactions stream events to provider events. Its input is `unknown`: any source
+ *   pipes in (an SDK's typed stream, `sseJson()`'s payloads), and each payload is checked as it arrives.
  */
 export function geminiInteractions(
-  options: AdapterOptions<GeminiInteractionsErrorInfo> = {},
-): OperatorFunction<GeminiInteractionsEvent, ProviderEvent> {
-  return decodeWith<GeminiInteractionsEvent>(framing, (sink) => new GeminiInteractionsDecoder(sink, options));
+  options?: AdapterOptions<GeminiInteractionsErrorInfo>,
+): OperatorFunction<unknown, ProviderEvent> {
+  return decodeWith({ name: operator }, (sink) => new GeminiInteractionsDecoder(sink, options));
 }
 
 const operator = 'geminiInteractions';
-const framing: DecodeOptions = { name: operator };
 
 /** A step of the attempt: what it is, its part of the output, and for a call what its arguments are so far. */
 type Step =
@@ -305,7 +305,10 @@ type Step =
     }
   | { kind: 'other'; out: { type: string; signature?: string; [field: string]: unknown } };
 
-/** The decoder behind {@link geminiInteractions}: one attempt of an Interactions stream (for `decodeAll`, or tests). */
+/**
+ * The decoder behind {@link geminiInteractions}: one attempt of an Interactions stream (exported for `decodeAll` in
+ * tests).
+ */
 export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEvent> {
   // The attempt's steps by index, in the order they appeared.
   private readonly steps = new Map<number, Step>();
@@ -329,7 +332,7 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AdapterOptions<GeminiInteractionsErrorInfo>,
+    private readonly options: AdapterOptions<GeminiInteractionsErrorInfo> = {},
   ) {}
 
   next(event: GeminiInteractionsEvent): void {

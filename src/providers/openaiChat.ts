@@ -7,7 +7,7 @@ import type {
   ToolCallDeltaEvent,
   UsageEvent,
 } from '../types.js';
-import { type DecoderSink, decodeWith } from './decodeWith.js';
+import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type OpenAIErrorBody, type OpenAIErrorInfo, openaiError, sdkErrorBody } from './openaiErrors.js';
 import {
   type AdapterOptions,
@@ -247,18 +247,14 @@ export interface OpenAIChatOptions extends AdapterOptions<OpenAIErrorInfo> {
  * @see {@link toOpenAIChatMessages} for the messages of the next request.
  * @param options `choice` to follow with `n > 1`; `retryable` to classify in-stream errors yourself (by
  *   default, the table of `isRetryableUpstream` by `code`, then `type`, then a numeric code as HTTP status).
- * @returns An operator from Chat Completions chunks to provider events.
+ * @returns An operator from Chat Completions chunks to provider events. Its input is `unknown`: any source
+ *   pipes in (an SDK's typed stream, `sseJson()`'s payloads), and each payload is checked as it arrives.
  */
-export function openaiChat(
-  options: OpenAIChatOptions = {},
-): OperatorFunction<OpenAIChatInput, ProviderEvent> {
-  return decodeWith<OpenAIChatChunk>(
-    { name: 'openaiChat', endMarker: '[DONE]' },
-    (sink) => new ChatDecoder(sink, options),
-  );
+export function openaiChat(options?: OpenAIChatOptions): OperatorFunction<unknown, ProviderEvent> {
+  return decodeWith({ name: operator, endMarker: '[DONE]' }, (sink) => new OpenAIChatDecoder(sink, options));
 }
 
-const name = 'openaiChat';
+const operator = 'openaiChat';
 
 /** A call of the attempt, as the output keeps it: grouped as `assembleToolCalls` groups the fragments. */
 interface OutputCall {
@@ -274,9 +270,11 @@ const JOINED = ['text', 'summary', 'data'] as const;
 /** The reasoning detail types whose pieces are merged; an entry of another type is kept as it came. */
 const MERGED_TYPES = new Set(['reasoning.text', 'reasoning.summary', 'reasoning.encrypted']);
 
-/** One attempt of a Chat Completions stream. Fields of the expected type take a fast path; others are read by
- * the shared readers, which name the field when they cannot read it. */
-class ChatDecoder {
+/**
+ * The decoder behind {@link openaiChat}: one attempt of a Chat Completions stream. Fields of the expected type take
+ * a fast path; others are read by the shared readers, which name the field when they cannot read it.
+ */
+class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
   private readonly followed: number;
   // Whether a tool call appeared: it makes a `stop` into `tool-calls`.
   private sawCall = false;
@@ -308,7 +306,7 @@ class ChatDecoder {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: OpenAIChatOptions,
+    private readonly options: OpenAIChatOptions = {},
   ) {
     this.followed = options.choice ?? 0;
   }
@@ -587,7 +585,7 @@ class ChatDecoder {
 
   /** The site of a field of the chunk being read, for a reader's error. */
   private site(field: string): FieldSite {
-    return { operator: name, payload: this.chunk, field };
+    return { operator, payload: this.chunk, field };
   }
 
   /** The usage chunk's counts (`prompt_tokens` → `inputTokens`, `completion_tokens` → `outputTokens`, details). */
@@ -640,7 +638,7 @@ class ChatDecoder {
   ): T | undefined {
     if (value === undefined || value === null) return undefined;
     const call = j >= 0 ? `.delta.tool_calls[${j}]` : j === -2 ? '.delta.function_call' : '';
-    return reader(value, { operator: name, payload: this.chunk, field: `choices[${i}]${call}${suffix}` });
+    return reader(value, { operator, payload: this.chunk, field: `choices[${i}]${call}${suffix}` });
   }
 }
 

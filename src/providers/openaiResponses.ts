@@ -7,7 +7,7 @@ import type {
   ToolCallDeltaEvent,
   UsageEvent,
 } from '../types.js';
-import { type DecodeOptions, type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
+import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, providerPayloadError } from './errors.js';
 import { type OpenAIErrorBody, type OpenAIErrorInfo, openaiError, sdkErrorBody } from './openaiErrors.js';
 import {
@@ -194,17 +194,20 @@ export interface OpenAIResponsesOutput extends ProviderOutput {
  * @see {@link openaiChat} for Chat Completions.
  * @param options `retryable` to classify in-stream errors yourself (by default, the table of
  *   `isRetryableUpstream` by `code`, then `type`, then a numeric code as HTTP status).
- * @returns An operator from Responses stream events to provider events.
+ * @returns An operator from Responses stream events to provider events. Its input is `unknown`: any source
+ *   pipes in (an SDK's typed stream, `sseJson()`'s payloads), and each payload is checked as it arrives.
  */
 export function openaiResponses(
-  options: AdapterOptions<OpenAIErrorInfo> = {},
-): OperatorFunction<OpenAIResponsesInput, ProviderEvent> {
-  return decodeWith<OpenAIResponsesEvent>(framing, (sink) => new OpenAIResponsesDecoder(sink, options));
+  options?: AdapterOptions<OpenAIErrorInfo>,
+): OperatorFunction<unknown, ProviderEvent> {
+  return decodeWith(
+    { name: operator, endMarker: '[DONE]' },
+    (sink) => new OpenAIResponsesDecoder(sink, options),
+  );
 }
 
 const operator = 'openaiResponses';
 const provider = 'openai-responses';
-const framing: DecodeOptions = { name: operator, endMarker: '[DONE]' };
 
 /** A function call: its neutral index, its item id if it has one, whether argument text went out. */
 type Call = { index: number; item: string | undefined; streamed: boolean };
@@ -212,7 +215,10 @@ type Call = { index: number; item: string | undefined; streamed: boolean };
 /** An output item the stream announced: its place in the output, and its whole copy once `output_item.done` came. */
 type Slot = { index: number; done: Record<string, unknown> | undefined };
 
-/** The decoder behind {@link openaiResponses}: one attempt of a Responses stream (for `decodeAll`, or tests). */
+/**
+ * The decoder behind {@link openaiResponses}: one attempt of a Responses stream (exported for `decodeAll` in
+ * tests).
+ */
 export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   // The attempt's calls by item id, and by output index (for items and events without an item id).
   private readonly byItem = new Map<string, Call>();
@@ -235,7 +241,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   constructor(
     private readonly sink: DecoderSink,
-    private readonly options: AdapterOptions<OpenAIErrorInfo>,
+    private readonly options: AdapterOptions<OpenAIErrorInfo> = {},
   ) {}
 
   /** An event, by its type, unless it is a replay (a sequence number seen already); other types are ignored. */

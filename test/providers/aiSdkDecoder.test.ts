@@ -4,14 +4,14 @@ import { ProviderError } from 'cleanturn/providers';
 import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import type { AiSdkOutput, AiSdkStreamPart } from '../../src/providers/aiSdkParts.js';
-import { AiSdkDecoder } from '../../src/providers/aiSdkParts.js';
+import { AiSdkPartsDecoder } from '../../src/providers/aiSdkParts.js';
 import { decodeAll } from '../../src/providers/decodeWith.js';
 import type { FinishEvent } from '../../src/types.js';
 
 const run = (parts: unknown[], ending: { error: unknown } | 'complete' = 'complete') =>
   decodeAll<AiSdkStreamPart>(
     { name: 'aiSdkParts', endMarker: '[DONE]' },
-    (sink) => new AiSdkDecoder(sink, {}),
+    (sink) => new AiSdkPartsDecoder(sink),
     parts as AiSdkStreamPart[],
     ending,
   );

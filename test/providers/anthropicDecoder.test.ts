@@ -4,13 +4,13 @@ import { ProviderError } from 'cleanturn/providers';
 import { delta, finish, reasoning, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import type { AnthropicStreamEvent } from '../../src/providers/anthropicMessages.js';
-import { createAnthropicDecoder } from '../../src/providers/anthropicMessages.js';
+import { AnthropicMessagesDecoder } from '../../src/providers/anthropicMessages.js';
 import { decodeAll } from '../../src/providers/decodeWith.js';
 
 const decode = (payloads: unknown[], ending: { error: unknown } | 'complete' = 'complete') =>
   decodeAll<AnthropicStreamEvent>(
     { name: 'anthropicMessages' },
-    (sink) => createAnthropicDecoder(sink),
+    (sink) => new AnthropicMessagesDecoder(sink),
     payloads as AnthropicStreamEvent[],
     ending,
   );

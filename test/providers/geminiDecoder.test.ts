@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeAll } from '../../src/providers/decodeWith.js';
 import type { GeminiChunk } from '../../src/providers/geminiContent.js';
 import {
-  createGeminiDecoder,
+  GeminiContentDecoder,
   type GeminiErrorInfo,
   type GeminiOutput,
 } from '../../src/providers/geminiContent.js';
@@ -21,7 +21,7 @@ const decode = (
 ) =>
   decodeAll<GeminiChunk>(
     { name: 'geminiContent' },
-    (sink) => createGeminiDecoder(sink, options),
+    (sink) => new GeminiContentDecoder(sink, options),
     payloads,
     ending,
   );
