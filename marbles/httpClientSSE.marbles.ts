@@ -1,13 +1,13 @@
 import { defineMarbles } from 'cleanturn/testing';
+import { httpClientSSE } from 'cleanturn/transport';
+import type { HttpHeadersLike } from '../src/transport/errors.js';
 import {
-  ConnectionError,
-  type HttpClientEvent,
-  type HttpHeadersLike,
-  HttpStatusError,
-  httpClientSSE,
-  NotEventStreamError,
-  ResponseRestartError,
-} from 'cleanturn/transport';
+  connectionError,
+  httpStatusError,
+  notEventStreamError,
+  responseRestartError,
+} from '../src/transport/errors.js';
+import type { HttpClientEvent } from '../src/transport/httpClientSSE.js';
 
 // Angular's HttpClient events and HttpErrorResponse, by shape (as the operator reads them): the real classes need
 // Angular loaded, which the pictures do not. test/transport/httpClientSSE.test.ts runs the real HttpClient.
@@ -103,7 +103,7 @@ export default defineMarbles({
       label: 'httpClientSSE()',
       operator: () => httpClientSSE(),
       expected: /* */ '-------#',
-      expectedError: new HttpStatusError(429, 'Too Many Requests', rateLimited, 400),
+      expectedError: httpStatusError(429, 'Too Many Requests', rateLimited, 400),
       subscriptions: '^------!',
     },
     {
@@ -115,7 +115,7 @@ export default defineMarbles({
       operator: () => httpClientSSE(),
       expected: /* */ '-----a-#',
       expectedValues: { a: message('Checking order') },
-      expectedError: new ConnectionError('the stream broke: other side closed', cut),
+      expectedError: connectionError('the stream broke: other side closed', cut),
       subscriptions: '^------!',
     },
     {
@@ -126,7 +126,7 @@ export default defineMarbles({
       label: 'httpClientSSE()',
       operator: () => httpClientSSE(),
       expected: /* */ '-------#',
-      expectedError: new NotEventStreamError(200, 'text/html; charset=utf-8', portal),
+      expectedError: notEventStreamError(200, 'text/html; charset=utf-8', portal),
       subscriptions: '^------!',
     },
     {
@@ -163,7 +163,7 @@ export default defineMarbles({
       operator: () => httpClientSSE(),
       expected: /* */ '-----a-#',
       expectedValues: { a: message('Checking order') },
-      expectedError: new ResponseRestartError('resent', 32),
+      expectedError: responseRestartError('resent', 32),
       subscriptions: '^------!',
     },
     {
@@ -182,7 +182,7 @@ export default defineMarbles({
       operator: () => httpClientSSE(),
       expected: /* */ '-----a-#',
       expectedValues: { a: message('Checking order') },
-      expectedError: new ResponseRestartError('rewritten', 32),
+      expectedError: responseRestartError('rewritten', 32),
       subscriptions: '^------!',
     },
     {
@@ -200,7 +200,7 @@ export default defineMarbles({
       operator: () => httpClientSSE(),
       expected: /* */ '-----a-#',
       expectedValues: { a: message('Checking order') },
-      expectedError: new ResponseRestartError('rewritten', 32),
+      expectedError: responseRestartError('rewritten', 32),
       subscriptions: '^------!',
     },
     {

@@ -1,8 +1,11 @@
-import { attemptPipeline, MissingFinishError } from 'cleanturn';
+import { attemptPipeline } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
 import { defineMarbles, finish, text, usage } from 'cleanturn/testing';
-import { ResumeError, type ResumeResponseOptions, resumeResponse } from 'cleanturn/transport';
+import { resumeResponse } from 'cleanturn/transport';
 import { identity, NEVER, type Observable } from 'rxjs';
+import { missingFinishError } from '../src/errors.js';
+import { resumeError } from '../src/transport/errors.js';
+import type { ResumeResponseOptions } from '../src/transport/resumeResponse.js';
 
 // One diagram per connection: the first is the create request's stream, each next one a resume's. The operator
 // under test is resumeResponse with both requests reading the next diagram.
@@ -97,7 +100,7 @@ export default defineMarbles({
       operator: () => resuming(),
       expected: /* */ '-N-A-R#',
       expectedValues: { ...out, R: resume(1) },
-      expectedError: new ResumeError('gap', id, 1, { next: 3 }),
+      expectedError: resumeError('gap', id, 1, { next: 3 }),
       subscriptions: ['^----!', '-----^!'],
     },
     {
@@ -109,7 +112,7 @@ export default defineMarbles({
       operator: () => resuming({ delay: 4, maxResumes: 2 }),
       expected: /* */ '-N-A-(RS)#',
       expectedValues: { ...out, R: resume(1), S: resume(1) },
-      expectedError: new ResumeError('repeated', id, 1, { resumes: 2 }, reset),
+      expectedError: resumeError('repeated', id, 1, { resumes: 2 }, reset),
       subscriptions: ['^----!', '-----(^!)', '---------(^!)'],
     },
     {
@@ -132,7 +135,7 @@ export default defineMarbles({
       operator: () => (connection: Observable<never>) =>
         resuming()(connection).pipe(attemptPipeline(identity)),
       expected: /* */ '-#',
-      expectedError: new MissingFinishError(),
+      expectedError: missingFinishError(),
       subscriptions: ['^!'],
     },
     {
@@ -145,7 +148,7 @@ export default defineMarbles({
       operator: () => resuming(),
       expected: /* */ '-N-A-R#',
       expectedValues: { ...out, R: resume(1) },
-      expectedError: new ResumeError('unverifiable', id, 1),
+      expectedError: resumeError('unverifiable', id, 1),
       subscriptions: ['^----!', '-----^!'],
     },
     {
@@ -157,7 +160,7 @@ export default defineMarbles({
       operator: () => resuming(),
       expected: /* */ '-N-A-#',
       expectedValues: out,
-      expectedError: new ResumeError('gap', id, 1, { next: 3, resumed: false }),
+      expectedError: resumeError('gap', id, 1, { next: 3, resumed: false }),
       subscriptions: ['^----!'],
     },
     {
@@ -190,7 +193,7 @@ export default defineMarbles({
         }),
       expected: /* */ '-N-#',
       expectedValues: out,
-      expectedError: new ResumeError('diverged', id, 1, { next: 0 }),
+      expectedError: resumeError('diverged', id, 1, { next: 0 }),
       subscriptions: ['^--!'],
     },
     {
@@ -201,7 +204,7 @@ export default defineMarbles({
       label,
       operator: () => resuming(),
       expected: /* */ '-#',
-      expectedError: new ResumeError('unverifiable', id, -1, { resumed: false }),
+      expectedError: resumeError('unverifiable', id, -1, { resumed: false }),
       subscriptions: ['^!'],
     },
   ],

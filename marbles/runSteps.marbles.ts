@@ -68,7 +68,7 @@ const lostReset = {
   type: 'reset' as const,
   attempt: 2,
   reason: 'the runner was lost',
-  errorName: 'RunnerLostError',
+  errorName: 'TransportError',
   failedAttempt: 1,
   outputStarted: true,
 };

@@ -1,10 +1,7 @@
-// The errors of a retry say one line, whatever the text they carry holds: a validator's report over several lines,
-// a stop reason from a request body, a provider's message with line breaks.
-
-import { TurnError } from 'cleanturn';
-import { replaySafety, TurnStoppedError, UnsafeReplayError } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
 import { unusableAttemptError } from '../src/errors.js';
+import { turnStoppedError, unsafeReplayError } from '../src/transport/errors.js';
+import { replaySafety } from '../src/transport/replaySafety.js';
 
 /** No line break and no other control character. */
 const oneLine = (text: string) => expect([...text].some((c) => (c.codePointAt(0) ?? 0) < 0x20)).toBe(false);
@@ -27,11 +24,11 @@ describe('one line', () => {
     ['an Error with a line break', new Error('quota\nexceeded')],
     ['CR LF from a request body', 'line one\r\nline two'],
   ])('TurnStoppedError: %s', (_, reason) => {
-    oneLine(new TurnStoppedError(reason).message);
+    oneLine(turnStoppedError(reason).message);
   });
 
   it('TurnStoppedError: a reason a page long is shortened', () => {
-    expect(new TurnStoppedError('x'.repeat(10_000)).message.length).toBeLessThan(400);
+    expect(turnStoppedError('x'.repeat(10_000)).message.length).toBeLessThan(400);
   });
 
   it("UnsafeReplayError: a provider's message with line breaks", () => {
@@ -46,6 +43,6 @@ describe('one line', () => {
     const verdict = replaySafety(request, failure);
     expect(verdict.safety).toBe('unsafe');
     oneLine(verdict.reason);
-    oneLine(new UnsafeReplayError(1, verdict, failure).message);
+    oneLine(unsafeReplayError(1, verdict, failure).message);
   });
 });

@@ -17,10 +17,10 @@ import {
   naivePolicy,
   type PolicyEvent,
   type ProviderEvent,
-  RetriesExhaustedError,
   type RetryEvent,
   resetOnlyPolicy,
   retryAsEvents,
+  TurnError,
   type TurnState,
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandler } from 'cleanturn/effects';
@@ -719,7 +719,7 @@ function start() {
     error: (error: unknown) =>
       setState(
         'failed',
-        error instanceof RetriesExhaustedError
+        error instanceof TurnError && error.code === 'retries-exhausted'
           ? 'Gave up: retries are capped at 2 per turn.'
           : `Failed: ${error instanceof Error ? error.message : String(error)}`,
       ),

@@ -1,8 +1,17 @@
 // The rules every turn log applies to its callers' arguments, written once for memoryTurnLog and redisTurnLog.
-// Internal: no error classes here (a relative import would bundle a second copy of them into the Redis entry).
+import { UsageError } from '../errors.js';
+import { checkInteger } from './options.js';
 
 /** Checks the `after` of a `TurnLog.read`: a safe integer >= -1 (a seq, or -1 for the first entry). */
 export function checkReadAfter(after: number, log: string): void {
-  if (!Number.isSafeInteger(after) || after < -1)
-    throw new RangeError(`${log}: read after must be a safe integer >= -1, got ${after}`);
+  checkInteger(log, 'after', after, -1);
+}
+
+/** An append to a turn that has ended: nothing may follow its end. */
+export function entryAfterEndError(log: string, turnId: string): UsageError {
+  return new UsageError(
+    log,
+    'append',
+    `must not follow the end of turn ${turnId}: nothing may follow its end`,
+  );
 }

@@ -1,18 +1,26 @@
-import { UsageError } from 'cleanturn';
 import { type MonoTypeOperatorFunction, Observable, type Subscriber, type Subscription } from 'rxjs';
+import { UsageError } from '../errors.js';
 // The longest delay `setTimeout` keeps (a longer one fires at once): a longer stall timeout re-arms the timer.
 import { MAX_TIMER_DELAY } from '../internal/wait.js';
-import { ConnectionError, HttpStatusError, NotEventStreamError, retryAfterOf, StallError } from './errors.js';
+import { connectionError, httpStatusError, notEventStreamError, retryAfterOf, stallError } from './errors.js';
 import { reconnecting, type SseReconnectOptions } from './reconnect.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseDecoder, type SseMessage } from './sseParser.js';
 import { describeFailure, ERROR_BODY_SIZE, responseProblem } from './sseResponse.js';
 
 export type { SseMessage } from './sseParser.js';
 
-/** What a request factory may return: a `Request`, a URL, or a URL with its `RequestInit`. */
+/**
+ * What a request factory may return: a `Request`, a URL, or a URL with its `RequestInit`.
+ *
+ * @inline
+ */
 export type SseRequest = Request | string | URL | { url: string | URL; init?: RequestInit };
 
-/** Makes the request of one attempt; `signal` aborts it when the attempt is abandoned. */
+/**
+ * Makes the request of one attempt; `signal` aborts it when the attempt is abandoned.
+ *
+ * @inline
+ */
 export type SseRequestFactory = (context: { signal: AbortSignal }) => SseRequest | Promise<SseRequest>;
 
 /**
@@ -167,12 +175,16 @@ export function endWithin<T>(ms: number | undefined, expired: () => Error): Mono
   };
 }
 
-/** Options of {@link fromSSE}. */
+/**
+ * Options of {@link fromSSE}.
+ *
+ * @inline
+ */
 export interface FromSSEOptions {
   /** The fetch to use; default `globalThis.fetch`. */
   fetch?: typeof fetch;
   /**
-   * Abort with a retryable {@link StallError} when no byte of the response arrives for this many milliseconds
+   * Abort with a retryable `TransportError` `stall` when no byte of the response arrives for this many milliseconds
    * (counted from the request; any bytes count, also those of an event that is still arriving). Default 60 000, as
    * `streamTurn`'s; `0` turns it off.
    */
@@ -180,7 +192,7 @@ export interface FromSSEOptions {
   /**
    * The most SSE text held at once, in characters (UTF-16 code units): an unfinished line plus the unfinished
    * event's data, and, separately, the text outside SSE framing since the last event. Past it the stream errors
-   * with a non-retryable {@link SseLimitError} and the request is aborted. Default 16 MiB
+   * with a non-retryable `TransportError` `sse-limit-*` and the request is aborted. Default 16 MiB
    * (16 MiB: room for an event that carries a whole base64 image).
    */
   maxBufferSize?: number;
@@ -198,16 +210,16 @@ export interface FromSSEOptions {
  * - Parsing uses eventsource-parser: any line ending (LF, CRLF, CR), multi-line data, comments.
  * - Unsubscribing aborts the request at once: an abandoned attempt's connection is closed, because the
  *   provider may keep generating (and billing) otherwise.
- * - A non-2xx response errors with {@link HttpStatusError} (`status`, `retryable`, `retryAfterMs` from
+ * - A non-2xx response errors with a `TransportError` `http-status` (`status`, `retryable`, `retryAfterMs` from
  *   `retry-after-ms` or `retry-after`); at most 4 KiB of its body are read, then the body is cancelled.
- * - A 2xx response that is not an event stream errors with a non-retryable {@link NotEventStreamError}: a
+ * - A 2xx response that is not an event stream errors with a non-retryable `not-event-stream`: a
  *   `content-type` other than `text/event-stream` (a captive portal's HTML page), or no body (a 204). A response
  *   without a `content-type` is read as SSE.
- * - A failed or broken connection errors with a retryable {@link ConnectionError}.
+ * - A failed or broken connection errors with a retryable `connection`.
  * - A response that sends no byte for `stallTimeout` (default 60 s; `0` turns it off) errors with a retryable
- *   {@link StallError}.
+ *   `stall`.
  * - Memory is bounded by `maxBufferSize`: a line or event that never ends, or endless text outside SSE framing,
- *   errors with a non-retryable {@link SseLimitError}.
+ *   errors with a non-retryable `sse-limit-event` or `sse-limit-unframed`.
  * - A JSON document sent without SSE framing after the last event (as Gemini does for a late error) is emitted
  *   at the end of the stream as one message with `event: 'raw'`; unframed lines before it (a keep-alive) and
  *   other unframed text are ignored.
@@ -271,7 +283,7 @@ interface SseConnectionSettings {
 
 /**
  * The error of a response that is not an event stream, with the start of its body: a non-2xx status an
- * {@link HttpStatusError}, another `content-type` a {@link NotEventStreamError}.
+ * `http-status`, another `content-type` a `not-event-stream`.
  */
 function rejectionOf(
   response: Response,
@@ -280,8 +292,8 @@ function rejectionOf(
   start: string,
 ): Error {
   return problem === 'status'
-    ? new HttpStatusError(response.status, response.statusText, start, retryAfterOf(response.headers))
-    : new NotEventStreamError(response.status, contentType, start);
+    ? httpStatusError(response.status, response.statusText, start, retryAfterOf(response.headers))
+    : notEventStreamError(response.status, contentType, start);
 }
 
 /**
@@ -391,7 +403,7 @@ class SseConnection {
       return problem;
     }
     if (problem === 'no-body' || body === null)
-      throw new NotEventStreamError(response.status, contentType, undefined);
+      throw notEventStreamError(response.status, contentType, undefined);
     if (problem === 'not-event-stream') {
       this.#stopStallTimer();
       return problem;
@@ -399,9 +411,9 @@ class SseConnection {
     return body;
   }
 
-  /** A failure of the request or its body: a {@link ConnectionError}, unless the request was aborted. */
+  /** A failure of the request or its body: a `connection` error, unless the request was aborted. */
   #failure(what: string, error: unknown): unknown {
-    return this.#controller.signal.aborted ? error : new ConnectionError(describeFailure(what, error), error);
+    return this.#controller.signal.aborted ? error : connectionError(describeFailure(what, error), error);
   }
 
   /** A chunk of the body's text: it counts as activity for the stall timer, and goes to the parser. */
@@ -418,7 +430,7 @@ class SseConnection {
     this.#stall = setTimeout(() => this.#checkStall(), Math.min(stallTimeout, MAX_TIMER_DELAY));
   }
 
-  /** The stall timer fired: it sets itself again when bytes arrived since, else errors with a {@link StallError}. */
+  /** The stall timer fired: it sets itself again when bytes arrived since, else errors with a `stall`. */
   #checkStall(): void {
     this.#stall = undefined;
     const { stallTimeout } = this.settings;
@@ -428,7 +440,7 @@ class SseConnection {
       this.#stall = setTimeout(() => this.#checkStall(), Math.min(Math.ceil(remaining), MAX_TIMER_DELAY));
       return;
     }
-    this.subscriber.error(new StallError(stallTimeout));
+    this.subscriber.error(stallError(stallTimeout));
     this.#controller.abort();
   }
 

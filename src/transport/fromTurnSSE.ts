@@ -1,6 +1,13 @@
-import type { TurnEvent } from 'cleanturn';
 import { Observable } from 'rxjs';
-import { ConnectionError, HttpStatusError, retryAfterOf, SseDataError, TurnStoppedError } from './errors.js';
+import type { TurnEvent } from '../types.js';
+import {
+  connectionError,
+  httpStatusError,
+  remoteTurnError,
+  retryAfterOf,
+  sseDataError,
+  turnStoppedError,
+} from './errors.js';
 import {
   type FromSSEOptions,
   fromSSE,
@@ -12,9 +19,12 @@ import {
 import type { SseReconnectOptions } from './reconnect.js';
 import { describeFailure } from './sseResponse.js';
 import type { TurnFailure } from './turnLog.js';
-import { RemoteTurnError } from './turnServer.js';
 
-/** Options of {@link fromTurnSSE}. */
+/**
+ * Options of {@link fromTurnSSE}.
+ *
+ * @inline
+ */
 export interface FromTurnSSEOptions extends Omit<FromSSEOptions, 'reconnect'> {
   /**
    * How it reconnects, as `fromSSE`'s `reconnect`: `count`, the reconnects in a row that may bring no new event
@@ -30,8 +40,9 @@ export interface FromTurnSSEOptions extends Omit<FromSSEOptions, 'reconnect'> {
  * a proxy that closes the connection) reconnects with the `Last-Event-ID` of the last event, and the server
  * sends the events after it: the turn goes on, without a reset and without a second provider request, and
  * renderers (`turnView`, `toTerminal`) never notice. It completes at the turn's end; a turn that failed on the
- * server errors with a {@link RemoteTurnError}, and one that was stopped ({@link stopTurn}) with a
- * {@link TurnStoppedError} whose `reason` is the server's message.
+ * server errors with a `TransportError` `remote-turn` (the server's error's name and code in `remoteName` and
+ * `remoteCode`), and one that was stopped ({@link stopTurn}) with a `turn-stopped` whose `stopReason` is the server's
+ * message.
  *
  * ```text
  * server:    -a-b-X         (X: the connection is cut)
@@ -83,19 +94,30 @@ export function fromTurnSSE<E = TurnEvent>(
       },
       error: (error: unknown) => subscriber.error(error),
       complete: () =>
-        subscriber.error(new ConnectionError('the turn stream closed before the turn ended', undefined)),
+        subscriber.error(connectionError('the turn stream closed before the turn ended', undefined)),
     }),
   );
 }
 
-/** What a failed message says: a stop as the client's own {@link TurnStoppedError}, else a {@link RemoteTurnError}. */
+/**
+ * What a failed message says: a stop as the client's own `turn-stopped`, else a `remote-turn`. A message without a
+ * `code` (a server of an earlier version) names a stop by its old class name.
+ */
 function remoteError(failure: TurnFailure): Error {
-  if (failure?.name === 'TurnStoppedError' && typeof failure.message === 'string')
-    return new TurnStoppedError(failure.message.replace(/^the turn was stopped(: )?/, '') || undefined);
-  return new RemoteTurnError(failure);
+  const stopped =
+    failure?.code === 'turn-stopped'
+      ? failure.name === 'TransportError'
+      : failure?.code === undefined && failure?.name === 'TurnStoppedError';
+  if (stopped && typeof failure.message === 'string')
+    return turnStoppedError(failure.message.replace(/^the turn was stopped(: )?/, '') || undefined);
+  return remoteTurnError(failure);
 }
 
-/** Options of {@link stopTurn}. */
+/**
+ * Options of {@link stopTurn}.
+ *
+ * @inline
+ */
 export interface StopTurnOptions {
   /** The fetch to use; default `globalThis.fetch`. */
   fetch?: typeof fetch;
@@ -106,7 +128,7 @@ export interface StopTurnOptions {
 /**
  * Asks a server of turns to stop one (a stop button): sends the stop request, `POST` when `request` is a URL
  * (the transport guide's route is `POST /turns/<id>/stop`, which calls `turnServer`'s `stop`). A dropped connection is
- * never a stop: only this request is. The turn's readers (`fromTurnSSE`) then end with a `TurnStoppedError`.
+ * never a stop: only this request is. The turn's readers (`fromTurnSSE`) then end with a `TransportError` `turn-stopped`.
  *
  * ## Example
  * ```ts
@@ -118,7 +140,7 @@ export interface StopTurnOptions {
  * @param request The stop request: a URL (sent as a `POST`), a `Request`, or `{ url, init }`.
  * @returns true when the server stopped a running turn (a 2xx); false when it has none by that id (404 or 409: it
  *   ended, or never started).
- * @throws {HttpStatusError} For another status; {@link ConnectionError} when the request fails.
+ * @throws {TransportError} `http-status` for another status; `connection` when the request fails.
  */
 export async function stopTurn(request: SseRequest, options: StopTurnOptions = {}): Promise<boolean> {
   const doFetch = options.fetch ?? globalThis.fetch;
@@ -132,7 +154,7 @@ export async function stopTurn(request: SseRequest, options: StopTurnOptions = {
     response = await doFetch(input, { ...init, signal: options.signal ?? init?.signal ?? null });
   } catch (error) {
     if (options.signal?.aborted) throw error;
-    throw new ConnectionError(describeFailure('the stop request failed', error), error);
+    throw connectionError(describeFailure('the stop request failed', error), error);
   }
   // The status decides; of an error's body only its start is read (for a bounded time), and no other body is read:
   // an answer whose body never ends must not hold the stop, nor grow in memory.
@@ -141,7 +163,7 @@ export async function stopTurn(request: SseRequest, options: StopTurnOptions = {
     return response.ok;
   }
   const body = await readStart(response);
-  throw new HttpStatusError(
+  throw httpStatusError(
     response.status,
     response.statusText,
     body.slice(0, 4096),
@@ -153,6 +175,6 @@ function parse<T>(data: string): T {
   try {
     return JSON.parse(data) as T;
   } catch (error) {
-    throw new SseDataError(data, error);
+    throw sseDataError(data, error);
   }
 }

@@ -3,6 +3,8 @@ import { backgroundRequests, type OpenAIBackgroundOptions, type ResumeRequests }
 /**
  * Options of {@link geminiBackground}: the API's base URL (default `https://generativelanguage.googleapis.com/v1beta`),
  * the headers of both requests (`x-goog-api-key`, or an `authorization` bearer token), `maxResumes` and `delay`.
+ *
+ * @inline
  */
 export type GeminiBackgroundOptions = OpenAIBackgroundOptions;
 

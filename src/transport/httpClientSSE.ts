@@ -1,11 +1,12 @@
 import { Observable, type OperatorFunction, type Subscriber, type Subscription } from 'rxjs';
+import { UsageError } from '../errors.js';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
 import {
-  ConnectionError,
+  connectionError,
   type HttpHeadersLike,
-  HttpStatusError,
-  NotEventStreamError,
-  ResponseRestartError,
+  httpStatusError,
+  notEventStreamError,
+  responseRestartError,
   retryAfterOf,
 } from './errors.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseDecoder, type SseMessage } from './sseParser.js';
@@ -51,11 +52,15 @@ export type HttpClientEvent =
   | HttpClientProgressEvent
   | HttpClientResponseEvent;
 
-/** Options of {@link httpClientSSE}. */
+/**
+ * Options of {@link httpClientSSE}.
+ *
+ * @inline
+ */
 export interface HttpClientSSEOptions {
   /**
    * The most SSE text the parser holds at once, in characters, as in `fromSSE`: past it the stream errors with a
-   * non-retryable `SseLimitError` and the request is cancelled. Default 16 MiB. (Angular itself keeps the whole
+   * non-retryable `TransportError` `sse-limit-*` and the request is cancelled. Default 16 MiB. (Angular itself keeps the whole
    * response text until the request ends: `partialText` grows with it.)
    */
   maxBufferSize?: number;
@@ -84,19 +89,19 @@ interface HttpErrorResponseLike {
  *   answer costs linear time. The final `HttpResponse` holds the whole body: only what no progress event showed is
  *   parsed, then the result completes.
  * - The SSE rules are `fromSSE`'s: any line ending, a line split across events, `maxBufferSize` with
- *   `SseLimitError`, a raw JSON tail emitted as `event: 'raw'`, and an event cut off by the end not emitted.
- * - An `HttpErrorResponse` becomes the typed error that retries read: a non-2xx status an {@link HttpStatusError}
+ *   `TransportError` `sse-limit-*`, a raw JSON tail emitted as `event: 'raw'`, and an event cut off by the end not emitted.
+ * - An `HttpErrorResponse` becomes the typed error that retries read: a non-2xx status a `TransportError` `http-status`
  *   (the start of the body, `retryAfterMs` from `retry-after-ms` or `retry-after`), status 0 (the request failed, or
- *   the stream broke) a retryable {@link ConnectionError}. Other errors pass through.
+ *   the stream broke) a retryable `connection` one. Other errors pass through.
  * - A 2xx response whose `content-type` is not `text/event-stream` (a captive portal's HTML page), or a 204, errors
- *   with a non-retryable {@link NotEventStreamError} (with up to 4 KiB of the body), and the request is cancelled.
+ *   with a non-retryable `not-event-stream` (with up to 4 KiB of the body), and the request is cancelled.
  * - Unsubscribing unsubscribes from the HttpClient, which aborts the request: an abandoned attempt's connection
  *   is closed.
  * - Two responses are never spliced into one stream. A response that starts over (a second `Sent` or
  *   `ResponseHeader`: an interceptor's `retry()` sent the request again) or text that stops continuing what was read
  *   (progress text that shrinks or differs, a final body that is not the progress text) is read afresh while no
  *   event was emitted, since the consumer saw nothing of the first; once one was, the result errors with a
- *   retryable {@link ResponseRestartError} and the request is cancelled, so that the turn's retry starts over with
+ *   retryable `response-resent` or `response-rewritten` and the request is cancelled, so that the turn's retry starts over with
  *   a `reset`.
  *
  * ```text
@@ -218,11 +223,13 @@ class HttpClientSseReader {
     this.#bodyStart = '';
   }
 
-  /** An event of the HttpClient; one that is not such an event throws a `TypeError`. */
+  /** An event of the HttpClient; one that is not such an event throws a `UsageError`. */
   #onEvent(event: HttpClientEvent): void {
     if (typeof event !== 'object' || event === null || typeof event.type !== 'number') {
-      throw new TypeError(
-        `httpClientSSE: expected the events of an HttpClient request (observe: 'events'), got ${describeValue(event)}`,
+      throw new UsageError(
+        'httpClientSSE',
+        'source',
+        `must emit the events of an HttpClient request (observe: 'events'), not ${describeValue(event)}`,
       );
     }
     if (event.type === 0) {
@@ -247,7 +254,7 @@ class HttpClientSseReader {
    */
   #restart(kind: 'resent' | 'rewritten'): boolean {
     if (this.#emitted) {
-      this.subscriber.error(new ResponseRestartError(kind, this.#seen.length));
+      this.subscriber.error(responseRestartError(kind, this.#seen.length));
       return false;
     }
     this.#sse.clear();
@@ -276,7 +283,7 @@ class HttpClientSseReader {
 
   /**
    * The final `HttpResponse`: its head, if no header event came first, then its whole body, which ends the
-   * response. A body that is not text throws a `TypeError`; none, with no text before it, is a response without a
+   * response. A body that is not text throws a `UsageError`; none, with no text before it, is a response without a
    * body.
    */
   #onResponse(event: HttpClientResponseEvent): void {
@@ -284,8 +291,10 @@ class HttpClientSseReader {
     if (this.subscriber.closed) return;
     const { body } = event;
     if (body !== null && typeof body !== 'string') {
-      throw new TypeError(
-        `httpClientSSE: the response body is ${describeValue(body)}, not text: request it with responseType: 'text'`,
+      throw new UsageError(
+        'httpClientSSE',
+        'the response body',
+        `must be text (request it with responseType: 'text'), not ${describeValue(body)}`,
       );
     }
     if (body === null && this.#seen === '' && this.#rejected === undefined) {
@@ -342,25 +351,25 @@ type ResponseHead = HttpClientHeaderEvent | HttpClientResponseEvent;
 function rejection(rejected: Rejected, body: string | undefined) {
   const { response, problem } = rejected;
   return problem === 'status'
-    ? new HttpStatusError(response.status, response.statusText, body ?? '', retryAfterOf(response.headers))
-    : new NotEventStreamError(response.status, contentTypeOf(response.headers), body);
+    ? httpStatusError(response.status, response.statusText, body ?? '', retryAfterOf(response.headers))
+    : notEventStreamError(response.status, contentTypeOf(response.headers), body);
 }
 
 /**
- * The typed error of an `HttpErrorResponse`: status 0 a {@link ConnectionError} (the request failed before the
- * response's head, or the stream broke after it), a non-2xx status an {@link HttpStatusError}; a 2xx (a body Angular
+ * The typed error of an `HttpErrorResponse`: status 0 a `connection` one (the request failed before the
+ * response's head, or the stream broke after it), a non-2xx status a `TransportError` `http-status`; a 2xx (a body Angular
  * could not read as the `responseType` asked) passes through.
  */
 function fromHttpError(error: HttpErrorResponseLike, responded: boolean, bodyStart: string): unknown {
   const { status } = error;
   if (status === 0) {
     const what = responded ? 'the stream broke' : 'request failed';
-    return new ConnectionError(describeFailure(what, error.error ?? error), error);
+    return connectionError(describeFailure(what, error.error ?? error), error);
   }
   if (responseProblem(status, undefined) !== 'status') return error;
   const body = typeof error.error === 'string' ? error.error.slice(0, ERROR_BODY_SIZE) : bodyStart;
   const retryAfter = error.headers === undefined ? undefined : retryAfterOf(error.headers);
-  return new HttpStatusError(status, error.statusText ?? '', body, retryAfter);
+  return httpStatusError(status, error.statusText ?? '', body, retryAfter);
 }
 
 /** The `content-type` of a response, if it has one. */

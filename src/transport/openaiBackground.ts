@@ -6,6 +6,8 @@ import { checkResumeOptions } from './resumeResponse.js';
  * How {@link streamTurn} resumes a cut attempt instead of retrying it (`resume`, or `AttemptPlan.resume`): the
  * request that streams the rest of a response, and the one that cancels it. {@link openaiBackground} makes them
  * for OpenAI's API.
+ *
+ * @inline
  */
 export interface ResumeRequests {
   /**
@@ -31,7 +33,11 @@ export interface ResumeRequests {
   delay?: number;
 }
 
-/** Options of {@link openaiBackground}. */
+/**
+ * Options of {@link openaiBackground}.
+ *
+ * @inline
+ */
 export interface OpenAIBackgroundOptions {
   /** The API's base URL, up to `/v1`. Default `https://api.openai.com/v1`. */
   baseUrl?: string | URL;

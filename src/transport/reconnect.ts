@@ -1,12 +1,15 @@
-import { isRetryable } from 'cleanturn';
 import { Observable, type Subscription } from 'rxjs';
+import { isRetryable } from '../errors.js';
+import { checkInteger, checkNumber } from '../internal/options.js';
 import { wait as longWait } from '../internal/wait.js';
-import { ConnectionError } from './errors.js';
+import { connectionError } from './errors.js';
 import type { SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
 
 /**
  * How {@link fromSSE} reconnects to a server that resumes its stream after the `Last-Event-ID` the client sends
  * (the EventSource rule): the turn streams of `turnServer` do.
+ *
+ * @inline
  */
 export interface SseReconnectOptions {
   /** Reconnects in a row that may bring no new message before the stream fails with the cut's error. */
@@ -59,7 +62,7 @@ export function reconnecting(
         error: (error: unknown) => cut(error),
         complete: () => {
           if (isLast === undefined || ended) subscriber.complete();
-          else cut(new ConnectionError('the stream closed before its last message', undefined));
+          else cut(connectionError('the stream closed before its last message', undefined));
         },
       });
     };
@@ -95,10 +98,8 @@ function checkReconnect(
   options: SseReconnectOptions,
 ): SseReconnectOptions & { delay: number; fromStart: boolean } {
   const { count, delay = 1_000, fromStart = false } = options;
-  if (!Number.isInteger(count) || count < 0)
-    throw new RangeError('fromSSE: reconnect.count must be an integer >= 0');
-  if (!(delay >= 0 && Number.isFinite(delay)))
-    throw new RangeError('fromSSE: reconnect.delay must be a finite number >= 0');
+  checkInteger('fromSSE', 'reconnect.count', count, 0);
+  checkNumber('fromSSE', 'reconnect.delay', delay, 'non-negative');
   return { ...options, delay, fromStart };
 }
 

@@ -1,9 +1,8 @@
-// Which failed attempts may send their request again: the replay rule of `streamTurn`, exported for a retry of your
-// own. One rule, one place: the failure says whether the request may have reached the server, the request says
+// Which failed attempts may send their request again: the replay rule of `streamTurn`. One rule, one place: the failure says whether the request may have reached the server, the request says
 // what a second run would repeat there.
-import { CleanturnError, describeError } from 'cleanturn';
+import { CleanturnError, describeError } from '../errors.js';
 import { isInstance, oneLine, readProperty } from '../internal/describeError.js';
-import { ConnectionError, HttpStatusError, UnsafeReplayError } from './errors.js';
+import { TransportError, unsafeReplayError } from './errors.js';
 import type { SseRequest } from './fromSSE.js';
 
 /**
@@ -12,6 +11,8 @@ import type { SseRequest } from './fromSSE.js';
  *   no state there: a second run is a second bill, which the turn's report counts, and nothing else);
  * - `unsafe`: it may repeat what the first one did to server-side state (append to a conversation twice);
  * - `unknown`: the request cannot be read (a body that is not JSON, a stream, an endpoint cleanturn does not know).
+ *
+ * @inline
  */
 export type ReplaySafety = 'safe' | 'unsafe' | 'unknown';
 
@@ -26,10 +27,12 @@ export type ReplaySafety = 'safe' | 'unsafe' | 'unknown';
  * - `stateful`: the request may have run, and it changes state on the server (a Responses `conversation`, a run on
  *   an Assistants thread): `unsafe`;
  * - `unreadable`: the request may have run, and what it does cannot be read: `unknown`.
+ *
+ * @inline
  */
 export type ReplayBasis = 'not-sent' | 'refused' | 'stateless' | 'stateful' | 'unreadable';
 
-/** What {@link replaySafety} decided about one failed attempt. */
+/** What `replaySafety` decided about one failed attempt. */
 export interface ReplayVerdict {
   /** Whether the request may be sent again. */
   safety: ReplaySafety;
@@ -42,6 +45,8 @@ export interface ReplayVerdict {
 /**
  * What `streamTurn`'s `replay` callback is asked about: a failed attempt whose request is not known to be safe to send
  * again. Return `true` to retry it all the same.
+ *
+ * @inline
  */
 export interface ReplayInfo {
   /** The attempt that failed (1 for the first). */
@@ -65,7 +70,7 @@ export interface ReplayInfo {
  * 1. Can the request have reached the server? No when no request was made (`request` undefined), when the
  *    connection failed before anything was sent (`ECONNREFUSED`, `ENOTFOUND`, `EAI_AGAIN`, `ENETUNREACH`,
  *    `EHOSTUNREACH`, a connect timeout, a TLS certificate error: the code anywhere in the error's `cause` chain), or
- *    when the server answered with a status that says it did nothing (`HttpStatusError` with a 4xx or a 503): `safe`.
+ *    when the server answered with a status that says it did nothing (a `TransportError` `http-status` with a 4xx or a 503): `safe`.
  *    Anything else may have run on the server: a reset or a close (the request may have been written), a stall, a
  *    cut mid-stream, a stream without its finish, an error event in the stream, a 500, 502 or 504, a failed resume.
  * 2. What would running it again repeat? Read from the request (its method, URL and JSON body):
@@ -81,31 +86,11 @@ export interface ReplayInfo {
  *
  * Reading the request never throws: what cannot be read is `unknown`.
  *
- * ## Example
- * ```ts
- * import { attemptPipeline, isRetryable, turnPipeline } from 'cleanturn';
- * import { type OpenAIResponsesInput, openaiResponses } from 'cleanturn/providers';
- * import { fromSSE, replaySafety, type SseRequest, sseJson } from 'cleanturn/transport';
- * import { defer } from 'rxjs';
- *
- * let sent: SseRequest | undefined; // the live attempt's request, once made
- * const turn$ = defer(() => {
- *   sent = undefined;
- *   return fromSSE(({ signal }) => (sent = { url, init: { method: 'POST', headers, body, signal } }));
- * }).pipe(
- *   sseJson<OpenAIResponsesInput>(),
- *   attemptPipeline(openaiResponses()),
- *   turnPipeline({
- *     turnId: 'turn-42',
- *     retry: { count: 2, shouldRetry: (error) => isRetryable(error) && replaySafety(sent, error).safety !== 'unsafe' },
- *   }),
- * );
- * ```
- *
  * @param request The request the failed attempt made, as its request factory returned it; `undefined` when it
  *   made none (the factory failed).
  * @param error What failed the attempt.
  * @returns Whether a replay is safe, by which rule, and why.
+ * @internal
  */
 export function replaySafety(request: SseRequest | undefined, error: unknown): ReplayVerdict {
   if (request === undefined)
@@ -113,7 +98,7 @@ export function replaySafety(request: SseRequest | undefined, error: unknown): R
   const unsent = notSentCode(error);
   if (unsent !== undefined)
     return verdict('not-sent', `the request was never sent: the connection failed first (${unsent})`);
-  if (isInstance(error, HttpStatusError) && refusedStatus(error.status))
+  if (isInstance(error, TransportError) && error.code === 'http-status' && refusedStatus(error.status ?? 0))
     return verdict('refused', `the server answered ${error.status} before doing anything`);
   const state = stateOf(request);
   return verdict(
@@ -124,7 +109,7 @@ export function replaySafety(request: SseRequest | undefined, error: unknown): R
 
 /**
  * `streamTurn`'s rule for one failed attempt: `true` when it may be sent again (a safe replay; an unknown one
- * without `approve`; any that `approve` returns `true` for), else an {@link UnsafeReplayError}, thrown. What `approve`
+ * without `approve`; any that `approve` returns `true` for), else a `TransportError` `unsafe-replay`, thrown. What `approve`
  * throws is thrown as it is. `sent.readable` is the request to classify in place of `sent.request` (a `Request`
  * object with its body read); `approve` is shown the request as it was made.
  *
@@ -144,7 +129,7 @@ export function replayApproved(
     approve === undefined
       ? found.safety === 'unknown'
       : approve({ attempt, safety: found.safety, basis, reason, request, error }) === true;
-  if (!approved) throw new UnsafeReplayError(attempt, found, error);
+  if (!approved) throw unsafeReplayError(attempt, found, error);
   return true;
 }
 
@@ -194,7 +179,11 @@ const MAX_CAUSE_DEPTH = 6;
  * request was sent, whatever their cause says.
  */
 function notSentCode(error: unknown): string | undefined {
-  if (isInstance(error, CleanturnError) && !isInstance(error, ConnectionError)) return undefined;
+  if (
+    isInstance(error, CleanturnError) &&
+    !(isInstance(error, TransportError) && error.code === 'connection')
+  )
+    return undefined;
   return codeInChain(error, 0);
 }
 

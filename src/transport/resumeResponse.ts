@@ -1,12 +1,4 @@
 import {
-  describeError,
-  isRetryable,
-  isRetryableUpstream,
-  type ProviderEvent,
-  type ResumeEvent,
-  type ResumeFrom,
-} from 'cleanturn';
-import {
   from,
   isObservable,
   mergeMap,
@@ -19,17 +11,27 @@ import {
   takeUntil,
   timer,
 } from 'rxjs';
+import { describeError, isRetryable } from '../errors.js';
+import { checkInteger, checkNumber, checkOneOf } from '../internal/options.js';
 import { RestartLoop } from '../internal/restartLoop.js';
-import { ResumeError } from './errors.js';
+import type { ProviderEvent, ResumeEvent, ResumeFrom } from '../types.js';
+import { isRetryableUpstream } from '../upstreamErrors.js';
+import { resumeError } from './errors.js';
 
 /**
  * A stream of parsed Responses events, as `create` and `retrieve` return it: an Observable or async iterable of
  * them (`fromSSE(…).pipe(sseJson())`), or a promise of an async iterable (what the official SDK's
  * `client.responses.create({ …, stream: true })` and `retrieve(id, { stream: true, … })` return).
+ *
+ * @inline
  */
 export type ResponseEventsInput = ObservableInput<unknown> | PromiseLike<AsyncIterable<unknown>>;
 
-/** Options of {@link resumeResponse}. */
+/**
+ * Options of {@link resumeResponse}.
+ *
+ * @inline
+ */
 export interface ResumeResponseOptions {
   /**
    * Creates the response and streams its events: a request with `background: true` and `stream: true` (only a
@@ -60,7 +62,7 @@ export interface ResumeResponseOptions {
    * Go on with a response that exists instead of creating one: a runner that takes a turn over reads the lost
    * runner's response again from its start (`retrieve` with `after: -1` and no cursor), so that the same
    * generation goes on (see `StepContext.resumeFrom`). Its events must begin with the text and reasoning that
-   * `delivered` holds; a response that reads otherwise fails with a `ResumeError` `diverged`, and one the server no
+   * `delivered` holds; a response that reads otherwise fails with a `TransportError` `resume-diverged`, and one the server no
    * longer has with `not-found` or `expired`: an ordinary retry (a reset, a new generation) takes over.
    */
   resumeFrom?: ResumeFrom;
@@ -72,7 +74,7 @@ export interface ResumeResponseOptions {
    */
   format?: ResumeFormatName;
   /**
-   * Resumes in a row that may deliver no new event before the attempt fails with a `ResumeError` (`repeated`).
+   * Resumes in a row that may deliver no new event before the attempt fails with a `TransportError` `resume-repeated`.
    * Default 3; `0` never resumes.
    */
   maxResumes?: number;
@@ -83,7 +85,11 @@ export interface ResumeResponseOptions {
   delay?: number;
 }
 
-/** The resumable formats: see {@link ResumeResponseOptions.format}. */
+/**
+ * The resumable formats: see {@link ResumeResponseOptions.format}.
+ *
+ * @inline
+ */
 export type ResumeFormatName = 'responses' | 'interactions';
 
 /**
@@ -163,17 +169,15 @@ const MAX_DELAY = 30_000;
 
 /**
  * Checks the resume options where they are given (`resumeResponse`, `openaiBackground`, `streamTurn`): a bad value
- * is a mistake in the code, refused at once with a `RangeError`, never turned into retries.
+ * is a mistake in the code, refused at once with a `UsageError`, never turned into retries.
  */
 export function checkResumeOptions(
   who: string,
   maxResumes: number | undefined,
   delay: number | undefined,
 ): void {
-  if (maxResumes !== undefined && (!Number.isInteger(maxResumes) || maxResumes < 0))
-    throw new RangeError(`${who}: maxResumes must be an integer >= 0`);
-  if (delay !== undefined && !(delay >= 0 && Number.isFinite(delay)))
-    throw new RangeError(`${who}: delay must be a finite number >= 0`);
+  if (maxResumes !== undefined) checkInteger(who, 'maxResumes', maxResumes, 0);
+  if (delay !== undefined) checkNumber(who, 'delay', delay, 'non-negative');
 }
 
 /**
@@ -217,7 +221,7 @@ export function checkResumeOptions(
  * - the cut came before the response's id or first sequence number: the cut's own error (a clean close completes
  *   without a finish, for `requireFinish` to fail);
  * - the server does not know the response (404) or no longer streams it (another status that the table of
- *   `isRetryableUpstream` calls final, 401 and 403 aside): a `ResumeError` `not-found` or `expired`;
+ *   `isRetryableUpstream` calls final, 401 and 403 aside): a `TransportError` `resume-not-found` or `resume-expired`;
  * - a stream skips a sequence number (a lost event), on a resume or on the create request's own stream: `gap`;
  * - a resumed event comes without a `sequence_number` (a proxy that re-serialises the events, maybe replaying from
  *   the start): `unverifiable`;
@@ -260,8 +264,7 @@ export function checkResumeOptions(
 export function resumeResponse(options: ResumeResponseOptions): Observable<ProviderEvent> {
   const { maxResumes = 3, delay = 250, format: name = 'responses' } = options;
   checkResumeOptions('resumeResponse', maxResumes, delay);
-  if (name !== 'responses' && name !== 'interactions')
-    throw new RangeError(`resumeResponse: format must be 'responses' or 'interactions', not ${String(name)}`);
+  checkOneOf('resumeResponse', 'format', name, ['responses', 'interactions']);
   const settings: ResumeSettings = { ...options, maxResumes, delay, format: name };
   return new Observable<ProviderEvent>((subscriber) => {
     const session = new ResumeSession(settings, subscriber);
@@ -353,7 +356,7 @@ class ResumeSession {
   /** An event of the adapter; a response read again must first give what was delivered of it. */
   #emit(event: ProviderEvent): void {
     if (this.#matched < this.#expected.length && !matches(event, this.#expected[this.#matched] as Visible)) {
-      const error = new ResumeError('diverged', this.#id ?? '', this.#format.after, { next: this.#matched });
+      const error = resumeError('diverged', this.#id ?? '', this.#format.after, { next: this.#matched });
       this.subscriber.error(error);
       return;
     }
@@ -410,7 +413,7 @@ class ResumeSession {
     if (problem !== undefined) {
       const { failure, next } = problem;
       const detail = { next, resumed: connection.resuming };
-      this.subscriber.error(new ResumeError(failure, this.#id ?? '', format.after, detail));
+      this.subscriber.error(resumeError(failure, this.#id ?? '', format.after, detail));
       return;
     }
     format.accept(payload);
@@ -451,9 +454,7 @@ class ResumeSession {
       return;
     }
     if (this.#idle >= maxResumes) {
-      this.subscriber.error(
-        new ResumeError('repeated', id, this.#format.after, { resumes: this.#idle }, error),
-      );
+      this.subscriber.error(resumeError('repeated', id, this.#format.after, { resumes: this.#idle }, error));
       return;
     }
     this.#resume(error);
@@ -469,7 +470,7 @@ class ResumeSession {
     if (connection.resuming && !connection.delivered && id !== undefined) {
       const status = statusOf(error);
       if (status !== undefined && unresumable(status))
-        return new ResumeError(status === 404 ? 'not-found' : 'expired', id, this.#format.after, {}, error);
+        return resumeError(status === 404 ? 'not-found' : 'expired', id, this.#format.after, {}, error);
     }
     return isRetryable(error) ? undefined : error;
   }
@@ -598,7 +599,7 @@ function eventIdOf(payload: unknown): string | undefined {
   return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
-/** The HTTP status of a request's error: `HttpStatusError`'s, or the SDK's `APIError`'s. */
+/** The HTTP status of a request's error: a `TransportError` `http-status`'s, or the SDK's `APIError`'s. */
 function statusOf(error: unknown): number | undefined {
   const status = (error as { status?: unknown } | null)?.status;
   return typeof status === 'number' ? status : undefined;

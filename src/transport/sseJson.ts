@@ -1,6 +1,6 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
-import { SseDataError } from './errors.js';
+import { sseDataError } from './errors.js';
 import type { SseMessage } from './fromSSE.js';
 
 /**
@@ -10,7 +10,7 @@ import type { SseMessage } from './fromSSE.js';
  * there and unsubscribes from the source, which closes the request. So an adapter that holds its finish until the
  * end (`openaiChat` without a usage chunk) releases it at `[DONE]`, and what the connection does afterwards (a
  * reset, or staying open) cannot fail the attempt. No adapter ever sees the sentinel as a payload, whatever its
- * format. A payload that is not JSON errors with a retryable {@link SseDataError}. The type `T` is what the
+ * format. A payload that is not JSON errors with a retryable `TransportError` `sse-data`. The type `T` is what the
  * adapter that follows expects; it is asserted, not checked: adapters ignore payloads they do not know.
  *
  * ```text
@@ -45,7 +45,7 @@ export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
           try {
             parsed = JSON.parse(data) as T;
           } catch (error) {
-            subscriber.error(new SseDataError(data, error));
+            subscriber.error(sseDataError(data, error));
             return;
           }
           subscriber.next(parsed);

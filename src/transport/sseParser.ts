@@ -1,7 +1,8 @@
 // The SSE parsing rules of every transport (fromSSE over fetch, httpClientSSE over Angular's HttpClient), written
 // once: text in, messages out, nothing of HTTP. Internal: not exported from the entry point.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { SseLimitError } from './errors.js';
+import { checkOption } from '../internal/options.js';
+import { sseLimitError, type TransportError } from './errors.js';
 
 /** One server-sent event. */
 export interface SseMessage {
@@ -18,11 +19,11 @@ export const DEFAULT_MAX_BUFFER_SIZE = 16 * 1024 * 1024;
 
 /**
  * The `maxBufferSize` an operator uses: the default when none is given; a size that is not > 0 is refused with a
- * `RangeError` that names the operator.
+ * `UsageError` that names the operator.
  */
 export function resolveMaxBufferSize(operator: string, maxBufferSize: number | undefined): number {
   const size = maxBufferSize ?? DEFAULT_MAX_BUFFER_SIZE;
-  if (!(size > 0)) throw new RangeError(`${operator}: maxBufferSize must be > 0`);
+  checkOption(size > 0, operator, 'maxBufferSize', 'a number > 0', size);
   return size;
 }
 
@@ -32,16 +33,16 @@ export function resolveMaxBufferSize(operator: string, maxBufferSize: number | u
  * - Parsing uses eventsource-parser: any line ending (LF, CRLF, CR), multi-line data, comments, a line split
  *   across pieces.
  * - Memory is bounded by `maxBufferSize`: an unfinished line plus the unfinished event's data and, separately, the
- *   unframed text since the last event; past it `feed` or `end` throws a non-retryable {@link SseLimitError}.
+ *   unframed text since the last event; past it `feed` or `end` throws a non-retryable `TransportError` `sse-limit-*`.
  * - At the end, a JSON document sent without SSE framing after the last event (as Gemini does for a late error) is
  *   emitted as one message with `event: 'raw'`; unframed lines before it (a keep-alive) and other unframed text
  *   are ignored.
  * - An event cut off by the end (no blank line after it) is not emitted.
  */
 export interface SseDecoder {
-  /** Parses the next piece of the text, emitting the messages it completes. Throws {@link SseLimitError}. */
+  /** Parses the next piece of the text, emitting the messages it completes. Throws a `TransportError` `sse-limit-*`. */
   feed(text: string): void;
-  /** The text ended: emits the raw JSON tail, if any, and forgets the rest. Throws {@link SseLimitError}. */
+  /** The text ended: emits the raw JSON tail, if any, and forgets the rest. Throws a `TransportError` `sse-limit-*`. */
   end(): void;
   /** Drops what is buffered (the consumer went away). */
   clear(): void;
@@ -61,7 +62,7 @@ export function createSseDecoder(
   let rawLines: string[] = [];
   let rawSize = 0;
   // The limit passed, as the parser's callbacks found it; feed and end throw it.
-  let failure: SseLimitError | undefined;
+  let failure: TransportError | undefined;
   // Whether the text fed last ended with a CR, which the parser holds until it knows whether an LF follows.
   let endsWithCR = false;
 
@@ -77,12 +78,12 @@ export function createSseDecoder(
     },
     onError(error) {
       if (error.type === 'max-buffer-size-exceeded') {
-        failure ??= new SseLimitError(maxBufferSize, 'event');
+        failure ??= sseLimitError(maxBufferSize, 'event');
       } else if (error.type === 'unknown-field' && error.line !== undefined && failure === undefined) {
         rawSize += error.line.length + 1;
         if (rawSize > maxBufferSize) {
           clear();
-          failure = new SseLimitError(maxBufferSize, 'unframed');
+          failure = sseLimitError(maxBufferSize, 'unframed');
         } else {
           rawLines.push(error.line);
         }

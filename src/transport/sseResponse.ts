@@ -1,7 +1,7 @@
 // What makes an HTTP response readable as an event stream, and how a failed one is described: the rules of every
 // transport (fromSSE over fetch, httpClientSSE over Angular's HttpClient), written once. Internal: not exported from
 // the entry point.
-import { describeError } from 'cleanturn';
+import { describeError } from '../errors.js';
 import { isInstance, readProperty } from '../internal/describeError.js';
 
 /**
@@ -12,9 +12,9 @@ export const ERROR_BODY_SIZE = 4096;
 
 /**
  * Why a response cannot be read as an event stream:
- * - `status`: not 2xx (an {@link HttpStatusError});
- * - `no-body`: a 204, or a 2xx without a body (a {@link NotEventStreamError} without a body);
- * - `not-event-stream`: a `content-type` other than `text/event-stream` (a {@link NotEventStreamError}). A response
+ * - `status`: not 2xx (a `TransportError` `http-status`);
+ * - `no-body`: a 204, or a 2xx without a body (a `not-event-stream` without a body);
+ * - `not-event-stream`: a `content-type` other than `text/event-stream` (a `not-event-stream`). A response
  *   without a `content-type` is read as SSE.
  */
 export type ResponseProblem = 'status' | 'no-body' | 'not-event-stream';
@@ -45,7 +45,7 @@ export function isEventStream(contentType: string): boolean {
 }
 
 /**
- * The message of a {@link ConnectionError}: what failed (`request failed`, `the stream broke`) and why. `fetch`
+ * The message of a `connection` error: what failed (`request failed`, `the stream broke`) and why. `fetch`
  * rejects with `TypeError: fetch failed` and puts what happened (ECONNRESET…) in its cause: the cause is shown.
  */
 export function describeFailure(what: string, error: unknown): string {

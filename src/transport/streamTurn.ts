@@ -1,24 +1,4 @@
 import {
-  type AssembledEvent,
-  accumulateTurn,
-  attemptPipeline,
-  type BackoffOptions,
-  backoff,
-  type EffectKeyLookup,
-  isRetryable,
-  type ProviderEvent,
-  type RequireUsableOptions,
-  type ResumeFrom,
-  type RetryAsEventsOptions,
-  type RetryBudget,
-  requireUsable,
-  type ToolCallEvent,
-  type TurnEvent,
-  type TurnState,
-  turnPipeline,
-  UsageError,
-} from 'cleanturn';
-import {
   config,
   defer,
   identity,
@@ -29,14 +9,25 @@ import {
   type Subscription,
   tap,
 } from 'rxjs';
+import { accumulateTurn, type TurnState } from '../accumulateTurn.js';
+import type { AssembledEvent } from '../assembleToolCalls.js';
+import { attemptPipeline } from '../attemptPipeline.js';
+import { type BackoffOptions, backoff } from '../backoff.js';
+import type { EffectKeyLookup } from '../dedupeByEffectKey.js';
+import { isRetryable, UsageError } from '../errors.js';
 import { isInstance } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
+import { type RequireUsableOptions, requireUsable } from '../requireUsable.js';
+import type { RetryAsEventsOptions } from '../retryAsEvents.js';
+import type { RetryBudget } from '../retryBudget.js';
+import { turnPipeline } from '../turnPipeline.js';
+import type { ProviderEvent, ResumeFrom, ToolCallEvent, TurnEvent } from '../types.js';
 import {
-  AttemptTimeoutError,
+  attemptTimeoutError,
   HANDED_OVER,
-  HttpStatusError,
-  TurnStoppedError,
-  TurnTimeoutError,
+  TransportError,
+  turnStoppedError,
+  turnTimeoutError,
 } from './errors.js';
 import {
   endWithin,
@@ -56,6 +47,8 @@ import { type TurnReport, toTurnReport } from './turnReport.js';
 /**
  * What one attempt of a turn runs, as {@link StreamTurnOptions.plan} chooses it: the request, the adapter of the
  * format its server speaks, and the names the turn's report bills the attempt under.
+ *
+ * @inline
  */
 export interface AttemptPlan {
   /** Makes the attempt's HTTP request; pass `signal` on to fetch if you build a `Request`. */
@@ -77,21 +70,23 @@ export interface AttemptPlan {
  * event (Anthropic's `ping`, OpenAI Responses' `keepalive`) count, since they prove that the connection and the server
  * are alive (a model may think for minutes before its first token, and proxies send comments meanwhile). A server that
  * sends only those forever is what `attemptMs` is for: it caps each attempt however steadily bytes arrive.
+ *
+ * @inline
  */
 export interface TurnTimeouts {
   /**
    * The whole turn: every attempt and every wait between them, from the subscription. Past it the live attempt is
-   * aborted (or the wait cancelled) and the turn errors with a `TurnTimeoutError`, not retryable. Default: off.
+   * aborted (or the wait cancelled) and the turn errors with a `TransportError` `turn-timeout`, not retryable. Default: off.
    */
   totalMs?: number;
   /**
    * Each attempt, from its start to its finish (resumes of a background response included): past it the attempt is
-   * aborted with an `AttemptTimeoutError`, retryable as a stall is. Default: off.
+   * aborted with a `TransportError` `attempt-timeout`, retryable as a stall is. Default: off.
    */
   attemptMs?: number;
   /**
    * Between two pieces of the response (from the request to the first byte, then between bytes): past it the
-   * attempt is aborted with a `StallError`, retryable. Default 60 000, as `stallTimeout`, of which this is the new
+   * attempt is aborted with a `TransportError` `stall`, retryable. Default 60 000, as `stallTimeout`, of which this is the new
    * name.
    */
   chunkMs?: number;
@@ -127,7 +122,7 @@ export interface StreamTurnOptions<I = unknown> {
    * takes a turn over after its runner was lost passes `StepContext.resumeFrom` of `runSteps` here, and the same
    * generation goes on, read again from its start (`resume.retrieve` with `after: -1`), billed once, with no reset.
    * It needs `resume` (with a `plan`, attempt 1's). When the response cannot be read again, or reads otherwise than
-   * `delivered` (`ResumeError` `not-found`, `expired`, `diverged`), an ordinary retry takes over.
+   * `delivered` (`TransportError` `resume-not-found`, `resume-expired`, `resume-diverged`), an ordinary retry takes over.
    */
   resumeFrom?: ResumeFrom;
   /** The turn's id, stable across retries and restarts: the scope of effect keys. */
@@ -139,7 +134,7 @@ export interface StreamTurnOptions<I = unknown> {
   retry?: number;
   /**
    * A retry budget shared with other turns (`retryBudget()` of `cleanturn`): the turn deposits once, and each retry
-   * is withdrawn before its wait; a refused retry fails the turn at once with `RetryBudgetExhaustedError`. Default:
+   * is withdrawn before its wait; a refused retry fails the turn at once with a `TurnError` `retry-budget-exhausted`. Default:
    * none, only `retry` caps the retries.
    */
   budget?: RetryBudget;
@@ -155,7 +150,7 @@ export interface StreamTurnOptions<I = unknown> {
   timeout?: TurnTimeouts;
   /**
    * Stops the turn when it aborts (a user's stop button): the live attempt's request is aborted, a wait before a
-   * retry cancelled, a background response (`resume`) cancelled, and the turn errors with a `TurnStoppedError`
+   * retry cancelled, a background response (`resume`) cancelled, and the turn errors with a `TransportError` `turn-stopped`
    * (`retryable: false`, never retried) that carries `signal.reason`; `onReport` says `stopped`. An already-aborted
    * signal stops the turn before any request. Unsubscribing stops the turn as well, as before, reported as
    * `cancelled`.
@@ -163,7 +158,7 @@ export interface StreamTurnOptions<I = unknown> {
   signal?: AbortSignal;
   /**
    * The most SSE text held at once, in characters (see `fromSSE`); past it the turn fails with a non-retryable
-   * `SseLimitError`. Default 16 MiB.
+   * `TransportError` `sse-limit-*`. Default 16 MiB.
    */
   maxBufferSize?: number;
   /** The delay between attempts (see `backoff`); `false` retries at once. Default: `backoff()`'s defaults. */
@@ -189,11 +184,11 @@ export interface StreamTurnOptions<I = unknown> {
    */
   usable?: RequireUsableOptions | boolean;
   /**
-   * Approves a retry that may repeat what the failed attempt did on the server (see `replaySafety`): it is asked
+   * Approves a retry that may repeat what the failed attempt did on the server: it is asked
    * about each failed attempt whose replay is `unsafe` (a Responses request with a `conversation` that may have run)
    * or `unknown` (a body it cannot read), with the attempt, the safety, its basis and reason, the request the attempt
    * made and the error; only `true` retries. A safe replay is retried without asking. Default: unknown replays are
-   * retried, unsafe ones refused. A refused replay ends the turn with an `UnsafeReplayError` (not retryable), without
+   * retried, unsafe ones refused. A refused replay ends the turn with a `TransportError` `unsafe-replay` (not retryable), without
    * a `reset`; what the callback throws ends the turn with what it threw. With `resume`, a resumed cut is not a
    * replay and is never asked about; the fallback retry is.
    */
@@ -227,14 +222,14 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * Errors that are not retryable (a 401, an invalid request, a response that is not an event stream, SSE text
  * past `maxBufferSize`) end the turn at once; after `retry` retries the turn errors with
- * `RetriesExhaustedError` (with `retry: 0` nothing is retried, and the attempt's own error ends the turn,
+ * `TurnError` `retries-exhausted` (with `retry: 0` nothing is retried, and the attempt's own error ends the turn,
  * as RxJS `retry` passes it through with a count of 0). With a `budget` shared by many turns, a retry the budget
- * refuses ends the turn at once with `RetryBudgetExhaustedError`, without its wait. `onReport` receives every
+ * refuses ends the turn at once with a `TurnError` `retry-budget-exhausted`, without its wait. `onReport` receives every
  * attempt's usage, the abandoned ones too.
  *
- * A retry sends the attempt's request again, so each one is checked first (`replaySafety`): a request that may have
+ * A retry sends the attempt's request again, so each one is checked first: a request that may have
  * run and changes state on the server (a Responses `conversation`) is not sent again unless `replay` approves, and
- * the turn ends with an `UnsafeReplayError` instead, without a reset. A request that never reached the server, or
+ * the turn ends with a `TransportError` `unsafe-replay` instead, without a reset. A request that never reached the server, or
  * keeps no state there (Chat Completions, Messages, Gemini, Responses without a conversation), is retried.
  *
  * Options of the wrong shape (a `turnId` that is not a string, an `adapter` that is not a function, a negative
@@ -280,7 +275,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       const chosen = settings.plan(attempt);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
       return attemptOf(settings, chosen, attempt, recorded(chosen.request, record));
-    }).pipe(endWithin(timeouts.attemptMs, () => new AttemptTimeoutError(timeouts.attemptMs ?? 0)));
+    }).pipe(endWithin(timeouts.attemptMs, () => attemptTimeoutError(timeouts.attemptMs ?? 0)));
     const events = oneAttempt.pipe(
       turnPipeline({
         turnId,
@@ -292,7 +287,7 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
     );
     // The turn's own ends, outside the retries: its time is up, or it was stopped.
     const turn = events.pipe(
-      endWithin(timeouts.totalMs, () => new TurnTimeoutError(timeouts.totalMs ?? 0)),
+      endWithin(timeouts.totalMs, () => turnTimeoutError(timeouts.totalMs ?? 0)),
       stoppedBy(signal),
     );
     if (onReport === undefined) return turn;
@@ -412,13 +407,18 @@ function retryRule(
     budget,
     shouldRetry: (error, retryNumber) =>
       isRetryable(error) &&
-      !(isInstance(error, HttpStatusError) && (error.retryAfterMs ?? 0) > maxRetryAfter) &&
-      // Past the cap the turn ends with RetriesExhaustedError: no replay to decide. Else an unsafe replay
-      // that `replay` does not approve throws an UnsafeReplayError, which ends the turn without a retry.
+      !(
+        isInstance(error, TransportError) &&
+        error.code === 'http-status' &&
+        (error.retryAfterMs ?? 0) > maxRetryAfter
+      ) &&
+      // Past the cap the turn ends with a TurnError retries-exhausted: no replay to decide. Else an unsafe replay
+      // that `replay` does not approve throws a TransportError unsafe-replay, which ends the turn without a retry.
       (retryNumber > retry || replayApproved(sent(), error, replay)),
     // Milliseconds (or backoff's timer, which says how long it waits): the retry event carries the delay.
     delay: (error, retryCount) => {
-      const asked = isInstance(error, HttpStatusError) ? (error.retryAfterMs ?? 0) : 0;
+      const asked =
+        isInstance(error, TransportError) && error.code === 'http-status' ? (error.retryAfterMs ?? 0) : 0;
       if (asked > 0 || wait === undefined) return asked;
       return wait(error, retryCount);
     },
@@ -460,7 +460,11 @@ function reporting(
         tap({
           next: (event) => feed.next(event),
           error: (error: unknown) =>
-            report({ outcome: isInstance(error, TurnStoppedError) ? 'stopped' : 'failed', error }),
+            report({
+              outcome:
+                isInstance(error, TransportError) && error.code === 'turn-stopped' ? 'stopped' : 'failed',
+              error,
+            }),
           complete: () => report({ outcome: 'completed' }),
         }),
       )
@@ -475,7 +479,7 @@ function reporting(
 
 /**
  * Mirrors the turn until `signal` aborts; then unsubscribes from it (which aborts the live request, cancels a wait
- * and a background response) and errors with a {@link TurnStoppedError}. An aborted signal errors at once, before
+ * and a background response) and errors with a `TransportError` `turn-stopped`. An aborted signal errors at once, before
  * the subscription. The listener is removed when the turn ends.
  */
 function stoppedBy<T>(signal: AbortSignal | undefined): MonoTypeOperatorFunction<T> {
@@ -483,14 +487,14 @@ function stoppedBy<T>(signal: AbortSignal | undefined): MonoTypeOperatorFunction
     if (signal === undefined) return source;
     return new Observable<T>((subscriber) => {
       if (signal.aborted) {
-        subscriber.error(new TurnStoppedError(signal.reason));
+        subscriber.error(turnStoppedError(signal.reason));
         return;
       }
       let subscription: Subscription | undefined;
       const stop = () => {
         // The turn first, so that its request is aborted before the consumer hears of the stop.
         subscription?.unsubscribe();
-        subscriber.error(new TurnStoppedError(signal.reason));
+        subscriber.error(turnStoppedError(signal.reason));
       };
       signal.addEventListener('abort', stop, { once: true });
       subscription = source.subscribe({
@@ -641,11 +645,20 @@ function waitOf(options: unknown): ReturnType<typeof backoff> | undefined {
   return made;
 }
 
-/** Runs a check of another module and turns the `RangeError` it throws into a `UsageError` naming `option`. */
+/** Runs a check of another module and turns the `UsageError` or `RangeError` it throws into one naming `option`. */
 function asUsage(option: string, value: unknown, check: () => unknown): void {
   try {
     check();
   } catch (error) {
+    if (error instanceof UsageError) {
+      // The other module's refusal, named as the option of streamTurn: `<operator>: <option> <problem>`.
+      const at = `${error.operator}: ${error.option} `;
+      throw new UsageError(
+        'streamTurn',
+        option,
+        error.message.startsWith(at) ? error.message.slice(at.length) : error.message,
+      );
+    }
     if (!(error instanceof RangeError)) throw error;
     const rule = error.message.replace(/^[^:]*: /, '');
     const must = rule.replace(/^\S+ must /, 'must ');

@@ -1,12 +1,24 @@
-import { CleanturnError } from 'cleanturn';
 import { Observable } from 'rxjs';
-import { checkReadAfter } from '../internal/turnLogRules.js';
+import { checkInteger, checkNumber, checkOption } from '../internal/options.js';
+import { checkReadAfter, entryAfterEndError } from '../internal/turnLogRules.js';
 import { isWellFormed } from '../internal/wellFormed.js';
+import {
+  MAX_TURN_ID_LENGTH,
+  type TransportError,
+  turnIdError,
+  turnNotFoundError,
+  turnTakenOverError,
+} from './errors.js';
 
 /** Why a turn that ran failed, as its log keeps it: what its readers' clients are told. */
 export interface TurnFailure {
-  /** The error's class name (`RetriesExhaustedError`…). */
+  /** The error's class name (`TurnError`, `TransportError`…). */
   name: string;
+  /**
+   * The error's `code`, when it is one of cleanturn's (`retries-exhausted`, `turn-stopped`…): with `name`, what a
+   * client rebuilds the case from. Absent in the entries of earlier versions, and for other errors.
+   */
+  code?: string;
   message: string;
   /** Whether a new turn could succeed. */
   retryable: boolean;
@@ -24,8 +36,8 @@ export type TurnLogEntry<E = unknown> =
 /**
  * Where a running turn's events are kept for the clients that reconnect: `memoryTurnLog()` for one process,
  * `redisTurnLog()` of `cleanturn/transport/redis` for many (a reconnect that reaches another instance resumes
- * the same turn). `turnServer` writes and reads it. Every method refuses a turn id that {@link checkTurnId}
- * refuses, with its {@link TurnIdError}.
+ * the same turn). `turnServer` writes and reads it. Every method refuses a turn id that is not a well-formed string of
+ * 1 to 256 UTF-16 code units, with a `TransportError` `turn-id-*`.
  */
 export interface TurnLog<E = unknown> {
   /**
@@ -35,16 +47,16 @@ export interface TurnLog<E = unknown> {
   claim(turnId: string): Promise<boolean>;
   /**
    * Appends the next entry of a claimed turn. Its runner appends in order, one entry at a time. A log with leases
-   * refuses the entries of a runner whose turn was taken over with {@link TurnTakenOverError}.
+   * refuses the entries of a runner whose turn was taken over with a `TransportError` `turn-taken-over`.
    */
   append(turnId: string, entry: TurnLogEntry<E>): Promise<void>;
   /**
    * The turn's entries after `after` (-1: from the first), then each new one as it is appended, up to and with
    * its end; then it completes. A reader after the end of an ended turn gets the end again, at once (a reader that
-   * had the end itself gets nothing). Errors with {@link TurnNotFoundError} when the log does not know the turn
-   * (never claimed, or expired), no longer has the entries asked for (`trimmed`), or `after` is past the last entry
-   * of a turn that has not ended (`ahead`: no reader can have had it). `after` must be a safe integer >= -1
-   * (a `RangeError` otherwise).
+   * had the end itself gets nothing). Errors with a `TransportError` `turn-not-found` when the log does not know the
+   * turn (never claimed, or expired), `turn-trimmed` when it no longer has the entries asked for, or `turn-ahead`
+   * when `after` is past the last entry of a turn that has not ended (no reader can have had it). `after` must be a safe integer >= -1
+   * (a `UsageError` otherwise).
    */
   read(turnId: string, after: number): Observable<TurnLogEntry<E>>;
   /**
@@ -73,7 +85,7 @@ export interface TurnLog<E = unknown> {
   renew?(turnId: string): Promise<boolean>;
   /**
    * Takes over turn `turnId` when its lease lapsed: the turn becomes this log's, with a new lease, and only this
-   * log's appends are taken from then on (the lost runner's are refused with {@link TurnTakenOverError}). Undefined
+   * log's appends are taken from then on (the lost runner's are refused with `turn-taken-over`). Undefined
    * when there is nothing to take over: the lease is alive, the turn ended, or the log does not know it. Of many
    * callers at once, one gets the turn.
    */
@@ -91,107 +103,24 @@ export interface Takeover {
 }
 
 /**
- * The longest turn id, in UTF-16 code units (a JavaScript string's `length`): 256. Percent-encoded in a message id
- * it takes at most 2 304 characters, so that the `Last-Event-ID` header of a reconnect stays far below the 8 KB
- * header limits of common servers and proxies.
- */
-const MAX_TURN_ID_LENGTH = 256;
-
-/** What is wrong with a turn id (see {@link TurnIdError}). */
-export type TurnIdProblem = 'not-a-string' | 'empty' | 'too-long' | 'not-well-formed';
-
-/**
- * A turn id that no turn log or turn server takes: not a string, empty, longer than 256 UTF-16 code units, or not
- * well-formed UTF-16 (a lone surrogate, which has no UTF-8 form and so cannot travel in a message id or a Redis
- * key). Any other string is a turn id, line breaks, NUL, `:` and `%` included. Not retryable: nothing was done.
- */
-export class TurnIdError extends CleanturnError {
-  /** What is wrong with it. */
-  readonly problem: TurnIdProblem;
-  /** Its length in UTF-16 code units (0 for a value that is not a string). */
-  readonly length: number;
-  /** The longest turn id taken: 256. */
-  readonly limit: number;
-
-  constructor(turnId: unknown, problem: TurnIdProblem) {
-    const length = typeof turnId === 'string' ? turnId.length : 0;
-    const shown =
-      typeof turnId !== 'string'
-        ? typeof turnId
-        : length > 40
-          ? `${JSON.stringify(turnId.slice(0, 40))}… (${length} code units)`
-          : JSON.stringify(turnId);
-    const why =
-      problem === 'not-a-string'
-        ? 'is not a string'
-        : problem === 'empty'
-          ? 'is empty'
-          : problem === 'too-long'
-            ? `is longer than ${MAX_TURN_ID_LENGTH} UTF-16 code units`
-            : 'is not well-formed UTF-16 (it has a lone surrogate)';
-    super(`turn id ${shown} ${why}`, { retryable: false });
-    this.problem = problem;
-    this.length = length;
-    this.limit = MAX_TURN_ID_LENGTH;
-  }
-}
-
-/**
  * Checks a turn id as every turn log and `turnServer` do: a well-formed string of 1 to 256 UTF-16 code units.
- * A server can call it before it answers, to answer a bad id with a 400 of its own; a {@link TurnLog} of your own
- * calls it too, so that it takes what the others take.
  *
  * @param turnId The turn id, as the request gave it.
- * @throws {TurnIdError} When it is not one.
+ * @throws {TransportError} `turn-id-*` when it is not one.
+ * @internal
  */
 export function checkTurnId(turnId: unknown): asserts turnId is string {
-  if (typeof turnId !== 'string') throw new TurnIdError(turnId, 'not-a-string');
-  if (turnId === '') throw new TurnIdError(turnId, 'empty');
-  if (turnId.length > MAX_TURN_ID_LENGTH) throw new TurnIdError(turnId, 'too-long');
-  if (!isWellFormed(turnId)) throw new TurnIdError(turnId, 'not-well-formed');
+  if (typeof turnId !== 'string') throw turnIdError(turnId, 'not-a-string');
+  if (turnId === '') throw turnIdError(turnId, 'empty');
+  if (turnId.length > MAX_TURN_ID_LENGTH) throw turnIdError(turnId, 'too-long');
+  if (!isWellFormed(turnId)) throw turnIdError(turnId, 'not-well-formed');
 }
 
 /**
- * The log cannot give a reader the turn's entries: it does not know the turn (never started, or expired), the
- * entries the reader asks for were trimmed (`maxEntries`), or the reader asks for what follows an entry the running
- * turn never had (`ahead`: a `Last-Event-ID` that no server issued). Not retryable: the turn must start anew.
+ * Options of {@link memoryTurnLog}.
+ *
+ * @inline
  */
-export class TurnNotFoundError extends CleanturnError {
-  readonly turnId: string;
-  /**
-   * `unknown`: the log does not know the turn; `trimmed`: it no longer has the entries asked for; `ahead`: the
-   * reader asks to read after an entry the running turn does not have.
-   */
-  readonly reason: 'unknown' | 'trimmed' | 'ahead';
-
-  constructor(turnId: string, reason: 'unknown' | 'trimmed' | 'ahead' = 'unknown') {
-    super(
-      reason === 'unknown'
-        ? `the turn log does not know turn ${turnId}: it never started, or it expired`
-        : reason === 'trimmed'
-          ? `the turn log no longer has the entries of turn ${turnId} that were asked for: they were trimmed`
-          : `turn ${turnId} has no such entry: the reader asks to read after an entry the running turn never had`,
-      { retryable: false },
-    );
-    this.turnId = turnId;
-    this.reason = reason;
-  }
-}
-
-/**
- * This runner's lease on a turn lapsed and another runner took the turn over: the log refuses this runner's
- * entries, so that the turn's readers get one runner's events. Not retryable: the turn goes on elsewhere.
- */
-export class TurnTakenOverError extends CleanturnError {
-  readonly turnId: string;
-
-  constructor(turnId: string) {
-    super(`turn ${turnId} was taken over by another runner: its lease here lapsed`, { retryable: false });
-    this.turnId = turnId;
-  }
-}
-
-/** Options of {@link memoryTurnLog}. */
 export interface MemoryTurnLogOptions {
   /**
    * How long a runner's lease on a turn lasts unless renewed, in milliseconds (see {@link TurnLog.leaseMs}).
@@ -256,11 +185,9 @@ interface MemoryStore<E> {
  */
 export function memoryTurnLog<E = unknown>(options: MemoryTurnLogOptions = {}): TurnLog<E> {
   const { maxEntries = 100_000, ttlMs = 600_000, leaseMs = 10_000, now = Date.now } = options;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1)
-    throw new RangeError('memoryTurnLog: maxEntries must be an integer >= 1');
-  if (!(ttlMs > 0)) throw new RangeError('memoryTurnLog: ttlMs must be > 0');
-  if (!(leaseMs > 0 && Number.isFinite(leaseMs)))
-    throw new RangeError('memoryTurnLog: leaseMs must be a finite number > 0');
+  checkInteger('memoryTurnLog', 'maxEntries', maxEntries, 1);
+  checkOption(ttlMs > 0, 'memoryTurnLog', 'ttlMs', 'a number > 0', ttlMs);
+  checkNumber('memoryTurnLog', 'leaseMs', leaseMs, 'positive');
   return viewOf<E>({ turns: new Map(), maxEntries, ttlMs, leaseMs, now });
 }
 
@@ -275,7 +202,8 @@ const stores = new WeakMap<object, MemoryStore<unknown>>();
  */
 export function memoryTurnLogView<E>(log: TurnLog<E>): TurnLog<E> {
   const store = stores.get(log) as MemoryStore<E> | undefined;
-  if (store === undefined) throw new TypeError('memoryTurnLogView: not a memory turn log');
+  checkOption(store !== undefined, 'memoryTurnLogView', 'log', 'a memory turn log', log);
+  if (store === undefined) return log;
   return viewOf(store);
 }
 
@@ -333,11 +261,11 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
   async append(turnId: string, entry: TurnLogEntry<E>): Promise<void> {
     checkTurnId(turnId);
     const turn = this.store.turns.get(turnId);
-    if (turn === undefined) throw new TurnNotFoundError(turnId);
-    if (turn.ended) throw new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
+    if (turn === undefined) throw turnNotFoundError(turnId);
+    if (turn.ended) throw entryAfterEndError('memoryTurnLog', turnId);
     if (this.#held(turnId) === undefined) {
       this.#tokens.delete(turnId);
-      throw new TurnTakenOverError(turnId);
+      throw turnTakenOverError(turnId);
     }
     turn.entries.push(entry);
     if (turn.entries.length > this.store.maxEntries) {
@@ -423,7 +351,7 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
       }
       this.#expire();
       const turn = this.store.turns.get(turnId);
-      const refusal = turn === undefined ? new TurnNotFoundError(turnId) : readRefusal(turnId, turn, after);
+      const refusal = turn === undefined ? turnNotFoundError(turnId) : readRefusal(turnId, turn, after);
       if (refusal !== undefined || turn === undefined) {
         if (refusal === 'end') {
           subscriber.next(turn?.entries[turn.entries.length - 1] as TurnLogEntry<E>);
@@ -482,12 +410,12 @@ function readRefusal<E>(
   turnId: string,
   turn: MemoryTurn<E>,
   after: number,
-): TurnNotFoundError | 'end' | undefined {
+): TransportError | 'end' | undefined {
   const last = turn.first + turn.entries.length - 1;
   if (after > last) {
     const end = turn.entries[turn.entries.length - 1];
-    return turn.ended && end !== undefined ? 'end' : new TurnNotFoundError(turnId, 'ahead');
+    return turn.ended && end !== undefined ? 'end' : turnNotFoundError(turnId, 'ahead');
   }
-  if (after + 1 < turn.first) return new TurnNotFoundError(turnId, 'trimmed');
+  if (after + 1 < turn.first) return turnNotFoundError(turnId, 'trimmed');
   return undefined;
 }

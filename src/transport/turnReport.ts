@@ -1,10 +1,5 @@
-import {
-  type AttemptOutcome,
-  describeError,
-  RetriesExhaustedError,
-  type TurnState,
-  type Usage,
-} from 'cleanturn';
+import type { AttemptOutcome, TurnState, Usage } from '../accumulateTurn.js';
+import { describeError, TurnError } from '../errors.js';
 import { isInstance } from '../internal/describeError.js';
 
 /** One attempt in a {@link TurnReport}. */
@@ -39,7 +34,7 @@ export interface TurnReport {
   turnId: string;
   /**
    * `completed`: the last attempt finished; `failed`: the turn errored; `stopped`: it was stopped on purpose (its
-   * `signal` aborted; `error` is the `TurnStoppedError`); `cancelled`: the consumer unsubscribed.
+   * `signal` aborted; `error` is the `TransportError` `turn-stopped`); `cancelled`: the consumer unsubscribed.
    */
   outcome: 'completed' | 'failed' | 'stopped' | 'cancelled';
   /** The error that ended a failed turn. */
@@ -156,11 +151,11 @@ const usageFields = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'reason
 
 /**
  * Why the last attempt failed: its own error's reason. When the retries ran out, that is the last record of the
- * `RetriesExhaustedError` (whose message only adds the count), not the wrapper's message.
+ * `TurnError` `retries-exhausted` (whose message only adds the count), not the wrapper's message.
  */
 function ownReason(error: unknown): string {
-  if (isInstance(error, RetriesExhaustedError)) {
-    const last = error.attempts[error.attempts.length - 1];
+  if (isInstance(error, TurnError) && error.code === 'retries-exhausted') {
+    const last = error.attempts?.[error.attempts.length - 1];
     if (last !== undefined) return last.reason;
   }
   return describeError(error);

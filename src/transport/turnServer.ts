@@ -1,4 +1,3 @@
-import { CleanturnError, describeError, isRetryable } from 'cleanturn';
 import {
   catchError,
   config,
@@ -12,16 +11,19 @@ import {
   take,
   toArray,
 } from 'rxjs';
-import { errorName, isInstance } from '../internal/describeError.js';
+import { CleanturnError, describeError, isRetryable } from '../errors.js';
+import { errorName, isInstance, readString } from '../internal/describeError.js';
+import { checkInteger, checkNumber, checkOption } from '../internal/options.js';
 import { MAX_TIMER_DELAY } from '../internal/wait.js';
-import { HANDED_OVER, SseFieldError, TurnStoppedError } from './errors.js';
 import {
-  checkTurnId,
-  type TurnFailure,
-  type TurnLog,
-  type TurnLogEntry,
-  TurnTakenOverError,
-} from './turnLog.js';
+  HANDED_OVER,
+  lastEventIdError,
+  runnerLostError,
+  sseFieldError,
+  TransportError,
+  turnStoppedError,
+} from './errors.js';
+import { checkTurnId, type TurnFailure, type TurnLog, type TurnLogEntry } from './turnLog.js';
 
 /**
  * One server-sent event of a served turn, in the shape NestJS's `@Sse()` handlers return (`MessageEvent`): `id`
@@ -31,7 +33,7 @@ import {
  * turn (`turn`), the turn's end (`end`, `{ "outcome": "completed" }`), or why it failed (`failed`, a
  * {@link TurnFailure}: the turn failed, or the log cannot give it, for good). Not `error`, which a browser's
  * `EventSource` keeps for its own connection errors. A failed message for a turn id that cannot be served (a
- * `TurnIdError`) has the id `''`.
+ * `TransportError` `turn-id-*`) has the id `''`.
  */
 export interface TurnMessage {
   id: string;
@@ -39,7 +41,11 @@ export interface TurnMessage {
   data: string;
 }
 
-/** Options of {@link turnServer}. */
+/**
+ * Options of {@link turnServer}.
+ *
+ * @inline
+ */
 export interface TurnServerOptions<E> {
   /** Where running turns keep their events for reconnecting clients: `memoryTurnLog()` or `redisTurnLog()`. */
   log: TurnLog<E>;
@@ -53,12 +59,16 @@ export interface TurnServerOptions<E> {
    * The bounds of taking over turns whose runner was lost, on a log with leases ({@link TurnLog.leaseMs}): a turn
    * is taken over at most `max` times (default 2) and only within `withinMs` of its first claim (default 10
    * minutes); past either, the reader that finds the lease lapsed ends the turn as failed with a
-   * {@link RunnerLostError} instead, and its readers keep what they read.
+   * `TransportError` `runner-lost` instead, and its readers keep what they read.
    */
   takeover?: TakeoverBounds;
 }
 
-/** How often, and for how long, {@link turnServer} takes over a turn whose runner was lost. */
+/**
+ * How often, and for how long, {@link turnServer} takes over a turn whose runner was lost.
+ *
+ * @inline
+ */
 export interface TakeoverBounds {
   /** The most takeovers of one turn. Default 2; 0 never takes a turn over (it ends as failed at once). */
   max?: number;
@@ -66,7 +76,11 @@ export interface TakeoverBounds {
   withinMs?: number;
 }
 
-/** What a run is told: its stop signal, and, when it takes over a turn whose runner was lost, what that runner did. */
+/**
+ * What a run is told: its stop signal, and, when it takes over a turn whose runner was lost, what that runner did.
+ *
+ * @inline
+ */
 export interface RunContext<E> {
   /** Aborts when the turn is asked to stop. */
   readonly signal: AbortSignal;
@@ -79,7 +93,11 @@ export interface RunContext<E> {
   readonly takeover?: { readonly count: number; readonly events: readonly E[] };
 }
 
-/** What {@link TurnServer.serve} takes: the turn, and where the client is in it. */
+/**
+ * What {@link TurnServer.serve} takes: the turn, and where the client is in it.
+ *
+ * @inline
+ */
 export interface ServeTurnOptions<E> {
   /** The turn's id, stable across reconnects (and across server instances that share the log). */
   turnId: string;
@@ -91,13 +109,13 @@ export interface ServeTurnOptions<E> {
    *
    * `signal` aborts when the turn is asked to stop ({@link TurnServer.stop}, here or on another server sharing the
    * log): pass it on as `streamTurn({ signal })`, so that the provider request is aborted at once and the turn ends
-   * with a `TurnStoppedError`. A run that ignores it is unsubscribed, and its log ends the same way.
+   * with a `TransportError` `turn-stopped`. A run that ignores it is unsubscribed, and its log ends the same way.
    */
   run: (context: RunContext<E>) => Observable<E>;
   /**
    * The request's `Last-Event-ID` header, when the client reconnects: it reads the events after it. An id of another
    * turn (or none) makes a first connection; an id of this turn whose position is not a canonical decimal seq
-   * (`-1`, `0`, `1`, … up to `Number.MAX_SAFE_INTEGER`) is a {@link LastEventIdError}.
+   * (`-1`, `0`, `1`, … up to `Number.MAX_SAFE_INTEGER`) is a `TransportError` `last-event-id`.
    */
   lastEventId?: string | null;
 }
@@ -108,14 +126,14 @@ export interface TurnServer<E> {
    * The turn's messages for one client connection: everything after `lastEventId` (or from the start), then each
    * new event, up to the end. The first connection of a turn id starts it (`run`); every other connection,
    * here or on another server sharing the log, only reads. Unsubscribing (the client went away) stops the
-   * reading only. A turn id that {@link checkTurnId} refuses, or a `lastEventId` that this server cannot have
+   * reading only. A turn id that is not a well-formed string of 1 to 256 UTF-16 code units, or a `lastEventId` that this server cannot have
    * issued, gets one `failed` message at once, and runs nothing.
    */
   serve(options: ServeTurnOptions<E>): Observable<TurnMessage>;
   /**
    * Stops turn `turnId` (a user's stop request, e.g. `POST /turns/<id>/stop`; a dropped connection is not one): the
-   * run's `signal` aborts with `reason`, and the turn's log ends as failed with a `TurnStoppedError` (not retryable),
-   * which its readers' clients get (`fromTurnSSE` errors with a `TurnStoppedError`). A turn run by another server
+   * run's `signal` aborts with `reason`, and the turn's log ends as failed with a `TransportError` `turn-stopped` (not
+   * retryable), which its readers' clients get (`fromTurnSSE` errors with a `turn-stopped` too). A turn run by another server
    * is stopped through the log: a stop mark that its runner watches ({@link TurnLog.requestStop}); a log without
    * stop marks stops only the turns this server runs.
    *
@@ -184,8 +202,7 @@ export function turnServer<E>(options: TurnServerOptions<E>): TurnServer<E> {
 function leaseTimings(log: TurnLog<unknown>): { renewMs: number; checkMs: number } | undefined {
   const leaseMs = log.renew !== undefined && log.takeOver !== undefined ? log.leaseMs : undefined;
   if (leaseMs === undefined) return undefined;
-  if (!(leaseMs > 0 && Number.isFinite(leaseMs)))
-    throw new RangeError("turnServer: the log's leaseMs must be a finite number > 0");
+  checkNumber('turnServer', "the log's leaseMs", leaseMs, 'positive');
   return { renewMs: Math.min(leaseMs / 3, MAX_TIMER_DELAY), checkMs: Math.min(leaseMs / 4, MAX_TIMER_DELAY) };
 }
 
@@ -193,9 +210,8 @@ function leaseTimings(log: TurnLog<unknown>): { renewMs: number; checkMs: number
 function takeoverBounds(bounds: TakeoverBounds | undefined): Required<TakeoverBounds> {
   const max = bounds?.max ?? 2;
   const withinMs = bounds?.withinMs ?? 600_000;
-  if (!Number.isSafeInteger(max) || max < 0)
-    throw new RangeError('turnServer: takeover.max must be an integer >= 0');
-  if (!(withinMs > 0)) throw new RangeError('turnServer: takeover.withinMs must be > 0');
+  checkInteger('turnServer', 'takeover.max', max, 0);
+  checkOption(withinMs > 0, 'turnServer', 'takeover.withinMs', 'a number > 0', withinMs);
   return { max, withinMs };
 }
 
@@ -333,14 +349,14 @@ class Server<E> implements TurnServer<E> {
       stop: (reason) => {
         if (record.ended) return;
         stopping.abort(reason);
-        // A run that passed the signal on has ended on it (streamTurn errors with a TurnStoppedError at once); one
+        // A run that passed the signal on has ended on it (streamTurn errors with turn-stopped at once); one
         // that ignores it is ended here, the same way.
         if (record.ended) return;
         record.source?.unsubscribe();
         this.#write(turnId, record, {
           seq: record.seq++,
           end: 'failed',
-          error: failureOf(new TurnStoppedError(reason)),
+          error: failureOf(turnStoppedError(reason)),
         });
       },
     };
@@ -384,7 +400,8 @@ class Server<E> implements TurnServer<E> {
       try {
         await this.#log.append(turnId, entry);
       } catch (error) {
-        if (isInstance(error, TurnTakenOverError)) return this.#lost(turnId, record);
+        if (isInstance(error, TransportError) && error.code === 'turn-taken-over')
+          return this.#lost(turnId, record);
         halt(record, true);
         this.#logError(error, turnId);
         if (!('end' in entry)) {
@@ -434,7 +451,7 @@ class Server<E> implements TurnServer<E> {
         .append(turnId, { seq: takeover.next, end: 'failed', error: failureOf(error) })
         .catch((failure: unknown) => this.#logError(failure, turnId));
     if (past) {
-      await end(new RunnerLostError(turnId, takeover.count - 1));
+      await end(runnerLostError(turnId, takeover.count - 1));
       return;
     }
     let events: E[];
@@ -548,13 +565,13 @@ interface Run {
  *
  * @param message A message of {@link TurnServer.serve}.
  * @returns The event's text.
- * @throws {SseFieldError} When `id` or `type` holds CR, LF or NUL, or `data` holds NUL: written as it is, it would
+ * @throws {TransportError} `sse-field` when `id` or `type` holds CR, LF or NUL, or `data` holds NUL: written as it is, it would
  *   end its line and write other fields or events.
  */
 export function toSSE(message: TurnMessage): string {
-  if (UNSAFE_IN_FIELD.test(message.id)) throw new SseFieldError('id');
-  if (UNSAFE_IN_FIELD.test(message.type)) throw new SseFieldError('event');
-  if (message.data.includes('\0')) throw new SseFieldError('data');
+  if (UNSAFE_IN_FIELD.test(message.id)) throw sseFieldError('id');
+  if (UNSAFE_IN_FIELD.test(message.type)) throw sseFieldError('event');
+  if (message.data.includes('\0')) throw sseFieldError('data');
   const data = message.data
     .split(/\r\n|\r|\n/)
     .map((line) => `data: ${line}\n`)
@@ -577,7 +594,7 @@ const SEQ = /^(0|[1-9][0-9]{0,15})$/;
  * The seq after which a client with this `Last-Event-ID` reads the turn whose ids start with `prefix` (-1: from
  * the start), or undefined when the id does not name the turn: a first connection.
  *
- * @throws {LastEventIdError} When it names the turn with a position that no message had.
+ * @throws {TransportError} `last-event-id` when it names the turn with a position that no message had.
  */
 function positionOf(
   lastEventId: string | null | undefined,
@@ -590,7 +607,7 @@ function positionOf(
   const position = lastEventId.slice(colon + 1);
   if (position === '-1') return -1;
   const seq = SEQ.test(position) ? Number(position) : Number.NaN;
-  if (!Number.isSafeInteger(seq)) throw new LastEventIdError(turnId, lastEventId);
+  if (!Number.isSafeInteger(seq)) throw lastEventIdError(turnId, lastEventId);
   return seq;
 }
 
@@ -604,63 +621,8 @@ function messageOf<E>(prefix: string, entry: TurnLogEntry<E>): TurnMessage {
 /** What a client is told of an error that ended a turn. */
 function failureOf(error: unknown): TurnFailure {
   const name = isInstance(error, Error) ? errorName(error) : 'Error';
-  return { name, message: describeError(error), retryable: isRetryable(error) };
-}
-
-/**
- * A `Last-Event-ID` names the turn, but its position is not one a message of the turn had: not a canonical decimal
- * seq (`T:`, `T:01`, `T:0x1`, `T:1e21`, `T: 1`) or past `Number.MAX_SAFE_INTEGER`. Only `-1` and the seqs
- * `0`, `1`, … are issued. Not retryable: the client cannot say where it is in the turn, and reading from anywhere
- * would give it events twice or not at all. (A seq past the turn's last entry is the log's to answer: the end again
- * for an ended turn, a `TurnNotFoundError` `ahead` for a running one.)
- */
-export class LastEventIdError extends CleanturnError {
-  /** The turn that was served. */
-  readonly turnId: string;
-  /** The header, as the client sent it. */
-  readonly lastEventId: string;
-
-  constructor(turnId: string, lastEventId: string) {
-    const shown =
-      lastEventId.length > 80 ? `${JSON.stringify(lastEventId.slice(0, 80))}…` : JSON.stringify(lastEventId);
-    super(`Last-Event-ID ${shown} names turn ${JSON.stringify(turnId)} at a position no message had`, {
-      retryable: false,
-    });
-    this.turnId = turnId;
-    this.lastEventId = lastEventId;
-  }
-}
-
-/**
- * A served turn failed on the server (or the server no longer has it): the client's stream errors with what the
- * server said. `retryable` is the server's answer.
- */
-export class RemoteTurnError extends CleanturnError {
-  /** The class name of the server's error (`RetriesExhaustedError`, `TurnNotFoundError`…). */
-  readonly remoteName: string;
-
-  constructor(failure: TurnFailure) {
-    super(`the turn failed on the server: ${failure.message}`, { retryable: failure.retryable });
-    this.remoteName = failure.name;
-  }
-}
-
-/**
- * The runner of a turn was lost (its process died, and its lease lapsed) more often than the server's takeover
- * bounds allow (`takeover.max`), or too long after the turn began (`takeover.withinMs`): the turn ends as failed,
- * and its readers keep what they read. Retryable: a new turn could succeed.
- */
-export class RunnerLostError extends CleanturnError {
-  readonly turnId: string;
-  /** How many times the turn had been taken over already. */
-  readonly takeovers: number;
-
-  constructor(turnId: string, takeovers: number) {
-    super(
-      `the runner of turn ${turnId} was lost${takeovers > 0 ? ` after ${takeovers} takeover(s)` : ''}, and the turn is not taken over again`,
-      { retryable: true },
-    );
-    this.turnId = turnId;
-    this.takeovers = takeovers;
-  }
+  const code = isInstance(error, CleanturnError) ? readString(error, 'code') : undefined;
+  return code === undefined
+    ? { name, message: describeError(error), retryable: isRetryable(error) }
+    : { name, code, message: describeError(error), retryable: isRetryable(error) };
 }

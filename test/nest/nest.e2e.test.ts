@@ -14,7 +14,7 @@ import { NestFactory } from '@nestjs/core';
 import type { ResetEvent } from 'cleanturn';
 import { MemoryEffectLedger } from 'cleanturn/effects';
 import { turnView } from 'cleanturn/renderers';
-import { fromTurnSSE, memoryTurnLog, RemoteTurnError } from 'cleanturn/transport';
+import { fromTurnSSE, memoryTurnLog, TransportError } from 'cleanturn/transport';
 import { createParser } from 'eventsource-parser';
 import { from, lastValueFrom, type Observable, type Subscription } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -317,8 +317,13 @@ describe('examples/nest: a run of steps over @Sse() that the browser resumes', {
       ),
     );
     const { error } = await turn.ended;
-    expect(error).toBeInstanceOf(RemoteTurnError);
-    expect(error).toMatchObject({ remoteName: 'TurnNotFoundError', retryable: false });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'remote-turn' });
+    expect(error).toMatchObject({
+      remoteName: 'TransportError',
+      remoteCode: 'turn-not-found',
+      retryable: false,
+    });
     expect((error as Error).message).toContain('does not know turn turn-gone');
     expect(turn.events).toEqual([]);
     expect(wire.connections).toEqual([{ lastEventId: 'turn-gone:3', ids: ['turn-gone:3'] }]);
@@ -338,7 +343,8 @@ describe('examples/nest: a run of steps over @Sse() that the browser resumes', {
 
     await closeApp(nest);
     const { error } = await turn.ended;
-    expect(error).toBeInstanceOf(RemoteTurnError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'remote-turn' });
     expect(error).toMatchObject({ remoteName: 'TurnServerClosedError', retryable: true });
     // Attempt 1's connection, which the provider reset, and attempt 2's, which the app aborted.
     await until(() => fake.aborted === 2, "the abort of attempt 2's request");
@@ -383,7 +389,7 @@ describe('examples/nest: a run of steps over @Sse() that the browser resumes', {
     const step2Resets = turn.events.filter((event) => event.type === 'reset' && event.step === 2);
     expect(step2Resets).toHaveLength(1);
     expect(step2Resets[0]).toMatchObject({
-      errorName: 'RunnerLostError',
+      errorName: 'TransportError',
       reason: 'the runner was lost',
       attempt: 2,
       failedAttempt: 1,

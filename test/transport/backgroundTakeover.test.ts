@@ -9,7 +9,6 @@ import { openaiResponses } from 'cleanturn/providers';
 import {
   memoryTurnLog,
   openaiBackground,
-  type RunContext,
   streamTurn,
   type TurnMessage,
   turnServer,
@@ -17,6 +16,7 @@ import {
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { memoryTurnLogView } from '../../src/transport/turnLog.js';
+import type { RunContext } from '../../src/transport/turnServer.js';
 import {
   type BackgroundServer,
   type Fault,
@@ -138,7 +138,7 @@ describe('turnServer: a takeover of a background response', () => {
     expect(provider.counts.create).toBe(2);
     const resets = events.filter((e) => e.type === 'reset');
     expect(resets).toHaveLength(1);
-    expect(resets[0]).toMatchObject({ attempt: 2, failedAttempt: 1, errorName: 'ResumeError' });
+    expect(resets[0]).toMatchObject({ attempt: 2, failedAttempt: 1, errorName: 'TransportError' });
     expect(await textOf(events)).toBe(provider.response('resp_2').text);
   });
 });

@@ -1,8 +1,9 @@
 // Runs one turn through streamTurn and records what every party saw: the user (text, resets), the tools
 // (executed calls and keys) and billing (the turn report).
-import { effectKey, type KeyedToolCall, type ReleasedCall, type ResetEvent } from 'cleanturn';
+import { effectKey, type KeyedToolCall, type ResetEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
+import type { ReleasedCall } from '../../src/types.js';
 
 export interface TurnOutcome {
   /** What a renderer shows at the end: text appended, cleared on every reset. */

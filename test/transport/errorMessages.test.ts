@@ -2,10 +2,12 @@
 // its line breaks. The HTTP errors come from a real server on 127.0.0.1, the network failures from real refused
 // connections and a name that does not resolve.
 import { createServer } from 'node:http';
-import { RetriesExhaustedError, retryAsEvents } from 'cleanturn';
-import { ConnectionError, fromSSE, HttpStatusError } from 'cleanturn/transport';
+import { retryAsEvents, TurnError } from 'cleanturn';
+import { fromSSE, TransportError } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { retriesExhaustedError } from '../../src/errors.js';
+import { httpStatusError } from '../../src/transport/errors.js';
 import { listenOnLoopback, startServer, type TestServer } from '../support/httpServer.js';
 
 let server: TestServer | undefined;
@@ -20,8 +22,9 @@ async function statusError(status: number, body: string, contentType = 'applicat
   const error = await lastValueFrom(
     fromSSE(() => `${server?.url}/v1/chat/completions`).pipe(toArray()),
   ).catch((e: unknown) => e);
-  expect(error).toBeInstanceOf(HttpStatusError);
-  return error as HttpStatusError;
+  expect(error).toBeInstanceOf(TransportError);
+  expect(error).toMatchObject({ code: 'http-status' });
+  return error as TransportError;
 }
 
 /** A port on 127.0.0.1 that nothing listens on: listened on, noted, closed. */
@@ -104,8 +107,8 @@ describe('HttpStatusError: the status and what the provider said, on one line', 
   });
 
   it('no body, no status text: the status alone', () => {
-    expect(new HttpStatusError(401, '', '', undefined).message).toBe('HTTP 401');
-    expect(new HttpStatusError(404, 'Not Found', '   \n', undefined).message).toBe('HTTP 404 Not Found');
+    expect(httpStatusError(401, '', '', undefined).message).toBe('HTTP 401');
+    expect(httpStatusError(404, 'Not Found', '   \n', undefined).message).toBe('HTTP 404 Not Found');
   });
 });
 
@@ -118,9 +121,11 @@ describe('a network failure: what the connection met, not "fetch failed"', () =>
         toArray(),
       ),
     ).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RetriesExhaustedError);
-    const last = (error as RetriesExhaustedError).attempts.at(-1)?.error;
-    expect(last).toBeInstanceOf(ConnectionError);
+    expect(error).toBeInstanceOf(TurnError);
+    expect(error).toMatchObject({ code: 'retries-exhausted' });
+    const last = (error as TurnError).attempts?.at(-1)?.error;
+    expect(last).toBeInstanceOf(TransportError);
+    expect(last).toMatchObject({ code: 'connection' });
     expect((last as Error).message).toBe(`request failed: connect ECONNREFUSED 127.0.0.1:${port}`);
     expect((error as Error).message).toBe(
       `gave up after 3 attempt(s): request failed: connect ECONNREFUSED 127.0.0.1:${port}`,
@@ -131,18 +136,21 @@ describe('a network failure: what the connection met, not "fetch failed"', () =>
     const error = await lastValueFrom(fromSSE(() => 'http://cleanturn.invalid/v1/chat/completions')).catch(
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'connection' });
     expect((error as Error).message).toMatch(
       /^request failed: getaddrinfo (ENOTFOUND|EAI_AGAIN) cleanturn\.invalid$/,
     );
   });
 });
 
-describe('RetriesExhaustedError: one line', () => {
+describe('TurnError retries-exhausted: one line', () => {
   it('a reason with line breaks is joined into one line; the record keeps it as it was', () => {
     const reason = 'HTTP 502 Bad Gateway:\n<html>\r\n  <body>busy</body>';
-    const error = new RetriesExhaustedError([{ attempt: 1, reason, error: new Error(reason), emitted: 0 }]);
+    const error = retriesExhaustedError('cap', [
+      { attempt: 1, reason, error: new Error(reason), emitted: 0 },
+    ]);
     expect(error.message).toBe('gave up after 1 attempt(s): HTTP 502 Bad Gateway: <html> <body>busy</body>');
-    expect(error.attempts[0]?.reason).toBe(reason);
+    expect(error.attempts?.[0]?.reason).toBe(reason);
   });
 });

@@ -1,8 +1,8 @@
 // The fault harness: a recorded help-desk turn replayed over real sockets on 127.0.0.1 and broken at named
 // points. Each case asserts what the user sees, which tools ran with which keys, and how many attempts were billed.
-import { effectKey, RetriesExhaustedError, UsageError } from 'cleanturn';
+import { effectKey, TurnError, UsageError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
-import { HttpStatusError, streamTurn } from 'cleanturn/transport';
+import { streamTurn, TransportError } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
 import { args, attempt1, cleanText, whole } from '../support/helpDeskChat.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -100,7 +100,10 @@ describe('named faults over a real socket', () => {
   ] as const)('%s fails the turn at once, not retried', async (_, response) => {
     server = await startServer([response, whole]);
     const turn = await collectTurn(server.url, { maxBufferSize: 16_384 });
-    expect((turn.error as { name?: string }).name).toMatch(/^(NotEventStreamError|SseLimitError)$/);
+    expect((turn.error as { name?: string }).name).toBe('TransportError');
+    expect((turn.error as { code?: string }).code).toMatch(
+      /^(not-event-stream|sse-limit-event|sse-limit-unframed)$/,
+    );
     expect((turn.error as { retryable?: boolean }).retryable).toBe(false);
     expect(server.requests).toHaveLength(1);
     expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['failed']);
@@ -112,9 +115,10 @@ describe('named faults over a real socket', () => {
       whole,
     ]);
     const turn = await collectTurn(server.url);
-    expect(turn.error).toBeInstanceOf(HttpStatusError);
-    expect((turn.error as HttpStatusError).status).toBe(401);
-    expect((turn.error as HttpStatusError).retryable).toBe(false);
+    expect(turn.error).toBeInstanceOf(TransportError);
+    expect(turn.error).toMatchObject({ code: 'http-status' });
+    expect((turn.error as TransportError).status).toBe(401);
+    expect((turn.error as TransportError).retryable).toBe(false);
     expect(server.requests).toHaveLength(1);
     expect(turn.executed).toEqual([]);
     expect(turn.report?.outcome).toBe('failed');
@@ -150,8 +154,9 @@ describe('named faults over a real socket', () => {
   it('every attempt fails: the turn errors with the attempt records, and no tool runs', async () => {
     server = await startServer([{ body: attempt1.body, destroyAfter: attempt1.after('call-end:c1') }]);
     const turn = await collectTurn(server.url, { retry: 2 });
-    expect(turn.error).toBeInstanceOf(RetriesExhaustedError);
-    expect((turn.error as RetriesExhaustedError).attempts).toHaveLength(3);
+    expect(turn.error).toBeInstanceOf(TurnError);
+    expect(turn.error).toMatchObject({ code: 'retries-exhausted' });
+    expect((turn.error as TurnError).attempts).toHaveLength(3);
     expect(server.requests).toHaveLength(3);
     expect(turn.executed).toEqual([]);
     expect(turn.report?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'abandoned', 'failed']);
@@ -162,7 +167,7 @@ describe('named faults over a real socket', () => {
   it('retry counts retries, as RxJS retry does: retry 0 makes one request and ends with its own error', async () => {
     server = await startServer([{ body: attempt1.body, destroyAfter: attempt1.after('call-end:c1') }]);
     const turn = await collectTurn(server.url, { retry: 0 });
-    expect(turn.error).not.toBeInstanceOf(RetriesExhaustedError);
+    expect(turn.error).not.toMatchObject({ code: 'retries-exhausted' });
     expect((turn.error as Error).message).toMatch(/^the stream broke/);
     expect(server.requests).toHaveLength(1);
     for (const retry of [-1, 1.5]) {

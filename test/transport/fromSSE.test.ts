@@ -1,12 +1,5 @@
 import { createServer } from 'node:net';
-import {
-  ConnectionError,
-  fromSSE,
-  HttpStatusError,
-  SseDataError,
-  StallError,
-  sseJson,
-} from 'cleanturn/transport';
+import { fromSSE, sseJson, TransportError } from 'cleanturn/transport';
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRetryAfter } from '../../src/transport/errors.js';
@@ -103,7 +96,8 @@ describe('fromSSE', () => {
   ])('HTTP %i errors with HttpStatusError, retryable: %s', async (status, retryable) => {
     const url = await serve({ status, headers: { 'retry-after': '2' }, body: '{"error":"nope"}' });
     const error = await collect(url).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(HttpStatusError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'http-status' });
     expect(error).toMatchObject({ status, retryable, retryAfterMs: 2000, body: '{"error":"nope"}' });
     expect(isRetryableStatus(status)).toBe(retryable);
   });
@@ -123,7 +117,8 @@ describe('fromSSE', () => {
     async (status, body, retryable) => {
       const url = await serve({ status, body });
       const error = await collect(url).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(HttpStatusError);
+      expect(error).toBeInstanceOf(TransportError);
+      expect(error).toMatchObject({ code: 'http-status' });
       expect(error).toMatchObject({ status, retryable });
     },
   );
@@ -144,8 +139,9 @@ describe('fromSSE', () => {
       });
     });
     const error = await collect(`http://127.0.0.1:${port}/`).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConnectionError);
-    expect((error as ConnectionError).retryable).toBe(true);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'connection' });
+    expect((error as TransportError).retryable).toBe(true);
   });
 
   it('a socket reset mid-stream is a retryable ConnectionError after the events that arrived', async () => {
@@ -159,8 +155,9 @@ describe('fromSSE', () => {
       });
     });
     expect(seen).toEqual(['a']);
-    expect(error).toBeInstanceOf(ConnectionError);
-    expect((error as ConnectionError).retryable).toBe(true);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'connection' });
+    expect((error as TransportError).retryable).toBe(true);
   });
 
   it('silence longer than stallTimeout errors with StallError and aborts the request', async () => {
@@ -170,8 +167,9 @@ describe('fromSSE', () => {
       fromSSE(() => url, { stallTimeout: 150 }).subscribe({ next: (m) => seen.push(m.data), error: resolve });
     });
     expect(seen).toEqual(['a']);
-    expect(error).toBeInstanceOf(StallError);
-    expect((error as StallError).retryable).toBe(true);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'stall' });
+    expect((error as TransportError).retryable).toBe(true);
     for (let i = 0; i < 100 && server?.aborted === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(server?.aborted).toBe(1);
   });
@@ -223,7 +221,8 @@ describe('sseJson', () => {
   it('errors with a retryable SseDataError on a payload that is not JSON', async () => {
     const url = await serve({ body: 'data: {"x":\n\n' });
     const error = await lastValueFrom(fromSSE(() => url).pipe(sseJson())).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(SseDataError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'sse-data' });
     expect(error).toMatchObject({ data: '{"x":', retryable: true });
   });
 });

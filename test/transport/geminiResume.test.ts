@@ -5,11 +5,12 @@
 // strip the event ids (a proxy that re-serialises), or answer 404.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { accumulateTurn, type TurnEvent, type TurnState } from 'cleanturn';
+import { accumulateTurn, type TurnEvent, type TurnState, UsageError } from 'cleanturn';
 import { geminiInteractions } from 'cleanturn/providers';
-import { geminiBackground, resumeResponse, type SseRequest, streamTurn } from 'cleanturn/transport';
+import { geminiBackground, resumeResponse, streamTurn } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { SseRequest } from '../../src/transport/fromSSE.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 
 /** What one connection does: cut after k events, replay the last r events read, strip ids, or answer a status. */
@@ -214,7 +215,7 @@ describe('streamTurn with geminiBackground: a cut Interactions stream goes on af
     expect(gemini.interactions).toHaveLength(2);
     const resets = events.filter((e) => e.type === 'reset');
     expect(resets).toHaveLength(1);
-    expect(resets[0]).toMatchObject({ attempt: 2, errorName: 'ResumeError' });
+    expect(resets[0]).toMatchObject({ attempt: 2, errorName: 'TransportError' });
     expect(state.text).toBe((gemini.interactions[1] as Interaction).text.join(''));
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((gemini.interactions[0] as Interaction).cancelled).toBe(true);
@@ -282,7 +283,7 @@ describe('geminiBackground', () => {
       }).pipe(toArray()),
     );
     expect(events.filter((e) => e.type === 'reset')).toMatchObject([
-      { attempt: 2, failedAttempt: 1, errorName: 'ResumeError' },
+      { attempt: 2, failedAttempt: 1, errorName: 'TransportError' },
     ]);
     expect(gemini.interactions).toHaveLength(2);
   });
@@ -321,8 +322,8 @@ describe('geminiBackground', () => {
   });
 
   it('refuses resume options out of range, and a format streamTurn and resumeResponse do not know', () => {
-    expect(() => geminiBackground({ maxResumes: -1 })).toThrow(RangeError);
-    expect(() => geminiBackground({ delay: Number.NaN })).toThrow(RangeError);
+    expect(() => geminiBackground({ maxResumes: -1 })).toThrow(UsageError);
+    expect(() => geminiBackground({ delay: Number.NaN })).toThrow(UsageError);
     expect(() =>
       resumeResponse({
         create: () => [],
@@ -330,7 +331,7 @@ describe('geminiBackground', () => {
         adapter: geminiInteractions(),
         format: 'gemini' as never,
       }),
-    ).toThrow(RangeError);
+    ).toThrow(UsageError);
     expect(() =>
       streamTurn({
         turnId: 't',

@@ -1,13 +1,7 @@
 // Hostile and odd responses over a real socket: bodies that never end a line or an event, an HTML page in place of
 // the stream, endless error bodies, a 204. Memory stays bounded, and each ends with a clear typed error.
-import {
-  fromSSE,
-  HttpStatusError,
-  NotEventStreamError,
-  SseLimitError,
-  type SseMessage,
-  StallError,
-} from 'cleanturn/transport';
+import { UsageError } from 'cleanturn';
+import { fromSSE, type SseMessage, TransportError } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -86,8 +80,8 @@ describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
       `line that never ends: heap +${growth.toFixed(0)} MB (peak rss ${rss.toFixed(0)} MB), ${(body.sent.bytes / MB).toFixed(0)} MB sent`,
     );
     expect(messages.map((m) => m.data)).toEqual(['{"a":1}']);
-    expect(error).toBeInstanceOf(SseLimitError);
-    expect(error).toMatchObject({ retryable: false, limit: 16 * 1024 * 1024, kind: 'event' });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ retryable: false, limit: 16 * 1024 * 1024, code: 'sse-limit-event' });
     expect((error as Error).message).toMatch(/maxBufferSize \(16777216 characters\)/);
     expect(growth).toBeLessThan(bound);
     expect(body.sent.bytes).toBeLessThan(HOSTILE_BYTES); // the request was aborted, not read to the end
@@ -99,8 +93,8 @@ describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
     console.info(
       `event that never ends: heap +${growth.toFixed(0)} MB (peak rss ${rss.toFixed(0)} MB), ${(body.sent.bytes / MB).toFixed(0)} MB sent`,
     );
-    expect(error).toBeInstanceOf(SseLimitError);
-    expect(error).toMatchObject({ retryable: false, kind: 'event' });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ retryable: false, code: 'sse-limit-event' });
     expect(growth).toBeLessThan(bound);
     expect(body.sent.bytes).toBeLessThan(HOSTILE_BYTES);
   });
@@ -115,8 +109,8 @@ describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
     console.info(
       `unframed lines: heap +${growth.toFixed(0)} MB (peak rss ${rss.toFixed(0)} MB), ${(body.sent.bytes / MB).toFixed(0)} MB sent`,
     );
-    expect(error).toBeInstanceOf(SseLimitError);
-    expect(error).toMatchObject({ retryable: false, kind: 'unframed' });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ retryable: false, code: 'sse-limit-unframed' });
     expect(growth).toBeLessThan(bound);
     expect(body.sent.bytes).toBeLessThan(HOSTILE_BYTES);
   });
@@ -127,8 +121,8 @@ describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
       { body: `data: ${'z'.repeat(5000)}\n\n`, chunkSize: 512 },
       { maxBufferSize: 1024 },
     );
-    expect(error).toMatchObject({ limit: 1024, kind: 'event' });
-    expect(() => fromSSE(() => 'http://127.0.0.1/', { maxBufferSize: 0 })).toThrow(RangeError);
+    expect(error).toMatchObject({ limit: 1024, code: 'sse-limit-event' });
+    expect(() => fromSSE(() => 'http://127.0.0.1/', { maxBufferSize: 0 })).toThrow(UsageError);
   });
 
   it('an event as long as the limit allows is delivered whole', async () => {
@@ -156,10 +150,11 @@ describe('error bodies are read in part', () => {
       },
       { stallTimeout: 60_000 },
     );
-    expect(error).toBeInstanceOf(HttpStatusError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'http-status' });
     expect(error).toMatchObject({ status: 503, retryable: true, retryAfterMs: 7000 });
-    expect((error as HttpStatusError).body.length).toBeLessThanOrEqual(4096);
-    expect((error as HttpStatusError).body.startsWith('{"error":"overloaded"}')).toBe(true);
+    expect((error as TransportError).body?.length).toBeLessThanOrEqual(4096);
+    expect((error as TransportError).body?.startsWith('{"error":"overloaded"}')).toBe(true);
     expect(body.sent.bytes).toBeLessThan(HOSTILE_BYTES);
     expect(performance.now() - started).toBeLessThan(30_000);
   });
@@ -177,8 +172,9 @@ describe('error bodies are read in part', () => {
       },
       { stallTimeout: 300 },
     );
-    expect(error).toBeInstanceOf(HttpStatusError);
-    expect(error).not.toBeInstanceOf(StallError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'http-status' });
+    expect(error).not.toMatchObject({ code: 'stall' });
     expect(error).toMatchObject({ status: 429, retryable: true, body: '{"error":{"code":"rate_li' });
   });
 
@@ -201,10 +197,11 @@ describe('a 2xx that is not an event stream', () => {
       body: '<!doctype html><html><title>Sign in to Hotel Wi-Fi</title></html>',
     });
     expect(messages).toEqual([]);
-    expect(error).toBeInstanceOf(NotEventStreamError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'not-event-stream' });
     expect(error).toMatchObject({ retryable: false, status: 200, contentType: 'text/html; charset=utf-8' });
     expect((error as Error).message).toMatch(/text\/html/);
-    expect((error as NotEventStreamError).body).toMatch(/Hotel Wi-Fi/);
+    expect((error as TransportError).body).toMatch(/Hotel Wi-Fi/);
   });
 
   it('an endless text/html body is read in part and closed', async () => {
@@ -214,7 +211,8 @@ describe('a 2xx that is not an event stream', () => {
       body: '',
       stream: body.stream,
     });
-    expect(error).toBeInstanceOf(NotEventStreamError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'not-event-stream' });
     expect(body.sent.bytes).toBeLessThan(HOSTILE_BYTES);
   });
 
@@ -223,7 +221,11 @@ describe('a 2xx that is not an event stream', () => {
       headers: { 'content-type': 'application/json' },
       body: '{"choices":[]}',
     });
-    expect(error).toMatchObject({ name: 'NotEventStreamError', contentType: 'application/json' });
+    expect(error).toMatchObject({
+      name: 'TransportError',
+      code: 'not-event-stream',
+      contentType: 'application/json',
+    });
   });
 
   it('text/event-stream with parameters, in any case, is accepted; so is a missing content type', async () => {
@@ -254,7 +256,8 @@ describe('a 2xx that is not an event stream', () => {
 
   it('a 204 No Content is a NotEventStreamError, not a retryable connection error', async () => {
     const { error } = await measure({ status: 204, body: '' });
-    expect(error).toBeInstanceOf(NotEventStreamError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'not-event-stream' });
     expect(error).toMatchObject({ status: 204, retryable: false });
     expect((error as Error).message).toMatch(/HTTP 204 without a body/);
   });

@@ -5,8 +5,7 @@ import {
   fromSSE,
   fromTurnSSE,
   memoryTurnLog,
-  RemoteTurnError,
-  SseFieldError,
+  TransportError,
   type TurnLog,
   type TurnMessage,
   toSSE,
@@ -186,8 +185,13 @@ describe('a turn id the server cannot serve gets a typed error at once, and runs
     const error = await lastValueFrom(
       fromTurnSSE(() => `${server.url}/turns/${encodeURIComponent(turnId)}`, { reconnect: { delay: 0 } }),
     ).then(() => undefined, failure);
-    expect(error).toBeInstanceOf(RemoteTurnError);
-    expect(error).toMatchObject({ remoteName: 'TurnIdError', retryable: false });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'remote-turn' });
+    expect(error).toMatchObject({
+      remoteName: 'TransportError',
+      remoteCode: expect.stringMatching(/^turn-id-/),
+      retryable: false,
+    });
     expect(server.runs()).toBe(0);
     expect(server.requests).toHaveLength(1);
   });
@@ -213,7 +217,11 @@ describe('a turn id the server cannot serve gets a typed error at once, and runs
     );
     expect(messages).toHaveLength(1);
     expect(messages[0]).toMatchObject({ id: '', type: 'failed' });
-    expect(JSON.parse(messages[0]?.data ?? '{}')).toMatchObject({ name: 'TurnIdError', retryable: false });
+    expect(JSON.parse(messages[0]?.data ?? '{}')).toMatchObject({
+      name: 'TransportError',
+      code: expect.stringMatching(/^turn-id-/),
+      retryable: false,
+    });
     // The message is safe to write as it is.
     expect(foreignLines(toSSE(messages[0] as TurnMessage))).toEqual([]);
     expect(runs).toBe(0);
@@ -276,7 +284,8 @@ describe('Last-Event-ID is read strictly', () => {
       expect(messages).toHaveLength(1);
       expect(messages[0]).toMatchObject({ id: 'T:-1', type: 'failed' });
       expect(JSON.parse(messages[0]?.data ?? '{}')).toMatchObject({
-        name: 'LastEventIdError',
+        name: 'TransportError',
+        code: 'last-event-id',
         retryable: false,
       });
       expect(runs).toBe(0);
@@ -312,7 +321,8 @@ describe('Last-Event-ID is read strictly', () => {
       // With the id the client said it had, as every failed message of a reconnect.
       expect(messages[0]).toMatchObject({ id: lastEventId, type: 'failed' });
       expect(JSON.parse(messages[0]?.data ?? '{}')).toMatchObject({
-        name: 'TurnNotFoundError',
+        name: 'TransportError',
+        code: 'turn-ahead',
         retryable: false,
       });
       expect(runs).toBe(0);
@@ -357,7 +367,8 @@ describe('toSSE never writes a line break or NUL into a field', () => {
           return thrown;
         }
       })();
-      expect(error).toBeInstanceOf(SseFieldError);
+      expect(error).toBeInstanceOf(TransportError);
+      expect(error).toMatchObject({ code: 'sse-field' });
       expect(error).toMatchObject({ field, retryable: false });
     },
   );

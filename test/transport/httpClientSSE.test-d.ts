@@ -1,16 +1,14 @@
 // Types of httpClientSSE: Angular's own HttpClient events fit its structural input, the wrong requests do not.
 import type { HttpClient, HttpErrorResponse, HttpEvent, HttpHeaders } from '@angular/common/http';
-import { type AssembledEvent, attemptPipeline, type ProviderEvent } from 'cleanturn';
-import { type OpenAIChatChunk, openaiChat } from 'cleanturn/providers';
-import {
-  type HttpClientEvent,
-  type HttpHeadersLike,
-  httpClientSSE,
-  type SseMessage,
-  sseJson,
-} from 'cleanturn/transport';
+import { attemptPipeline, type ProviderEvent } from 'cleanturn';
+import { openaiChat } from 'cleanturn/providers';
+import { httpClientSSE, type SseMessage, sseJson } from 'cleanturn/transport';
 import type { Observable } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { AssembledEvent } from '../../src/assembleToolCalls.js';
+import type { OpenAIChatChunk } from '../../src/providers/openaiChat.js';
+import type { HttpHeadersLike } from '../../src/transport/errors.js';
+import type { HttpClientEvent } from '../../src/transport/httpClientSSE.js';
 
 declare const http: HttpClient;
 const url = '/api/chat/completions';

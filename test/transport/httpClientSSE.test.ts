@@ -21,27 +21,14 @@ import {
   ɵINJECTOR_SCOPE as INJECTOR_SCOPE,
   provideZonelessChangeDetection,
 } from '@angular/core';
-import {
-  attemptPipeline,
-  RetriesExhaustedError,
-  type RetryAsEventsOptions,
-  type TurnEvent,
-  turnPipeline,
-} from 'cleanturn';
-import { type OpenAIChatChunk, openaiChat } from 'cleanturn/providers';
-import {
-  ConnectionError,
-  type HttpClientEvent,
-  HttpStatusError,
-  httpClientSSE,
-  NotEventStreamError,
-  ResponseRestartError,
-  SseLimitError,
-  type SseMessage,
-  sseJson,
-} from 'cleanturn/transport';
+import { attemptPipeline, TurnError, type TurnEvent, turnPipeline } from 'cleanturn';
+import { openaiChat } from 'cleanturn/providers';
+import { httpClientSSE, type SseMessage, sseJson, TransportError } from 'cleanturn/transport';
 import { defer, lastValueFrom, type Observable, of, retry, timer, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { OpenAIChatChunk } from '../../src/providers/openaiChat.js';
+import type { RetryAsEventsOptions } from '../../src/retryAsEvents.js';
+import type { HttpClientEvent } from '../../src/transport/httpClientSSE.js';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { attempt1, cleanText, whole } from '../support/helpDeskChat.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -147,7 +134,7 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
         outputStarted: true,
         retryCount: 1,
         maxRetries: 2,
-        errorName: 'ConnectionError',
+        errorName: 'TransportError',
       },
     ]);
     expect(server.requests).toHaveLength(2);
@@ -182,13 +169,16 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
       count: 2,
       delay: (error) => {
         failures.push(error);
-        return timer(error instanceof HttpStatusError ? (error.retryAfterMs ?? 0) : 0);
+        return timer(
+          error instanceof TransportError && error.code === 'http-status' ? (error.retryAfterMs ?? 0) : 0,
+        );
       },
     });
     expect(turn.error).toBeUndefined();
     expect(turn.read).toBe(cleanText);
     expect(failures).toHaveLength(1);
-    expect(failures[0]).toBeInstanceOf(HttpStatusError);
+    expect(failures[0]).toBeInstanceOf(TransportError);
+    expect(failures[0]).toMatchObject({ code: 'http-status' });
     expect(failures[0]).toMatchObject({
       status: 429,
       retryable: true,
@@ -205,7 +195,8 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
       whole,
     ]);
     const turn = await runTurn(post);
-    expect(turn.error).toBeInstanceOf(HttpStatusError);
+    expect(turn.error).toBeInstanceOf(TransportError);
+    expect(turn.error).toMatchObject({ code: 'http-status' });
     expect(turn.error).toMatchObject({ status: 401, retryable: false, body: '{"error":"invalid api key"}' });
     expect(server.requests).toHaveLength(1);
     expect(turn.events).toEqual([]);
@@ -215,7 +206,8 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     const page = '<html><body>Sign in to use the Wi-Fi</body></html>';
     const { server, post } = await setUp([{ headers: { 'content-type': 'text/html' }, body: page }, whole]);
     const turn = await runTurn(post);
-    expect(turn.error).toBeInstanceOf(NotEventStreamError);
+    expect(turn.error).toBeInstanceOf(TransportError);
+    expect(turn.error).toMatchObject({ code: 'not-event-stream' });
     expect(turn.error).toMatchObject({ status: 200, contentType: 'text/html', body: page, retryable: false });
     expect(server.requests).toHaveLength(1);
   });
@@ -224,9 +216,11 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     const { server, post } = await setUp([whole]);
     await server.close(); // nothing listens on the port any more
     const turn = await runTurn(post, { count: 1 });
-    expect(turn.error).toBeInstanceOf(RetriesExhaustedError);
-    const [last] = (turn.error as RetriesExhaustedError).attempts.slice(-1);
-    expect(last?.error).toBeInstanceOf(ConnectionError);
+    expect(turn.error).toBeInstanceOf(TurnError);
+    expect(turn.error).toMatchObject({ code: 'retries-exhausted' });
+    const [last] = (turn.error as TurnError).attempts?.slice(-1) ?? [];
+    expect(last?.error).toBeInstanceOf(TransportError);
+    expect(last?.error).toMatchObject({ code: 'connection' });
     expect(last?.reason).toMatch(/^request failed: .*ECONNREFUSED/);
   });
 
@@ -243,9 +237,10 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
       },
     ]);
     const error = await lastValueFrom(defer(post).pipe(httpClientSSE())).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(HttpStatusError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'http-status' });
     expect(error).toMatchObject({ status: 503, retryable: true });
-    expect((error as HttpStatusError).body).toHaveLength(4096);
+    expect((error as TransportError).body).toHaveLength(4096);
     expect(await closedByClient(server)).toBe(1);
   });
 
@@ -263,8 +258,8 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     const error = await lastValueFrom(defer(post).pipe(httpClientSSE({ maxBufferSize: 16_384 }))).catch(
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(SseLimitError);
-    expect(error).toMatchObject({ kind: 'event', limit: 16_384, retryable: false });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'sse-limit-event', limit: 16_384, retryable: false });
     expect(await closedByClient(server)).toBe(1);
   });
 
@@ -318,9 +313,9 @@ describe("httpClientSSE behind an interceptor's retry() (a real HttpClient, with
     });
     // Attempt 1's text, and nothing of the answer the interceptor's second request got.
     expect(texts).toEqual(['Checking order ORD-7781. ', 'Refunding the dam']);
-    expect(error).toBeInstanceOf(ResponseRestartError);
+    expect(error).toBeInstanceOf(TransportError);
     expect(error).toMatchObject({
-      kind: 'resent',
+      code: 'response-resent',
       retryable: true,
       read: attempt1.after('text:Refunding the dam'),
     });
@@ -345,7 +340,7 @@ describe("httpClientSSE behind an interceptor's retry() (a real HttpClient, with
         outputStarted: true,
         retryCount: 1,
         maxRetries: 2,
-        errorName: 'ResponseRestartError',
+        errorName: 'TransportError',
       },
     ]);
     expect(turn.events.filter((e) => e.type === 'tool-call').map((e) => [e.attempt, e.id])).toEqual([
@@ -434,7 +429,7 @@ describe('httpClientSSE', () => {
   it('a 204, or a 200 without a body, is a NotEventStreamError without a body', async () => {
     await expect(run([head(204, 'text/event-stream')])).rejects.toThrow(/HTTP 204 without a body/);
     const empty = { type: 4, status: 200, statusText: 'OK', headers: new Headers(), body: null };
-    await expect(run([empty])).rejects.toBeInstanceOf(NotEventStreamError);
+    await expect(run([empty])).rejects.toMatchObject({ name: 'TransportError', code: 'not-event-stream' });
   });
 
   it('explains a request that did not ask for events as text', async () => {
@@ -490,26 +485,26 @@ describe('httpClientSSE', () => {
         progress('data: A2\n\n'),
       ]);
       expect(result.data).toEqual(['A1', 'A1 more']);
-      expect(result.error).toBeInstanceOf(ResponseRestartError);
-      expect(result.error).toMatchObject({ kind: 'rewritten', read: 25, retryable: true });
+      expect(result.error).toBeInstanceOf(TransportError);
+      expect(result.error).toMatchObject({ code: 'response-rewritten', read: 25, retryable: true });
     });
 
     it('progress text that grows but no longer starts with what was read: rewritten', async () => {
       const result = await outcome([sse, progress('data: A1\n\n'), progress('data: B1\n\ndata: B2\n\n')]);
       expect(result.data).toEqual(['A1']);
-      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 10 });
+      expect(result.error).toMatchObject({ name: 'TransportError', code: 'response-rewritten', read: 10 });
     });
 
     it('a final body that differs from the progress text: rewritten, and nothing of the body is emitted', async () => {
       const result = await outcome([sse, progress('data: A1\n\n'), response('data: B1\n\ndata: B2\n\n')]);
       expect(result.data).toEqual(['A1']);
-      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 10 });
+      expect(result.error).toMatchObject({ name: 'TransportError', code: 'response-rewritten', read: 10 });
     });
 
     it('a final body shorter than the progress text: rewritten', async () => {
       const result = await outcome([sse, progress('data: A1\n\ndata: A2\n\n'), response('data: A1\n\n')]);
       expect(result.data).toEqual(['A1', 'A2']);
-      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 20 });
+      expect(result.error).toMatchObject({ name: 'TransportError', code: 'response-rewritten', read: 20 });
     });
 
     it('a final body that differs long before the end of the progress text: rewritten', async () => {
@@ -519,7 +514,7 @@ describe('httpClientSSE', () => {
         response(`data: b${'a'.repeat(299)}\n\ndata: more\n\n`),
       ]);
       expect(result.data).toEqual(['a'.repeat(300)]);
-      expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'rewritten', read: 308 });
+      expect(result.error).toMatchObject({ name: 'TransportError', code: 'response-rewritten', read: 308 });
     });
 
     it('a final body that goes on from the progress text is read to its end', async () => {
@@ -532,7 +527,7 @@ describe('httpClientSSE', () => {
       for (const again of [{ type: 0 }, sse]) {
         const result = await outcome([...first, again, progress('data: A2 longer than A1\n\n')]);
         expect(result.data).toEqual(['A1']);
-        expect(result.error).toMatchObject({ name: 'ResponseRestartError', kind: 'resent', read: 10 });
+        expect(result.error).toMatchObject({ name: 'TransportError', code: 'response-resent', read: 10 });
       }
     });
 
@@ -563,6 +558,8 @@ describe('httpClientSSE', () => {
   });
 
   it('refuses a maxBufferSize that is not > 0', () => {
-    expect(() => httpClientSSE({ maxBufferSize: 0 })).toThrow(/httpClientSSE: maxBufferSize must be > 0/);
+    expect(() => httpClientSSE({ maxBufferSize: 0 })).toThrow(
+      /httpClientSSE: maxBufferSize must be a number > 0, not 0/,
+    );
   });
 });

@@ -14,7 +14,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { accumulateTurn, type RunEvent, type TurnEvent } from 'cleanturn';
-import { fromTurnSSE, RemoteTurnError } from 'cleanturn/transport';
+import { fromTurnSSE, TransportError } from 'cleanturn/transport';
 import { from, lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
@@ -228,8 +228,9 @@ describe.skipIf(redisTests.skip)(
 
       const failed = outcomes.filter((o) => o.error !== undefined);
       for (const o of failed) {
-        expect(o.error, o.runId).toBeInstanceOf(RemoteTurnError);
-        expect((o.error as RemoteTurnError).remoteName, o.runId).toBe('RunnerLostError');
+        expect(o.error, o.runId).toBeInstanceOf(TransportError);
+        expect(o.error, o.runId).toMatchObject({ code: 'remote-turn' });
+        expect((o.error as TransportError).remoteName, o.runId).toBe('RunnerLostError');
       }
       expect(failed.length).toBeLessThan(RUNS / 20);
 

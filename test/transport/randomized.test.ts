@@ -1,6 +1,6 @@
 // A randomized run over real sockets: random turns, random faults at random byte offsets, random retry
 // counts. The invariants hold for every turn, and the counts are printed.
-import { effectKey, RetriesExhaustedError } from 'cleanturn';
+import { effectKey, TurnError } from 'cleanturn';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { chatTranscript, type Transcript, type TranscriptPart } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -148,8 +148,8 @@ it(`${TURNS} turns with random cuts and random retry counts keep every invariant
     if ((turn.report?.attempts.length ?? 0) > MAX_ATTEMPTS) fail('more attempts than the cap');
     if (plan.failures >= MAX_ATTEMPTS) {
       counts.exhausted++;
-      if (!(turn.error instanceof RetriesExhaustedError))
-        fail(`expected RetriesExhaustedError, got ${String(turn.error)}`);
+      if (!(turn.error instanceof TurnError && turn.error.code === 'retries-exhausted'))
+        fail(`expected TurnError retries-exhausted, got ${String(turn.error)}`);
       if (turn.executed.length > 0) fail('a tool ran in a turn that never completed an attempt');
       continue;
     }

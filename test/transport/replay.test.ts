@@ -2,20 +2,18 @@
 // not sent again unless the application approves, and the server counts the requests it got; a connection refused
 // before anything was sent, and a stateless request, are retried without asking.
 import { createServer } from 'node:http';
-import { RetriesExhaustedError, type TurnEvent, UsageError } from 'cleanturn';
+import { TurnError, type TurnEvent, UsageError } from 'cleanturn';
 import { openaiChat, openaiResponses } from 'cleanturn/providers';
 import {
-  ConnectionError,
   openaiBackground,
-  type ReplayInfo,
-  ResumeError,
-  type SseRequest,
   type StreamTurnOptions,
   streamTurn,
+  TransportError,
   type TurnReport,
-  UnsafeReplayError,
 } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
+import type { SseRequest } from '../../src/transport/fromSSE.js';
+import type { ReplayInfo } from '../../src/transport/replaySafety.js';
 import { type BackgroundServer, startBackgroundResponses } from '../support/backgroundResponses.js';
 import { attempt1, cleanText, whole } from '../support/helpDeskChat.js';
 import { listenOnLoopback, startServer, type TestServer } from '../support/httpServer.js';
@@ -142,14 +140,16 @@ describe('a Responses request bound to a conversation, cut mid-stream', () => {
     const turn = await runTurn({ request: responsesAt(server.url) });
     await settle();
     expect(server.requests).toHaveLength(1);
-    expect(turn.error).toBeInstanceOf(UnsafeReplayError);
-    const error = turn.error as UnsafeReplayError;
-    expect(error.code).toBe('UNSAFE_REPLAY');
+    expect(turn.error).toBeInstanceOf(TransportError);
+    expect(turn.error).toMatchObject({ code: 'unsafe-replay' });
+    const error = turn.error as TransportError;
+    expect(error.code).toBe('unsafe-replay');
     expect(error.safety).toBe('unsafe');
     expect(error.basis).toBe('stateful');
     expect(error.attempt).toBe(1);
     expect(error.retryable).toBe(false);
-    expect(error.cause).toBeInstanceOf(ConnectionError);
+    expect(error.cause).toBeInstanceOf(TransportError);
+    expect(error.cause).toMatchObject({ code: 'connection' });
     expect(error.message).toMatch(/conversation conv_689667905b/);
     expect(turn.events.filter((e) => e.type === 'reset')).toEqual([]);
     // The report says the turn failed with that error, and bills the one attempt.
@@ -189,7 +189,8 @@ describe('a Responses request bound to a conversation, cut mid-stream', () => {
     expect(info?.safety).toBe('unsafe');
     expect(info?.basis).toBe('stateful');
     expect(info?.request).toBe(made[0]);
-    expect(info?.error).toBeInstanceOf(ConnectionError);
+    expect(info?.error).toBeInstanceOf(TransportError);
+    expect(info?.error).toMatchObject({ code: 'connection' });
     expect(info?.reason).toMatch(/appends its input and output/);
     expect(turn.report?.outcome).toBe('completed');
   });
@@ -200,7 +201,8 @@ describe('a Responses request bound to a conversation, cut mid-stream', () => {
       request: responsesAt(server.url),
       replay: () => 'yes' as unknown as boolean,
     });
-    expect(declined.error).toBeInstanceOf(UnsafeReplayError);
+    expect(declined.error).toBeInstanceOf(TransportError);
+    expect(declined.error).toMatchObject({ code: 'unsafe-replay' });
     const thrown = new Error('approval service down');
     const failing = await runTurn({
       request: responsesAt(server.url),
@@ -225,7 +227,8 @@ describe('a Responses request bound to a conversation, cut mid-stream', () => {
         return true;
       },
     });
-    expect(turn.error).toBeInstanceOf(RetriesExhaustedError);
+    expect(turn.error).toBeInstanceOf(TurnError);
+    expect(turn.error).toMatchObject({ code: 'retries-exhausted' });
     expect(asked).toEqual([1]);
     expect(server.requests).toHaveLength(2);
   });
@@ -246,7 +249,8 @@ describe('a Responses request bound to a conversation, cut mid-stream', () => {
         }),
     });
     await settle();
-    expect(turn.error).toBeInstanceOf(UnsafeReplayError);
+    expect(turn.error).toBeInstanceOf(TransportError);
+    expect(turn.error).toMatchObject({ code: 'unsafe-replay' });
     expect(server.requests).toHaveLength(1);
     // The clone did not consume what fetch sent.
     expect(server.requests[0]?.body).toBe(conversationBody);
@@ -327,9 +331,10 @@ describe('retries that are safe are made without asking', () => {
       request: responsesAt(server.url, 'model=gpt-4.1&stream=true'),
       replay: (info) => info.safety !== 'unknown',
     });
-    expect(refused.error).toBeInstanceOf(UnsafeReplayError);
-    expect((refused.error as UnsafeReplayError).safety).toBe('unknown');
-    expect((refused.error as UnsafeReplayError).basis).toBe('unreadable');
+    expect(refused.error).toBeInstanceOf(TransportError);
+    expect(refused.error).toMatchObject({ code: 'unsafe-replay' });
+    expect((refused.error as TransportError).safety).toBe('unknown');
+    expect((refused.error as TransportError).basis).toBe('unreadable');
     await settle();
     expect(server.requests).toHaveLength(3);
   });
@@ -392,8 +397,10 @@ describe('with resume (background Responses), a cut is resumed, not replayed', (
       request: backgroundTurn(background.baseUrl),
       resume: openaiBackground({ baseUrl: background.baseUrl }),
     });
-    expect(turn.error).toBeInstanceOf(UnsafeReplayError);
-    expect((turn.error as UnsafeReplayError).cause).toBeInstanceOf(ResumeError);
+    expect(turn.error).toBeInstanceOf(TransportError);
+    expect(turn.error).toMatchObject({ code: 'unsafe-replay' });
+    expect((turn.error as TransportError).cause).toBeInstanceOf(TransportError);
+    expect((turn.error as TransportError).cause).toMatchObject({ code: expect.stringMatching(/^resume-/) });
     expect(turn.events.filter((e) => e.type === 'reset')).toEqual([]);
     await settle();
     expect(background.counts.create).toBe(1);

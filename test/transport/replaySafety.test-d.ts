@@ -1,17 +1,16 @@
 // Types of the replay rule: what replaySafety returns, what streamTurn's replay callback is given, and the error.
 import type { CleanturnError } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
+import { streamTurn, type TransportError, type TransportErrorCode } from 'cleanturn/transport';
+import { describe, expectTypeOf, test } from 'vitest';
+import type { SseRequest } from '../../src/transport/fromSSE.js';
 import {
   type ReplayBasis,
   type ReplayInfo,
   type ReplaySafety,
   type ReplayVerdict,
   replaySafety,
-  type SseRequest,
-  streamTurn,
-  type UnsafeReplayError,
-} from 'cleanturn/transport';
-import { describe, expectTypeOf, test } from 'vitest';
+} from '../../src/transport/replaySafety.js';
 
 describe('replay safety', () => {
   test('replaySafety takes the request an attempt made (or none) and any error, and returns a verdict', () => {
@@ -49,10 +48,10 @@ describe('replay safety', () => {
     });
   });
 
-  test('UnsafeReplayError is a cleanturn error with a literal code', () => {
-    expectTypeOf<UnsafeReplayError>().toExtend<CleanturnError>();
-    expectTypeOf<UnsafeReplayError['code']>().toEqualTypeOf<'UNSAFE_REPLAY'>();
-    expectTypeOf<UnsafeReplayError['safety']>().toEqualTypeOf<'unsafe' | 'unknown'>();
-    expectTypeOf<UnsafeReplayError['attempt']>().toEqualTypeOf<number>();
+  test('a refused replay is a TransportError unsafe-replay: a cleanturn error with the safety and the attempt', () => {
+    expectTypeOf<TransportError>().toExtend<CleanturnError<TransportErrorCode>>();
+    expectTypeOf<'unsafe-replay'>().toExtend<TransportErrorCode>();
+    expectTypeOf<TransportError['safety']>().toEqualTypeOf<'unsafe' | 'unknown' | undefined>();
+    expectTypeOf<TransportError['attempt']>().toEqualTypeOf<number | undefined>();
   });
 });

@@ -2,18 +2,19 @@
 // request again. Connection failures are real ones (a port on 127.0.0.1 that nobody listens on); the other errors
 // are the transport's own classes, as fromSSE raises them.
 import { createServer } from 'node:http';
-import { MissingFinishError } from 'cleanturn';
-import {
-  ConnectionError,
-  HttpStatusError,
-  type ReplayVerdict,
-  ResumeError,
-  replaySafety,
-  type SseRequest,
-  StallError,
-  UnsafeReplayError,
-} from 'cleanturn/transport';
+import { TransportError } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
+import { missingFinishError } from '../../src/errors.js';
+import {
+  connectionError,
+  httpStatusError,
+  resumeError,
+  stallError,
+  unsafeReplayError,
+} from '../../src/transport/errors.js';
+import type { SseRequest } from '../../src/transport/fromSSE.js';
+import type { ReplayVerdict } from '../../src/transport/replaySafety.js';
+import { replaySafety } from '../../src/transport/replaySafety.js';
 import { listenOnLoopback } from '../support/httpServer.js';
 
 const post = (url: string, body: unknown): SseRequest => ({
@@ -54,19 +55,19 @@ const messagesTurn = post(messages, {
 const geminiTurn = post(gemini, { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] });
 
 /** A real refused connection: what fetch rejects with for a port on 127.0.0.1 that nobody listens on. */
-async function refusedConnection(): Promise<ConnectionError> {
+async function refusedConnection(): Promise<TransportError> {
   const { port, close } = await listenOnLoopback(createServer());
   await close();
   try {
     await fetch(`http://127.0.0.1:${port}/v1/responses`, { method: 'POST', body: '{}' });
   } catch (error) {
-    return new ConnectionError('request failed', error);
+    return connectionError('request failed', error);
   }
   throw new Error('the closed port answered');
 }
 
 /** A real break mid-stream: the server sends the headers and part of the body, then destroys the socket. */
-async function brokenStream(): Promise<ConnectionError> {
+async function brokenStream(): Promise<TransportError> {
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('data: {"type":"response.created"}\n\n', () => res.socket?.destroy());
@@ -77,14 +78,14 @@ async function brokenStream(): Promise<ConnectionError> {
     const reader = response.body?.getReader();
     for (;;) if ((await reader?.read())?.done !== false) break;
   } catch (error) {
-    return new ConnectionError('the stream broke', error);
+    return connectionError('the stream broke', error);
   } finally {
     await close();
   }
   throw new Error('the stream did not break');
 }
 
-const http = (status: number) => new HttpStatusError(status, '', '{"error":{"message":"no"}}', undefined);
+const http = (status: number) => httpStatusError(status, '', '{"error":{"message":"no"}}', undefined);
 
 const safety = (verdict: ReplayVerdict) => `${verdict.safety} ${verdict.basis}`;
 
@@ -101,7 +102,7 @@ describe('replaySafety: a request that never reached the server is safe to send 
   it('a DNS failure is safe (the code as fetch nests it: TypeError, then the resolver error)', () => {
     const dns = Object.assign(new Error('getaddrinfo ENOTFOUND api.openai.invalid'), { code: 'ENOTFOUND' });
     const fetchFailed = new TypeError('fetch failed', { cause: dns });
-    expect(safety(replaySafety(conversationTurn, new ConnectionError('request failed', fetchFailed)))).toBe(
+    expect(safety(replaySafety(conversationTurn, connectionError('request failed', fetchFailed)))).toBe(
       'safe not-sent',
     );
     expect(safety(replaySafety(conversationTurn, fetchFailed))).toBe('safe not-sent');
@@ -156,10 +157,10 @@ describe('replaySafety: a request that may have reached the server, by the reque
 
   it('every failure that may come after the request was sent is unsafe for a conversation', () => {
     const failures = [
-      new StallError(30_000),
-      new MissingFinishError(),
-      new ResumeError('not-found', 'resp_1', 12),
-      new ConnectionError(
+      stallError(30_000),
+      missingFinishError(),
+      resumeError('not-found', 'resp_1', 12),
+      connectionError(
         'request failed',
         new TypeError('fetch failed', { cause: new Error('other side closed') }),
       ),
@@ -171,7 +172,7 @@ describe('replaySafety: a request that may have reached the server, by the reque
 
   it('a resume that failed to connect does not make the create request unsent', async () => {
     const refused = await refusedConnection();
-    const resume = new ResumeError('expired', 'resp_1', 12, {}, refused);
+    const resume = resumeError('expired', 'resp_1', 12, {}, refused);
     expect(safety(replaySafety(conversationTurn, resume))).toBe('unsafe stateful');
   });
 
@@ -185,13 +186,13 @@ describe('replaySafety: a request that may have reached the server, by the reque
     const cut = await brokenStream();
     for (const request of [chatTurn, messagesTurn, geminiTurn]) {
       expect(safety(replaySafety(request, cut))).toBe('safe stateless');
-      expect(safety(replaySafety(request, new StallError(1000)))).toBe('safe stateless');
+      expect(safety(replaySafety(request, stallError(1000)))).toBe('safe stateless');
     }
   });
 
   it('a generation body behind an endpoint of its own (a proxy) is read by its shape', () => {
     const proxy = 'https://llm.internal.example/gateway';
-    const cut = new StallError(1000);
+    const cut = stallError(1000);
     expect(safety(replaySafety(post(proxy, { messages: [] }), cut))).toBe('safe stateless');
     expect(safety(replaySafety(post(proxy, { contents: [] }), cut))).toBe('safe stateless');
     expect(safety(replaySafety(post(proxy, { model: 'gpt-4.1', input: 'Hi' }), cut))).toBe('safe stateless');
@@ -206,13 +207,13 @@ describe('replaySafety: a request that may have reached the server, by the reque
       assistant_id: 'asst_1',
       stream: true,
     });
-    const verdict = replaySafety(run, new StallError(1000));
+    const verdict = replaySafety(run, stallError(1000));
     expect(safety(verdict)).toBe('unsafe stateful');
     expect(verdict.reason).toMatch(/thread_abc123/);
   });
 
   it('a body that is not JSON, or that cannot be read at once, is unknown', () => {
-    const cut = new StallError(1000);
+    const cut = stallError(1000);
     expect(safety(replaySafety(post(chat, 'model=gpt-4.1&stream=true'), cut))).toBe('unknown unreadable');
     const form = new URLSearchParams({ model: 'gpt-4.1' });
     expect(safety(replaySafety({ url: chat, init: { method: 'POST', body: form } }, cut))).toBe(
@@ -227,11 +228,11 @@ describe('replaySafety: a request that may have reached the server, by the reque
   it('a JSON body as bytes is read like a string', () => {
     const bytes = new TextEncoder().encode(JSON.stringify({ conversation: 'conv_1', input: 'Hi' }));
     const request: SseRequest = { url: responses, init: { method: 'POST', body: bytes } };
-    expect(safety(replaySafety(request, new StallError(1000)))).toBe('unsafe stateful');
+    expect(safety(replaySafety(request, stallError(1000)))).toBe('unsafe stateful');
   });
 
   it('a Request object: its body cannot be read synchronously (unknown); a GET one is safe', () => {
-    const cut = new StallError(1000);
+    const cut = stallError(1000);
     const made = new Request(responses, { method: 'POST', body: JSON.stringify({ conversation: 'conv_1' }) });
     const verdict = replaySafety(made, cut);
     expect(safety(verdict)).toBe('unknown unreadable');
@@ -242,7 +243,7 @@ describe('replaySafety: a request that may have reached the server, by the reque
   });
 
   it('a GET (a URL on its own) changes nothing on the server by HTTP rules: safe', () => {
-    const cut = new StallError(1000);
+    const cut = stallError(1000);
     expect(safety(replaySafety('https://example.test/turns/turn-42/events', cut))).toBe('safe stateless');
     expect(safety(replaySafety(new URL('https://example.test/events'), cut))).toBe('safe stateless');
     expect(safety(replaySafety({ url: '/events', init: { method: 'GET' } }, cut))).toBe('safe stateless');
@@ -257,20 +258,21 @@ describe('replaySafety: a request that may have reached the server, by the reque
         },
       },
     );
-    expect(safety(replaySafety(hostile as SseRequest, new StallError(1000)))).toBe('unknown unreadable');
-    expect(safety(replaySafety({ url: chat, init: hostile as RequestInit }, new StallError(1000)))).toBe(
+    expect(safety(replaySafety(hostile as SseRequest, stallError(1000)))).toBe('unknown unreadable');
+    expect(safety(replaySafety({ url: chat, init: hostile as RequestInit }, stallError(1000)))).toBe(
       'unknown unreadable',
     );
   });
 });
 
-describe('UnsafeReplayError', () => {
+describe('TransportError unsafe-replay', () => {
   it('carries a stable code, the safety, the basis, the attempt and the failure, and is not retryable', () => {
-    const cause = new StallError(1000);
-    const error = new UnsafeReplayError(1, replaySafety(conversationTurn, cause), cause);
-    expect(error).toBeInstanceOf(UnsafeReplayError);
-    expect(error.name).toBe('UnsafeReplayError');
-    expect(error.code).toBe('UNSAFE_REPLAY');
+    const cause = stallError(1000);
+    const error = unsafeReplayError(1, replaySafety(conversationTurn, cause), cause);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'unsafe-replay' });
+    expect(error.name).toBe('TransportError');
+    expect(error.code).toBe('unsafe-replay');
     expect(error.safety).toBe('unsafe');
     expect(error.basis).toBe('stateful');
     expect(error.attempt).toBe(1);

@@ -5,15 +5,11 @@
 // saying why, and the abandoned response is cancelled.
 import type { ResetEvent, TurnEvent } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
-import {
-  openaiBackground,
-  ResumeError,
-  type ResumeRequests,
-  streamTurn,
-  type TurnReport,
-} from 'cleanturn/transport';
+import { openaiBackground, streamTurn, TransportError, type TurnReport } from 'cleanturn/transport';
 import { filter, lastValueFrom, take, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import { resumeError } from '../../src/transport/errors.js';
+import type { ResumeRequests } from '../../src/transport/openaiBackground.js';
 import {
   type BackgroundServer,
   type BackgroundServerOptions,
@@ -321,7 +317,7 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       const turn = await runTurn(srv, 0);
       const reset = await expectFallback(srv, turn, 1);
       const after = turn.resumes[0]?.after as number;
-      expect(reset.reason).toContain(new ResumeError('not-found', 'resp_1', after).message);
+      expect(reset.reason).toContain(resumeError('not-found', 'resp_1', after).message);
       expect(reset.reason).toContain("Response with id 'resp_1' not found.");
       expect(reset.reason).toContain('HTTP 404');
       expect(srv.requests.filter((r) => r.kind === 'retrieve').map((r) => [r.url, r.status])).toEqual([
@@ -353,7 +349,7 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       const turn = await runTurn(srv, 0);
       const reset = await expectFallback(srv, turn, 1);
       const after = turn.resumes[0]?.after as number;
-      expect(reset.reason).toContain(new ResumeError('expired', 'resp_1', after).message);
+      expect(reset.reason).toContain(resumeError('expired', 'resp_1', after).message);
       expect(reset.reason).toContain('no longer streams');
       expect(reset.reason).toContain('response_expired');
       expect(srv.response('resp_1').status).toBe('cancelled');
@@ -384,7 +380,7 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       const turn = await runTurn(srv, 0);
       const reset = await expectFallback(srv, turn, 1);
       const after = turn.resumes[0]?.after as number;
-      const gap = new ResumeError('gap', 'resp_1', after, { next: after + 2 });
+      const gap = resumeError('gap', 'resp_1', after, { next: after + 2 });
       expect(gap.message).toContain(`events ${after + 1} to ${after + 1} are missing`);
       expect(reset.reason).toBe(gap.message);
       // No text of the events after the gap reached the user before the reset.
@@ -424,7 +420,7 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       const turn = await runTurn(srv, 0);
       const reset = await expectFallback(srv, turn, 1);
       const after = turn.resumes[0]?.after as number;
-      expect(reset.reason).toBe(new ResumeError('unverifiable', 'resp_1', after).message);
+      expect(reset.reason).toBe(resumeError('unverifiable', 'resp_1', after).message);
       expect(reset.reason).toContain('without a sequence_number');
       // The user read resp_1 up to the cut, once, then resp_2 only.
       expect(readBefore(turn, reset)).toBe(textUpTo(srv, 'resp_1', after));
@@ -437,8 +433,8 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       const srv = await start({ deltas: long, faults: onFirst({ create: { lose: 6 } }) });
       const turn = await runTurn(srv, 0);
       const reset = await expectFallback(srv, turn, 0);
-      const gap = new ResumeError('gap', 'resp_1', 5, { next: 7, resumed: false });
-      expect(gap).toMatchObject({ failure: 'gap', resumed: false, retryable: true });
+      const gap = resumeError('gap', 'resp_1', 5, { next: 7, resumed: false });
+      expect(gap).toMatchObject({ code: 'resume-gap', resumed: false, retryable: true });
       expect(reset.reason).toBe(gap.message);
       expect(reset.reason).toContain('events 6 to 6 are missing');
       expect(readBefore(turn, reset)).toBe(textUpTo(srv, 'resp_1', 5));
@@ -461,7 +457,7 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
       const after = turn.resumes[0]?.after as number;
       // Both resumes start after the same event: neither delivered anything.
       expect(turn.resumes.map((r) => r.after)).toEqual([after, after]);
-      expect(reset.reason).toContain(new ResumeError('repeated', 'resp_1', after, { resumes: 2 }).message);
+      expect(reset.reason).toContain(resumeError('repeated', 'resp_1', after, { resumes: 2 }).message);
       expect(reset.reason).toContain('2 resumes in a row delivered nothing');
       expect(srv.response('resp_1').retrieves).toBe(2);
       expect(srv.counts.retrieve).toBe(2);
@@ -501,9 +497,9 @@ describe('streamTurn({ resume: openaiBackground }) against a background-mode ser
   it('a create stream without sequence numbers (a proxy strips them) fails at once, unverifiable, not retried', async () => {
     const srv = await start({ deltas: 500, faults: onFirst({ create: { strip: true } }) });
     const turn = await runTurn(srv, 0);
-    expect(turn.error).toBeInstanceOf(ResumeError);
+    expect(turn.error).toBeInstanceOf(TransportError);
     expect(turn.error).toMatchObject({
-      failure: 'unverifiable',
+      code: 'resume-unverifiable',
       resumed: false,
       retryable: false,
       responseId: 'resp_1',

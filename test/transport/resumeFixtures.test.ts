@@ -4,10 +4,12 @@
 // repeat) fails with a gap: resumeResponse, unlike the adapter, cannot trust a stream with a hole.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type OpenAIResponsesEvent, openaiResponses } from 'cleanturn/providers';
-import { fromSSE, ResumeError, resumeResponse, sseJson } from 'cleanturn/transport';
+import { openaiResponses } from 'cleanturn/providers';
+import { fromSSE, resumeResponse, sseJson } from 'cleanturn/transport';
 import { EMPTY, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { OpenAIResponsesEvent } from '../../src/providers/openaiResponses.js';
+import { resumeError } from '../../src/transport/errors.js';
 import { startServer, type TestServer } from '../support/httpServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 
@@ -51,7 +53,7 @@ describe('resumeResponse over every recorded Responses stream', () => {
     );
     if (name === 'sequence-gaps-and-replay.sse') {
       expect(resumed.error).toEqual(
-        new ResumeError('gap', 'resp_7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a', 0, { next: 2, resumed: false }),
+        resumeError('gap', 'resp_7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a', 0, { next: 2, resumed: false }),
       );
       expect(resumed.events).toEqual([{ type: 'resumable', responseId: expect.stringMatching(/^resp_/) }]);
       // The adapter alone reads it (it drops the replays and lets the holes pass).

@@ -3,13 +3,7 @@
 import { UsageError } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
 import { finish, text, usage } from 'cleanturn/testing';
-import {
-  openaiBackground,
-  ResumeError,
-  type ResumeResponseOptions,
-  resumeResponse,
-  streamTurn,
-} from 'cleanturn/transport';
+import { openaiBackground, resumeResponse, streamTurn } from 'cleanturn/transport';
 import {
   catchError,
   concat,
@@ -23,6 +17,8 @@ import {
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import { resumeError } from '../../src/transport/errors.js';
+import type { ResumeResponseOptions } from '../../src/transport/resumeResponse.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -138,7 +134,7 @@ describe('resumeResponse', () => {
       expectObservable(result).toBe(
         '-N-A-R#',
         { N: resumable, A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
-        new ResumeError('gap', id, 1, { next: 5 }),
+        resumeError('gap', id, 1, { next: 5 }),
       );
     });
     expect(calls).toEqual([id]);
@@ -158,8 +154,8 @@ describe('resumeResponse', () => {
         cancel: ({ id: response }) => cancelled.push(response),
         adapter: openaiResponses(),
       });
-      const error = new ResumeError('unverifiable', id, 1);
-      expect(error).toMatchObject({ failure: 'unverifiable', resumed: true, retryable: true, after: 1 });
+      const error = resumeError('unverifiable', id, 1);
+      expect(error).toMatchObject({ code: 'resume-unverifiable', resumed: true, retryable: true, after: 1 });
       expectObservable(result).toBe(
         '-N-A-R#',
         { N: resumable, A: text('Checking'), R: { type: 'resume', after: 1, reason: 'connection reset' } },
@@ -179,8 +175,8 @@ describe('resumeResponse', () => {
         d: completed(4),
       });
       const cancel = ({ id: response }: { id: string }) => cancelled.push(response);
-      const error = new ResumeError('gap', id, 1, { next: 3, resumed: false });
-      expect(error).toMatchObject({ failure: 'gap', resumed: false, retryable: true });
+      const error = resumeError('gap', id, 1, { next: 3, resumed: false });
+      expect(error).toMatchObject({ code: 'resume-gap', resumed: false, retryable: true });
       expect(error.message).toBe(
         `cannot trust the stream of response ${id} after event 1: events 2 to 2 are missing`,
       );
@@ -199,7 +195,7 @@ describe('resumeResponse', () => {
       expectObservable(resuming()(source)).toBe(
         '-#',
         undefined,
-        new ResumeError('gap', '', -1, { next: 2, resumed: false }),
+        resumeError('gap', '', -1, { next: 2, resumed: false }),
       );
     });
   });
@@ -208,8 +204,8 @@ describe('resumeResponse', () => {
     newScheduler().run(({ cold, expectObservable }) => {
       const { sequence_number: _, ...unnumbered } = created;
       const source = cold('-c-a-|', { c: unnumbered, a: delta(1, 'Checking') });
-      const error = new ResumeError('unverifiable', id, -1, { resumed: false });
-      expect(error).toMatchObject({ failure: 'unverifiable', resumed: false, retryable: false });
+      const error = resumeError('unverifiable', id, -1, { resumed: false });
+      expect(error).toMatchObject({ code: 'resume-unverifiable', resumed: false, retryable: false });
       expectObservable(resuming()(source)).toBe('-#', undefined, error);
     });
   });
@@ -234,7 +230,7 @@ describe('resumeResponse', () => {
           delay: 0,
         }),
       ).catch((e: unknown) => e);
-      expect(error).toMatchObject({ name: 'ProviderError', code: 'server_error', retryable: true });
+      expect(error).toMatchObject({ name: 'ProviderError', upstreamCode: 'server_error', retryable: true });
     }
   });
 
@@ -400,8 +396,8 @@ describe('resumeResponse', () => {
       }),
     ).catch((e: unknown) => e);
     expect(error).toMatchObject({
-      name: 'ResumeError',
-      failure: 'not-found',
+      name: 'TransportError',
+      code: 'resume-not-found',
       responseId: id,
       retryable: true,
     });
@@ -422,7 +418,7 @@ describe('resumeResponse', () => {
         },
       }),
     ).catch((e: unknown) => e);
-    expect(error).toMatchObject({ name: 'ResumeError', failure: 'diverged', retryable: true });
+    expect(error).toMatchObject({ name: 'TransportError', code: 'resume-diverged', retryable: true });
     expect((error as Error).message).toBe(
       `cannot resume response ${id} after event 2: read again from its start, it differs from what was delivered at fragment 2`,
     );
@@ -430,17 +426,17 @@ describe('resumeResponse', () => {
 
   it('refuses a maxResumes or delay that is not a count or a duration', () => {
     const base = { create: () => [], retrieve: () => [], adapter: openaiResponses() };
-    expect(() => resumeResponse({ ...base, maxResumes: -1 })).toThrow(RangeError);
-    expect(() => resumeResponse({ ...base, maxResumes: 1.5 })).toThrow(RangeError);
-    expect(() => resumeResponse({ ...base, delay: Number.NaN })).toThrow(RangeError);
-    expect(() => resumeResponse({ ...base, delay: -1 })).toThrow(RangeError);
+    expect(() => resumeResponse({ ...base, maxResumes: -1 })).toThrow(UsageError);
+    expect(() => resumeResponse({ ...base, maxResumes: 1.5 })).toThrow(UsageError);
+    expect(() => resumeResponse({ ...base, delay: Number.NaN })).toThrow(UsageError);
+    expect(() => resumeResponse({ ...base, delay: -1 })).toThrow(UsageError);
   });
 });
 
 describe('resume options are checked where they are given', () => {
   it('openaiBackground and streamTurn refuse a bad maxResumes or delay at once, not as a retry', () => {
-    expect(() => openaiBackground({ maxResumes: -1 })).toThrow(RangeError);
-    expect(() => openaiBackground({ delay: Number.NaN })).toThrow(RangeError);
+    expect(() => openaiBackground({ maxResumes: -1 })).toThrow(UsageError);
+    expect(() => openaiBackground({ delay: Number.NaN })).toThrow(UsageError);
     const resume = { retrieve: () => 'http://127.0.0.1/', maxResumes: 1.5 };
     expect(() =>
       streamTurn({ turnId: 't', adapter: openaiResponses(), request: () => 'http://127.0.0.1/', resume }),

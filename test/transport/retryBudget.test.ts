@@ -2,7 +2,7 @@
 // all requests with a 503 that asks for a wait (retry-after-ms): the budget bounds the retries of the whole run,
 // every turn that can still succeed does, and a refused turn fails at once, without the wait it was asked for.
 import { performance } from 'node:perf_hooks';
-import { RetriesExhaustedError, RetryBudgetExhaustedError, retryBudget, type TurnEvent } from 'cleanturn';
+import { retryBudget, TurnError, type TurnEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { streamTurn, type TurnReport } from 'cleanturn/transport';
 import { describe, expect, it } from 'vitest';
@@ -116,8 +116,9 @@ describe('streamTurn({ budget })', () => {
     server = await startServer([overloaded, whole]);
     const budget = retryBudget({ percentCanRetry: 0, minRetriesPerSec: 0 });
     const turn = await runTurn(server.url, 0, { budget });
-    expect(turn.error).toBeInstanceOf(RetryBudgetExhaustedError);
-    expect((turn.error as RetryBudgetExhaustedError).attempts.map((a) => a.attempt)).toEqual([1]);
+    expect(turn.error).toBeInstanceOf(TurnError);
+    expect(turn.error).toMatchObject({ code: 'retries-exhausted', limit: 'budget' });
+    expect((turn.error as TurnError).attempts?.map((a) => a.attempt)).toEqual([1]);
     expect((turn.error as Error).message).toMatch(/^retry budget exhausted: gave up after 1 attempt\(s\): /);
     expect(server.requests).toHaveLength(1);
     expect(turn.endedAt - turn.respondedAt).toBeLessThan(RETRY_AFTER_MS);
@@ -143,7 +144,7 @@ describe('streamTurn({ budget })', () => {
     server = await startServer([overloaded]);
     const budget = retryBudget({ percentCanRetry: 1, minRetriesPerSec: 0 });
     const turn = await runTurn(server.url, 0, { budget, retry: 0 });
-    expect(turn.error).not.toBeInstanceOf(RetriesExhaustedError);
+    expect(turn.error).not.toMatchObject({ code: 'retries-exhausted' });
     expect(budget.state()).toEqual({ deposits: 1, withdrawals: 0, available: 1, refusals: 0 });
   });
 });
@@ -175,8 +176,10 @@ describe('1,000 concurrent turns share one budget while the provider fails half 
     const retries = requests.length - TURNS;
     const state = budget.state();
     const attempts = attemptsByTurn(requests, failed);
-    const refused = outcomes.filter((o) => o.error instanceof RetryBudgetExhaustedError);
-    const capped = outcomes.filter((o) => o.error instanceof RetriesExhaustedError && !refused.includes(o));
+    const exhausted = (error: unknown, limit: 'cap' | 'budget') =>
+      error instanceof TurnError && error.code === 'retries-exhausted' && error.limit === limit;
+    const refused = outcomes.filter((o) => exhausted(o.error, 'budget'));
+    const capped = outcomes.filter((o) => exhausted(o.error, 'cap') && !refused.includes(o));
     const completed = outcomes.filter((o) => o.completed);
     const retriedAndCompleted = completed.filter((o) => o.resets > 0);
     const gaps = refused.map((o) => o.endedAt - o.respondedAt);
@@ -220,13 +223,14 @@ describe('1,000 concurrent turns share one budget while the provider fails half 
         fail('completed after a failed last attempt');
         continue;
       }
-      if (outcome.error instanceof RetryBudgetExhaustedError) {
+      const error = outcome.error instanceof TurnError ? outcome.error : undefined;
+      if (error?.code === 'retries-exhausted' && error.limit === 'budget') {
         // Refused: no request after the refusal, the records of every failed attempt, and no wait.
-        if (outcome.error.failures !== seen.length) fail(`${outcome.error.failures} failures recorded`);
-        if (outcome.error.attempts.length !== seen.length) fail(`${outcome.error.attempts.length} records`);
+        if (error.failures !== seen.length) fail(`${error.failures} failures recorded`);
+        if (error.attempts?.length !== seen.length) fail(`${error.attempts?.length} records`);
         if (!seen.every((a) => a.failed)) fail('a refused turn had a successful attempt');
         if (!(outcome.endedAt - outcome.respondedAt < RETRY_AFTER_MS)) fail('waited before failing');
-      } else if (outcome.error instanceof RetriesExhaustedError) {
+      } else if (error?.code === 'retries-exhausted') {
         if (seen.length !== 4) fail('past the cap before 4 attempts');
       } else {
         fail(`failed with ${String(outcome.error)}`);

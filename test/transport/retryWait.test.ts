@@ -1,6 +1,6 @@
 // What the user sees while a retried turn waits: the reset comes at the moment of the failure, with the wait it
 // announces, and the next request only after that wait. Real sockets on 127.0.0.1, real timers.
-import { RetryBudgetExhaustedError, retryBudget, type TurnEvent } from 'cleanturn';
+import { retryBudget, TurnError, type TurnEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import { type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -100,7 +100,7 @@ describe('the reset comes when the attempt fails, before the wait', () => {
       attempt: 2,
       delay: 2_000,
       status: 503,
-      errorName: 'HttpStatusError',
+      errorName: 'TransportError',
       outputStarted: false,
     });
     const firstRequest = server?.requests[0]?.receivedAt ?? 0;
@@ -115,7 +115,8 @@ describe('the reset comes when the attempt fails, before the wait', () => {
       budget,
       backoff: { initialDelay: 3_000, jitter: 'none' },
     });
-    expect(seen.error).toBeInstanceOf(RetryBudgetExhaustedError);
+    expect(seen.error).toBeInstanceOf(TurnError);
+    expect(seen.error).toMatchObject({ code: 'retries-exhausted', limit: 'budget' });
     expect(seen.events.some(({ event }) => event.type === 'reset')).toBe(false);
     const lastText = seen.events.at(-1)?.at ?? 0;
     expect(seen.endedAt - lastText).toBeLessThan(1_000);

@@ -2,7 +2,7 @@
 // timeout and re-sets itself for what remains after the latest bytes. These tests pin the behaviour: a
 // stream that keeps talking never stalls, however long it lasts, even inside one long event; a silent one does.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fromSSE, StallError } from 'cleanturn/transport';
+import { fromSSE, TransportError } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../support/httpServer.js';
@@ -69,7 +69,8 @@ describe('fromSSE stall timeout', () => {
       });
     });
     expect(seen).toEqual(['0', '1', '2']);
-    expect(error).toBeInstanceOf(StallError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'stall' });
   });
 
   it('counts bytes, not only whole events: a 100 KB event that arrives slowly is no stall', async () => {

@@ -3,7 +3,7 @@
 // faked and moved by hand; the server is a fetch whose body never sends a byte.
 import { UsageError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
-import { fromSSE, StallError, type StreamTurnOptions, streamTurn } from 'cleanturn/transport';
+import { fromSSE, type StreamTurnOptions, streamTurn, TransportError } from 'cleanturn/transport';
 import type { Subscription } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
@@ -63,8 +63,9 @@ describe('the default stall timeout', () => {
     await vi.advanceTimersByTimeAsync(59_999);
     expect(end).toEqual({});
     await vi.advanceTimersByTimeAsync(1);
-    expect(end.error).toBeInstanceOf(StallError);
-    expect((end.error as StallError).timeoutMs).toBe(60_000);
+    expect(end.error).toBeInstanceOf(TransportError);
+    expect(end.error).toMatchObject({ code: 'stall' });
+    expect((end.error as TransportError).timeoutMs).toBe(60_000);
     expect(server.aborted).toBe(1);
   });
 
@@ -73,8 +74,9 @@ describe('the default stall timeout', () => {
     const server = silentServer();
     const end = watch(silentTurn(server));
     await vi.advanceTimersByTimeAsync(60_000);
-    expect(end.error).toBeInstanceOf(StallError);
-    expect((end.error as StallError).timeoutMs).toBe(60_000);
+    expect(end.error).toBeInstanceOf(TransportError);
+    expect(end.error).toMatchObject({ code: 'stall' });
+    expect((end.error as TransportError).timeoutMs).toBe(60_000);
   });
 
   it('stallTimeout 0 turns it off, in fromSSE as in streamTurn', async () => {
@@ -97,7 +99,8 @@ describe('the default stall timeout', () => {
     await vi.advanceTimersByTimeAsync(long - 1);
     expect(end).toEqual({});
     await vi.advanceTimersByTimeAsync(1);
-    expect(end.error).toBeInstanceOf(StallError);
+    expect(end.error).toBeInstanceOf(TransportError);
+    expect(end.error).toMatchObject({ code: 'stall' });
   });
 
   it('a stallTimeout that is not a number >= 0 is a UsageError of fromSSE', () => {

@@ -2,16 +2,18 @@
 // one instance, the turn runs on the other, and the stop mark in Redis (checked by the runner every stopCheckMs)
 // stops it there. Over real loopback HTTP: a provider server that trickles its answer, two turn servers' HTTP
 // servers, and fetch clients.
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TurnEvent } from 'cleanturn';
+import { UsageError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import {
   fromTurnSSE,
   stopTurn,
   streamTurn,
+  TransportError,
   type TurnServer,
-  TurnStoppedError,
   toSSE,
   turnServer,
 } from 'cleanturn/transport';
@@ -122,8 +124,9 @@ describe.skipIf(redisTests.skip)('turnServer.stop with redisTurnLog', { timeout:
     const stoppedAt = performance.now();
     expect(await stopTurn(`${b.url}/turns/turn-r1/stop`)).toBe(true);
     const error = await reading;
-    expect(error).toBeInstanceOf(TurnStoppedError);
-    expect((error as TurnStoppedError).message).toContain('stopped by the user');
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'turn-stopped' });
+    expect((error as TransportError).message).toContain('stopped by the user');
     // Checked every 50 ms: well within a second.
     expect(performance.now() - stoppedAt).toBeLessThan(2_000);
     await until(() => llm.aborted === 1);
@@ -138,7 +141,7 @@ describe.skipIf(redisTests.skip)('turnServer.stop with redisTurnLog', { timeout:
   it('refuses a stopCheckMs that is not a duration', () => {
     const client = redis.client();
     for (const stopCheckMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => redisTurnLog({ client, stopCheckMs })).toThrow(RangeError);
+      expect(() => redisTurnLog({ client, stopCheckMs })).toThrow(UsageError);
     }
   });
 });

@@ -11,9 +11,9 @@ import {
   memoryTurnLog,
   stopTurn,
   streamTurn,
+  TransportError,
   type TurnLog,
   type TurnServer,
-  TurnStoppedError,
   toSSE,
   turnServer,
 } from 'cleanturn/transport';
@@ -156,9 +156,10 @@ describe('turnServer.stop and stopTurn', () => {
     await until(() => seen.length >= 2);
     expect(await stopTurn(`${http.url}/turns/turn-2/stop`)).toBe(true);
     const error = await reading;
-    expect(error).toBeInstanceOf(TurnStoppedError);
-    expect((error as TurnStoppedError).retryable).toBe(false);
-    expect((error as TurnStoppedError).message).toContain('stopped by the user');
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'turn-stopped' });
+    expect((error as TransportError).retryable).toBe(false);
+    expect((error as TransportError).message).toContain('stopped by the user');
     await until(() => llm.aborted === 1);
     expect(turns.running).toBe(0);
     // The turn has ended: nothing to stop any more.
@@ -169,7 +170,8 @@ describe('turnServer.stop and stopTurn', () => {
       () => 'completed',
       (e: unknown) => e,
     );
-    expect(late).toBeInstanceOf(TurnStoppedError);
+    expect(late).toBeInstanceOf(TransportError);
+    expect(late).toMatchObject({ code: 'turn-stopped' });
     expect(llm.requests).toHaveLength(1);
   });
 
@@ -192,7 +194,8 @@ describe('turnServer.stop and stopTurn', () => {
     await until(() => seen.length >= 2);
     expect(other.running).toBe(0);
     expect(await stopTurn(`${b.url}/turns/turn-3/stop`)).toBe(true);
-    expect(await reading).toBeInstanceOf(TurnStoppedError);
+    expect(await reading).toBeInstanceOf(TransportError);
+    expect(await reading).toMatchObject({ code: 'turn-stopped' });
     await until(() => llm.aborted === 1);
     expect(runner.running).toBe(0);
     expect(a.runs() + b.runs()).toBe(1);
@@ -212,7 +215,11 @@ describe('turnServer.stop and stopTurn', () => {
     const all = await reading;
     expect(unsubscribed).toBe(true);
     expect(all.map((m) => m.type)).toEqual(['failed']);
-    expect(JSON.parse(all[0]?.data ?? '')).toMatchObject({ name: 'TurnStoppedError', retryable: false });
+    expect(JSON.parse(all[0]?.data ?? '')).toMatchObject({
+      name: 'TransportError',
+      code: 'turn-stopped',
+      retryable: false,
+    });
     expect(await turns.stop('turn-4')).toBe(false);
   });
 
@@ -222,7 +229,11 @@ describe('turnServer.stop and stopTurn', () => {
       { status: 500, body: 'oops' },
     ]);
     expect(await stopTurn(srv.url)).toBe(false);
-    await expect(stopTurn(srv.url)).rejects.toMatchObject({ name: 'HttpStatusError', status: 500 });
+    await expect(stopTurn(srv.url)).rejects.toMatchObject({
+      name: 'TransportError',
+      code: 'http-status',
+      status: 500,
+    });
     expect(srv.requests.map((r) => r.method)).toEqual(['POST', 'POST']);
   });
 });

@@ -10,8 +10,8 @@ import {
   openaiBackground,
   type StreamTurnOptions,
   streamTurn,
+  TransportError,
   type TurnReport,
-  TurnStoppedError,
 } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -95,10 +95,11 @@ describe('streamTurn({ signal })', () => {
     const reason = new Error('the user pressed stop');
     controller.abort(reason);
     const ended = await turn;
-    expect(ended.error).toBeInstanceOf(TurnStoppedError);
-    const error = ended.error as TurnStoppedError;
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'turn-stopped' });
+    const error = ended.error as TransportError;
     expect(error.retryable).toBe(false);
-    expect(error.reason).toBe(reason);
+    expect(error.stopReason).toBe(reason);
     expect(error.message).toContain('the user pressed stop');
     expect(ended.events.filter((e) => e.type === 'text').map((e) => (e as { text: string }).text)).toEqual([
       'Checking order ',
@@ -117,8 +118,9 @@ describe('streamTurn({ signal })', () => {
     const controller = new AbortController();
     controller.abort('not now');
     const ended = await run({ signal: controller.signal }, server.url);
-    expect(ended.error).toBeInstanceOf(TurnStoppedError);
-    expect((ended.error as TurnStoppedError).reason).toBe('not now');
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'turn-stopped' });
+    expect((ended.error as TransportError).stopReason).toBe('not now');
     expect(ended.events).toEqual([]);
     expect(server.requests).toHaveLength(0);
     expect(ended.report?.outcome).toBe('stopped');
@@ -135,7 +137,8 @@ describe('streamTurn({ signal })', () => {
     const stoppedAt = performance.now();
     controller.abort();
     const ended = await turn;
-    expect(ended.error).toBeInstanceOf(TurnStoppedError);
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'turn-stopped' });
     // Generous: the wait had about 5 s to go.
     expect(ended.at - stoppedAt).toBeLessThan(1_000);
     await sleep(200);
@@ -170,7 +173,8 @@ describe('streamTurn({ signal })', () => {
         complete: () => resolve('completed'),
       });
     });
-    expect(await turn).toBeInstanceOf(TurnStoppedError);
+    expect(await turn).toBeInstanceOf(TransportError);
+    expect(await turn).toMatchObject({ code: 'turn-stopped' });
     await until(() => srv.cancels.length === 1);
     expect(srv.cancels).toEqual(['resp_1']);
     expect(srv.counts.create).toBe(1);
@@ -214,7 +218,7 @@ describe('streamTurn({ signal })', () => {
     const first = await lastValueFrom(turn.pipe(toArray()));
     expect(first.at(-1)?.type).toBe('finish');
     controller.abort();
-    await expect(lastValueFrom(turn)).rejects.toBeInstanceOf(TurnStoppedError);
+    await expect(lastValueFrom(turn)).rejects.toMatchObject({ name: 'TransportError', code: 'turn-stopped' });
     expect(server.requests).toHaveLength(1);
   });
 

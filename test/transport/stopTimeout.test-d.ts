@@ -3,21 +3,19 @@
 import type { TurnEvent } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import {
-  type AttemptTimeoutError,
   memoryTurnLog,
-  type StopTurnOptions,
   type StreamTurnOptions,
   stopTurn,
   streamTurn,
+  type TransportError,
   type TurnLog,
   type TurnReport,
-  type TurnStoppedError,
-  type TurnTimeoutError,
-  type TurnTimeouts,
   turnServer,
 } from 'cleanturn/transport';
 import { NEVER, type Observable } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { StopTurnOptions } from '../../src/transport/fromTurnSSE.js';
+import type { TurnTimeouts } from '../../src/transport/streamTurn.js';
 
 const base = { turnId: 'turn-42', adapter: openaiChat(), request: () => 'http://127.0.0.1/' };
 
@@ -42,10 +40,12 @@ describe('streamTurn: signal and timeout', () => {
   });
 
   test('the errors say what ended the turn, and the report has a stopped outcome', () => {
-    expectTypeOf<TurnStoppedError['reason']>().toEqualTypeOf<unknown>();
-    expectTypeOf<TurnStoppedError['retryable']>().toEqualTypeOf<boolean>();
-    expectTypeOf<AttemptTimeoutError['timeoutMs']>().toEqualTypeOf<number>();
-    expectTypeOf<TurnTimeoutError['timeoutMs']>().toEqualTypeOf<number>();
+    expectTypeOf<TransportError['stopReason']>().toEqualTypeOf<unknown>();
+    expectTypeOf<TransportError['retryable']>().toEqualTypeOf<boolean>();
+    expectTypeOf<TransportError['timeoutMs']>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<'turn-stopped' | 'attempt-timeout' | 'turn-timeout' | 'stall'>().toExtend<
+      TransportError['code']
+    >();
     expectTypeOf<TurnReport['outcome']>().toEqualTypeOf<'completed' | 'failed' | 'stopped' | 'cancelled'>();
   });
 });

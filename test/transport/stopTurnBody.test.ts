@@ -2,7 +2,7 @@
 // end (it would never come, and would grow in memory).
 
 import { createServer, type ServerResponse } from 'node:http';
-import { HttpStatusError, stopTurn } from 'cleanturn/transport';
+import { stopTurn, TransportError } from 'cleanturn/transport';
 import { afterEach, expect, it } from 'vitest';
 import { listenOnLoopback } from '../support/httpServer.js';
 
@@ -42,7 +42,8 @@ it.each([202, 404])(
 it('a 500 whose body never ends: an HttpStatusError with the start of the body', async () => {
   const url = await endless(500);
   const error = await stopTurn(url).catch((thrown: unknown) => thrown);
-  expect(error).toBeInstanceOf(HttpStatusError);
-  expect((error as HttpStatusError).status).toBe(500);
-  expect((error as HttpStatusError).body.length).toBeLessThanOrEqual(4096);
+  expect(error).toBeInstanceOf(TransportError);
+  expect(error).toMatchObject({ code: 'http-status' });
+  expect((error as TransportError).status).toBe(500);
+  expect((error as TransportError).body?.length).toBeLessThanOrEqual(4096);
 }, 8_000);

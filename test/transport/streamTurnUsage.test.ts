@@ -3,9 +3,10 @@
 // provider. A real server on 127.0.0.1 counts the requests that reach it.
 import { UsageError } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
-import { type AttemptPlan, type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
+import { type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
 import { lastValueFrom, tap, toArray } from 'rxjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { AttemptPlan } from '../../src/transport/streamTurn.js';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { startServer, type TestServer } from '../support/httpServer.js';
 

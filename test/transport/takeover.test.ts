@@ -6,10 +6,11 @@
 import { type RunEvent, runSteps, type StepContext, type TurnEvent, UsageError } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
 import { at, finish, keyed, text } from 'cleanturn/testing';
-import { memoryTurnLog, type RunContext, type TurnMessage, turnServer } from 'cleanturn/transport';
+import { memoryTurnLog, type TurnMessage, turnServer } from 'cleanturn/transport';
 import { concat, concatMap, delay, from, lastValueFrom, NEVER, type Observable, of, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { memoryTurnLogView } from '../../src/transport/turnLog.js';
+import type { RunContext } from '../../src/transport/turnServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
 
 const runId = 'run-9';
@@ -85,7 +86,7 @@ describe('turnServer: a run whose runner was lost is taken over by a reader', ()
       ['finish', 2, 'stop'],
       ['step-end', undefined, undefined],
     ]);
-    expect(step2[1]).toMatchObject({ errorName: 'RunnerLostError', failedAttempt: 1, outputStarted: true });
+    expect(step2[1]).toMatchObject({ errorName: 'TransportError', failedAttempt: 1, outputStarted: true });
     expect(events.filter((e) => e.type === 'step-end').map((e) => [e.step, e.end])).toEqual([
       [1, undefined],
       [2, 'done'],
@@ -113,7 +114,7 @@ describe('turnServer: a run whose runner was lost is taken over by a reader', ()
     first.unsubscribe();
     const messages = parse(await reading);
     expect(messages.map((m) => m.type)).toEqual(['turn', 'failed']);
-    expect(messages[1]?.data).toMatchObject({ name: 'RunnerLostError', retryable: true });
+    expect(messages[1]?.data).toMatchObject({ name: 'TransportError', code: 'runner-lost', retryable: true });
     expect(String(messages[1]?.data.message)).toContain('the runner of turn t was lost');
     expect(started).toBe(1);
   });
@@ -169,15 +170,15 @@ describe('turnServer: a run whose runner was lost is taken over by a reader', ()
   it('refuses a log whose leaseMs is not a duration', () => {
     const log = memoryTurnLog();
     for (const leaseMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY])
-      expect(() => turnServer({ log: { ...log, leaseMs } })).toThrow(RangeError);
+      expect(() => turnServer({ log: { ...log, leaseMs } })).toThrow(UsageError);
   });
 
   it('takeover bounds are checked', () => {
     const log = memoryTurnLog();
     for (const max of [-1, 1.5, Number.NaN])
-      expect(() => turnServer({ log, takeover: { max } })).toThrow(RangeError);
+      expect(() => turnServer({ log, takeover: { max } })).toThrow(UsageError);
     for (const withinMs of [0, -1, Number.NaN])
-      expect(() => turnServer({ log, takeover: { withinMs } })).toThrow(RangeError);
+      expect(() => turnServer({ log, takeover: { withinMs } })).toThrow(UsageError);
   });
 });
 

@@ -4,16 +4,9 @@
 // that trickles, and a turn whose retries would go on past its total (totalMs, never retried). Every test also
 // checks that no timer and no socket outlives its turn.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ProviderEvent, RetriesExhaustedError, UsageError } from 'cleanturn';
+import { type ProviderEvent, TurnError, UsageError } from 'cleanturn';
 import { anthropicMessages, openaiChat } from 'cleanturn/providers';
-import {
-  AttemptTimeoutError,
-  StallError,
-  type StreamTurnOptions,
-  streamTurn,
-  type TurnReport,
-  TurnTimeoutError,
-} from 'cleanturn/transport';
+import { type StreamTurnOptions, streamTurn, TransportError, type TurnReport } from 'cleanturn/transport';
 import type { OperatorFunction } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
@@ -108,9 +101,10 @@ describe('timeout.chunkMs (and stallTimeout, its older name)', () => {
   it('aborts an attempt whose server stalls after its headers, with a retryable StallError', async () => {
     server = await startServer([stallsAfterHeaders]);
     const ended = await run(server, { retry: 0, timeout: { chunkMs: 200 } });
-    expect(ended.error).toBeInstanceOf(StallError);
-    expect((ended.error as StallError).timeoutMs).toBe(200);
-    expect((ended.error as StallError).retryable).toBe(true);
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'stall' });
+    expect((ended.error as TransportError).timeoutMs).toBe(200);
+    expect((ended.error as TransportError).retryable).toBe(true);
     expect(ended.ms).toBeGreaterThanOrEqual(150);
     expect(ended.report?.outcome).toBe('failed');
   });
@@ -118,8 +112,9 @@ describe('timeout.chunkMs (and stallTimeout, its older name)', () => {
   it('stallTimeout still works, as the same timer', async () => {
     server = await startServer([stallsAfterHeaders]);
     const ended = await run(server, { retry: 0, stallTimeout: 200 });
-    expect(ended.error).toBeInstanceOf(StallError);
-    expect((ended.error as StallError).timeoutMs).toBe(200);
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'stall' });
+    expect((ended.error as TransportError).timeoutMs).toBe(200);
   });
 
   it('a stream that trickles with gaps shorter than chunkMs is no stall', async () => {
@@ -134,7 +129,8 @@ describe('timeout.chunkMs (and stallTimeout, its older name)', () => {
     // Comments every 20 ms for the 400 ms attempt, with chunkMs 150: no StallError, the attempt's cap ends it.
     server = await startServer([forever(': keep-alive\n\n', 20)]);
     const ended = await run(server, { retry: 0, timeout: { chunkMs: 150, attemptMs: 400 } });
-    expect(ended.error).toBeInstanceOf(AttemptTimeoutError);
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'attempt-timeout' });
   });
 });
 
@@ -143,9 +139,10 @@ describe('timeout.attemptMs', () => {
     server = await startServer([forever(': keep-alive\n\n', 20)]);
     const srv = server;
     const ended = await run(srv, { retry: 1, timeout: { attemptMs: 300 } });
-    expect(ended.error).toBeInstanceOf(RetriesExhaustedError);
-    const exhausted = ended.error as RetriesExhaustedError;
-    expect(exhausted.attempts.map((a) => a.reason)).toEqual([
+    expect(ended.error).toBeInstanceOf(TurnError);
+    expect(ended.error).toMatchObject({ code: 'retries-exhausted' });
+    const exhausted = ended.error as TurnError;
+    expect(exhausted.attempts?.map((a) => a.reason)).toEqual([
       'the attempt did not end within 300 ms',
       'the attempt did not end within 300 ms',
     ]);
@@ -159,9 +156,10 @@ describe('timeout.attemptMs', () => {
   it("ends an attempt of a server that sends only Anthropic's ping events forever", async () => {
     server = await startServer([forever('event: ping\ndata: {"type":"ping"}\n\n', 20)]);
     const ended = await run(server, { retry: 0, timeout: { attemptMs: 300 } }, anthropicMessages() as never);
-    expect(ended.error).toBeInstanceOf(AttemptTimeoutError);
-    expect((ended.error as AttemptTimeoutError).retryable).toBe(true);
-    expect((ended.error as AttemptTimeoutError).timeoutMs).toBe(300);
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'attempt-timeout' });
+    expect((ended.error as TransportError).retryable).toBe(true);
+    expect((ended.error as TransportError).timeoutMs).toBe(300);
   });
 
   it('caps a live attempt that trickles, and the next attempt starts with its own time', async () => {
@@ -181,8 +179,9 @@ describe('timeout.totalMs', () => {
     server = await startServer([stallsAfterHeaders]);
     const srv = server;
     const ended = await run(srv, { retry: 20, timeout: { totalMs: 450, chunkMs: 100 } });
-    expect(ended.error).toBeInstanceOf(TurnTimeoutError);
-    const error = ended.error as TurnTimeoutError;
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'turn-timeout' });
+    const error = ended.error as TransportError;
     expect(error.retryable).toBe(false);
     expect(error.timeoutMs).toBe(450);
     expect(ended.ms).toBeGreaterThanOrEqual(400);
@@ -199,7 +198,8 @@ describe('timeout.totalMs', () => {
   it('cancels a wait before a retry that would end past the total', async () => {
     server = await startServer([{ status: 503, headers: { 'retry-after': '5' }, body: 'busy' }]);
     const ended = await run(server, { retry: 2, timeout: { totalMs: 300 } });
-    expect(ended.error).toBeInstanceOf(TurnTimeoutError);
+    expect(ended.error).toBeInstanceOf(TransportError);
+    expect(ended.error).toMatchObject({ code: 'turn-timeout' });
     // The wait had about 5 s to go.
     expect(ended.ms).toBeLessThan(2_000);
     expect(server.requests).toHaveLength(1);

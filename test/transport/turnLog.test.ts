@@ -1,8 +1,9 @@
 // The TurnLog contract, checked against both logs: memoryTurnLog (an injected clock) and redisTurnLog (a real
 // redis-server started for this file; short ttlMs for expiry). Then what only the Redis log has: its keys, the
 // reader's own connection for blocking reads, expiry while read, and its command timeout.
-import { memoryTurnLog, type TurnLog, type TurnLogEntry, TurnNotFoundError } from 'cleanturn/transport';
-import { redisTurnLog, TurnLogTimeoutError } from 'cleanturn/transport/redis';
+import { UsageError } from 'cleanturn';
+import { memoryTurnLog, TransportError, type TurnLog, type TurnLogEntry } from 'cleanturn/transport';
+import { redisTurnLog } from 'cleanturn/transport/redis';
 import { Redis } from 'ioredis';
 import { lastValueFrom, type Observable, type Subscription, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -86,7 +87,7 @@ const hostileTurnIds: [string, string][] = [
   ['128 emoji', '🙂'.repeat(128)],
 ];
 
-/** Turn ids every log refuses: what is wrong, the id, and the error's `problem`. */
+/** Turn ids every log refuses: what is wrong, the id, and the error's code without its `turn-id-` prefix. */
 const badTurnIds: [string, string, string][] = [
   ['a lone high surrogate', 'turn-\uD83D', 'not-well-formed'],
   ['a lone low surrogate', '\uDE42-turn', 'not-well-formed'],
@@ -158,9 +159,12 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     const { log } = make();
     const turnId = freshTurn();
     const error = await all(log.read(turnId, -1)).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(TurnNotFoundError);
-    expect(error).toMatchObject({ turnId, reason: 'unknown', retryable: false });
-    await expect(log.append(turnId, event(0))).rejects.toBeInstanceOf(TurnNotFoundError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ turnId, code: 'turn-not-found', retryable: false });
+    await expect(log.append(turnId, event(0))).rejects.toMatchObject({
+      name: 'TransportError',
+      code: 'turn-not-found',
+    });
   });
 
   it('refuses an entry after the end', async () => {
@@ -168,7 +172,7 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     const turnId = freshTurn();
     await log.claim(turnId);
     await fill(log, turnId, 1, true);
-    await expect(log.append(turnId, event(2))).rejects.toThrow(/ended/);
+    await expect(log.append(turnId, event(2))).rejects.toThrow(/must not follow the end of turn/);
   });
 
   it("errors with TurnNotFoundError 'trimmed' when the entries asked for were trimmed", async () => {
@@ -177,8 +181,8 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     await log.claim(turnId);
     await fill(log, turnId, 300, true);
     const error = await all(log.read(turnId, -1)).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(TurnNotFoundError);
-    expect(error).toMatchObject({ turnId, reason: 'trimmed' });
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ turnId, code: 'turn-trimmed' });
     expect(await all(log.read(turnId, 296))).toEqual([event(297), event(298), event(299), end(300)]);
   });
 
@@ -196,8 +200,8 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     expect(await all(log.read(turnId, 1).pipe(take(1)))).toEqual([event(2)]);
     await elapse(2_000);
     await expect(all(log.read(turnId, -1))).rejects.toMatchObject({
-      name: 'TurnNotFoundError',
-      reason: 'unknown',
+      name: 'TransportError',
+      code: 'turn-not-found',
     });
     expect(await log.claim(turnId)).toBe(true);
   });
@@ -215,10 +219,10 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     });
 
     it.each(badTurnIds)(
-      'refuses a turn id that is %s with TurnIdError, and touches nothing',
+      'refuses a turn id that is %s with TransportError turn-id-*, and touches nothing',
       async (_, turnId, problem) => {
         const { log } = make();
-        const expected = { name: 'TurnIdError', problem, retryable: false };
+        const expected = { name: 'TransportError', code: `turn-id-${problem}`, retryable: false };
         await expect(log.claim(turnId)).rejects.toMatchObject(expected);
         await expect(log.append(turnId, event(0))).rejects.toMatchObject(expected);
         await expect(all(log.read(turnId, -1))).rejects.toMatchObject(expected);
@@ -250,8 +254,12 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
       for (const reader of [log, other()]) {
         if (typeof expected === 'string') {
           const error = await all(reader.read(turnId, after)).catch((e: unknown) => e);
-          expect(error).toBeInstanceOf(TurnNotFoundError);
-          expect(error).toMatchObject({ turnId, reason: expected, retryable: false });
+          expect(error).toBeInstanceOf(TransportError);
+          expect(error).toMatchObject({
+            turnId,
+            code: `turn-${expected}`,
+            retryable: false,
+          });
         } else {
           expect(await all(reader.read(turnId, after))).toEqual(expected);
         }
@@ -263,19 +271,19 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
       const turnId = freshTurn();
       await log.claim(turnId);
       await expect(all(log.read(turnId, 0))).rejects.toMatchObject({
-        name: 'TurnNotFoundError',
-        reason: 'ahead',
+        name: 'TransportError',
+        code: 'turn-ahead',
       });
     });
 
     it.each([1e21, 2 ** 53, Number.NaN, 1.5, -2, Number.POSITIVE_INFINITY])(
-      'refuses to read after %s with a RangeError: not a seq',
+      'refuses to read after %s with a UsageError: not a seq',
       async (after) => {
         const { log } = make();
         const turnId = freshTurn();
         await log.claim(turnId);
         await fill(log, turnId, 1, true);
-        await expect(all(log.read(turnId, after))).rejects.toBeInstanceOf(RangeError);
+        await expect(all(log.read(turnId, after))).rejects.toBeInstanceOf(UsageError);
       },
     );
   });
@@ -448,8 +456,8 @@ describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
       const reader = subscribe(log.read('t', -1));
       await until(() => reader.error !== undefined);
       expect(reader.got).toEqual([event(0)]);
-      expect(reader.error).toBeInstanceOf(TurnNotFoundError);
-      expect(reader.error).toMatchObject({ reason: 'unknown' });
+      expect(reader.error).toBeInstanceOf(TransportError);
+      expect(reader.error).toMatchObject({ code: 'turn-not-found' });
       await until(async () => (await connections()) === before);
     });
 
@@ -460,11 +468,13 @@ describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
         const log = redisTurnLog<string>({ client: dead, commandTimeoutMs: 200 });
         const started = Date.now();
         const error = await log.claim('t').catch((e: unknown) => e);
-        expect(error).toBeInstanceOf(TurnLogTimeoutError);
+        expect(error).toBeInstanceOf(TransportError);
+        expect(error).toMatchObject({ code: 'turn-log-timeout' });
         expect(error).toMatchObject({ operation: 'claim', timeoutMs: 200, retryable: true });
         expect(Date.now() - started).toBeLessThan(2_000);
         await expect(all(log.read('t', -1))).rejects.toMatchObject({
-          name: 'TurnLogTimeoutError',
+          name: 'TransportError',
+          code: 'turn-log-timeout',
           operation: 'read',
         });
         await expect(log.append('t', event(0))).rejects.toMatchObject({ operation: 'append' });
@@ -475,10 +485,10 @@ describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
     });
 
     it('validates its options', () => {
-      expect(() => redisTurnLog({ client, maxEntries: 0 })).toThrow(RangeError);
-      expect(() => redisTurnLog({ client, ttlMs: 0 })).toThrow(RangeError);
-      expect(() => redisTurnLog({ client, blockMs: Number.POSITIVE_INFINITY })).toThrow(RangeError);
-      expect(() => redisTurnLog({ client, commandTimeoutMs: -1 })).toThrow(RangeError);
+      expect(() => redisTurnLog({ client, maxEntries: 0 })).toThrow(UsageError);
+      expect(() => redisTurnLog({ client, ttlMs: 0 })).toThrow(UsageError);
+      expect(() => redisTurnLog({ client, blockMs: Number.POSITIVE_INFINITY })).toThrow(UsageError);
+      expect(() => redisTurnLog({ client, commandTimeoutMs: -1 })).toThrow(UsageError);
     });
   });
 });

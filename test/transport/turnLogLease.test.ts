@@ -1,9 +1,11 @@
 // Runner leases of memoryTurnLog: a claim takes a lease for leaseMs, renew extends it, and a turn whose lease lapsed
 // is taken over by another runner (another view of the same store), whose appends are then the only ones taken.
 // The clock is a fake one, so that a lease lapses exactly when the test says.
-import { type Takeover, type TurnLog, type TurnLogEntry, TurnTakenOverError } from 'cleanturn/transport';
+import { UsageError } from 'cleanturn';
+import type { TurnLog, TurnLogEntry } from 'cleanturn/transport';
 import { lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { Takeover } from '../../src/transport/turnLog.js';
 import { memoryTurnLog, memoryTurnLogView } from '../../src/transport/turnLog.js';
 
 const event = (seq: number, by = 'a'): TurnLogEntry<string> => ({ seq, event: `${by}${seq}` });
@@ -51,7 +53,10 @@ describe('memoryTurnLog leases', () => {
     clock.t += LEASE;
     const takeover = await other.takeOver?.('t');
     expect(takeover).toEqual({ count: 1, next: 3, claimedAt } satisfies Takeover);
-    await expect(log.append('t', event(3))).rejects.toBeInstanceOf(TurnTakenOverError);
+    await expect(log.append('t', event(3))).rejects.toMatchObject({
+      name: 'TransportError',
+      code: 'turn-taken-over',
+    });
     await expect(log.append('t', event(3))).rejects.toMatchObject({ turnId: 't' });
     expect(await log.renew?.('t')).toBe(false);
     // The new owner's lease is alive: the old runner cannot take the turn back.
@@ -108,7 +113,11 @@ describe('memoryTurnLog leases', () => {
     const losers = views.filter((view) => view !== winner);
     const refused = await Promise.allSettled([log, ...losers].map((view) => view.append('t', event(1, 'x'))));
     expect(refused.map((r) => r.status)).toEqual(Array(10).fill('rejected'));
-    for (const r of refused) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(TurnTakenOverError);
+    for (const r of refused)
+      expect((r as PromiseRejectedResult).reason).toMatchObject({
+        name: 'TransportError',
+        code: 'turn-taken-over',
+      });
     expect(await Promise.all([log, ...losers].map((view) => view.renew?.('t')))).toEqual(
       Array(10).fill(false),
     );
@@ -135,7 +144,10 @@ describe('memoryTurnLog leases', () => {
     expect(await c.takeOver?.('t')).toBeUndefined();
     clock.t += 1;
     expect(await c.takeOver?.('t')).toEqual({ count: 2, next: 2, claimedAt });
-    await expect(b.append('t', event(2, 'b'))).rejects.toBeInstanceOf(TurnTakenOverError);
+    await expect(b.append('t', event(2, 'b'))).rejects.toMatchObject({
+      name: 'TransportError',
+      code: 'turn-taken-over',
+    });
     expect(await b.renew?.('t')).toBe(false);
     // Even the first runner may take it back once c's lease lapses: the third takeover.
     clock.t += LEASE;
@@ -199,15 +211,15 @@ describe('memoryTurnLog leases', () => {
   });
 
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY])(
-    'refuses leaseMs %s with a RangeError',
+    'refuses leaseMs %s with a UsageError',
     (leaseMs) => {
-      expect(() => memoryTurnLog({ leaseMs })).toThrow(RangeError);
+      expect(() => memoryTurnLog({ leaseMs })).toThrow(UsageError);
       expect(() => memoryTurnLog({ leaseMs })).toThrow('memoryTurnLog: leaseMs must be a finite number > 0');
     },
   );
 
   it('memoryTurnLogView refuses a log that is not a memory log', () => {
     const fake = { ...memoryTurnLog() };
-    expect(() => memoryTurnLogView(fake)).toThrow(TypeError);
+    expect(() => memoryTurnLogView(fake)).toThrow(UsageError);
   });
 });

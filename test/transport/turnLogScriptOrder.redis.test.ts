@@ -3,7 +3,8 @@
 // restart emptied it). The turn log counts on that order: a claim given up on is undone by a release sent behind
 // it on the same connection.
 import { createHash } from 'node:crypto';
-import { redisTurnLog, TurnLogTimeoutError } from 'cleanturn/transport/redis';
+import { TransportError } from 'cleanturn/transport';
+import { redisTurnLog } from 'cleanturn/transport/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runRedisScript } from '../../src/internal/redisScripts.js';
@@ -84,7 +85,8 @@ describe.skipIf(redisTests.skip)('Redis scripts run in the order sent', { timeou
     // The release: the command whose argument is `release` (the script's text names it too, in quotes).
     proxy.holdRequestsFrom((chunk) => chunk.includes('\r\nrelease\r\n'));
     const claimed = await log.claim('t').catch((error: unknown) => error);
-    expect(claimed).toBeInstanceOf(TurnLogTimeoutError);
+    expect(claimed).toBeInstanceOf(TransportError);
+    expect(claimed).toMatchObject({ code: 'turn-log-timeout' });
     expect(claimed).toMatchObject({ operation: 'claim', tries: 4 });
     // Redis answered the 4 sends of the claim; the release has not reached it yet.
     await proxy.until(() => proxy.requestsHeld && proxy.heldReplyLines >= 4);

@@ -1,13 +1,7 @@
 import type { TurnEvent } from 'cleanturn';
+import { UsageError } from 'cleanturn';
 import { at, finish, reset, text } from 'cleanturn/testing';
-import {
-  ConnectionError,
-  fromSSE,
-  fromTurnSSE,
-  memoryTurnLog,
-  RemoteTurnError,
-  turnServer,
-} from 'cleanturn/transport';
+import { fromSSE, fromTurnSSE, memoryTurnLog, TransportError, turnServer } from 'cleanturn/transport';
 import { config, firstValueFrom, lastValueFrom, Subject, tap, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { expectNoLeftoverHandles } from '../support/resources.js';
@@ -97,9 +91,10 @@ describe('turnServer + fromTurnSSE', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(RemoteTurnError);
-    expect((error as RemoteTurnError).retryable).toBe(false);
-    expect((error as RemoteTurnError).message).toContain('invalid api key');
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'remote-turn' });
+    expect((error as TransportError).retryable).toBe(false);
+    expect((error as TransportError).message).toContain('invalid api key');
     // What the turn streamed before it failed reached the client, once.
     expect(seen).toEqual([events[0]]);
   });
@@ -121,8 +116,10 @@ describe('turnServer + fromTurnSSE', () => {
         () => undefined,
         (e: unknown) => e,
       );
-      expect(error).toBeInstanceOf(RemoteTurnError);
-      expect((error as RemoteTurnError).remoteName).toBe('TurnNotFoundError');
+      expect(error).toBeInstanceOf(TransportError);
+      expect(error).toMatchObject({ code: 'remote-turn' });
+      expect((error as TransportError).remoteName).toBe('TransportError');
+      expect((error as TransportError).remoteCode).toBe('turn-not-found');
       expect(server.runs()).toBe(0);
     },
   );
@@ -140,8 +137,9 @@ describe('turnServer + fromTurnSSE', () => {
     source.next(events[0] as TurnEvent);
     await turns.close();
     const error = await reading;
-    expect(error).toBeInstanceOf(RemoteTurnError);
-    expect((error as RemoteTurnError).retryable).toBe(true);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'remote-turn' });
+    expect((error as TransportError).retryable).toBe(true);
     expect(source.observed).toBe(false);
   });
 
@@ -164,7 +162,8 @@ describe('turnServer + fromTurnSSE', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'connection' });
     expect(server.requests.map((r) => r.lastEventId)).toEqual([undefined, 'turn-3:0', 'turn-3:0']);
   });
 });
@@ -304,7 +303,8 @@ describe('fromSSE({ reconnect })', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ code: 'connection' });
     expect(connections).toBe(1);
   });
 
@@ -324,9 +324,9 @@ describe('fromSSE({ reconnect })', () => {
   });
 
   it('refuses a reconnect count or delay that is not a count or a duration', () => {
-    expect(() => fromSSE(() => 'http://127.0.0.1/', { reconnect: { count: -1 } })).toThrow(RangeError);
+    expect(() => fromSSE(() => 'http://127.0.0.1/', { reconnect: { count: -1 } })).toThrow(UsageError);
     expect(() => fromSSE(() => 'http://127.0.0.1/', { reconnect: { count: 1, delay: Number.NaN } })).toThrow(
-      RangeError,
+      UsageError,
     );
   });
 });

@@ -1,17 +1,18 @@
 // Types of the transport's resume: the event it emits, the options it takes, and what streamTurn accepts.
-import type { Attempted, ProviderEvent, ResumeEvent, ResumeFrom, TurnEvent } from 'cleanturn';
+import type { Attempted, ProviderEvent, TurnEvent } from 'cleanturn';
 import { openaiChat, openaiResponses } from 'cleanturn/providers';
 import {
   openaiBackground,
-  type ResumeError,
-  type ResumeFailure,
-  type ResumeRequests,
   resumeResponse,
   streamTurn,
+  type TransportError,
   type TurnReport,
 } from 'cleanturn/transport';
 import { type Observable, of } from 'rxjs';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { ResumeFailure } from '../../src/transport/errors.js';
+import type { ResumeRequests } from '../../src/transport/openaiBackground.js';
+import type { ResumeEvent, ResumeFrom } from '../../src/types.js';
 
 describe('resume', () => {
   test('a resume is a provider event, and an attempted one in the clean turn', () => {
@@ -82,7 +83,8 @@ describe('resume', () => {
   test('the report and the error say what happened', () => {
     expectTypeOf<TurnReport['resumes']>().toEqualTypeOf<number>();
     expectTypeOf<TurnReport['attempts'][number]['resumes']>().toEqualTypeOf<number>();
-    expectTypeOf<ResumeError['failure']>().toEqualTypeOf<ResumeFailure>();
+    expectTypeOf<`resume-${ResumeFailure}`>().toExtend<TransportError['code']>();
+    expectTypeOf<TransportError['responseId']>().toEqualTypeOf<string | undefined>();
     expectTypeOf<ResumeFailure>().toEqualTypeOf<
       'not-found' | 'expired' | 'gap' | 'unverifiable' | 'repeated' | 'diverged'
     >();

@@ -2,21 +2,13 @@
 // provider could not read, arguments that fail the tool's schema) is retried like a failed connection. Real HTTP
 // servers on 127.0.0.1: the first attempt answers the unusable turn, the second a good one; the consumer sees a reset
 // that says why, then the good answer, and the invalid call never runs.
-import {
-  type ResetEvent,
-  RetriesExhaustedError,
-  RetryBudgetExhaustedError,
-  retryBudget,
-  type ToolCallEvent,
-  type TurnEvent,
-  UnusableAttemptError,
-  UsageError,
-} from 'cleanturn';
+import { type ResetEvent, retryBudget, TurnError, type TurnEvent, UsageError } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers, type ToolResultEvent } from 'cleanturn/effects';
 import { geminiContent, openaiChat } from 'cleanturn/providers';
 import { type StreamTurnOptions, streamTurn, type TurnReport } from 'cleanturn/transport';
 import { lastValueFrom, merge, share, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ToolCallEvent } from '../../src/types.js';
 import { chatTranscript } from '../support/chatTranscript.js';
 import { type ScriptedResponse, startServer, type TestServer } from '../support/httpServer.js';
 
@@ -229,10 +221,11 @@ describe('streamTurn({ usable }) over loopback', () => {
     const server = await chatServer(refusalBody, emptyBody);
     const error = await turnError(server, { usable: true, retry: 1 });
     expect(server.requests).toHaveLength(2);
-    expect(error).toBeInstanceOf(RetriesExhaustedError);
-    const records = (error as RetriesExhaustedError).attempts;
-    expect(records.map((r) => (r.error as UnusableAttemptError).code)).toEqual(['refusal', 'empty']);
-    expect(records.every((r) => r.error instanceof UnusableAttemptError)).toBe(true);
+    expect(error).toBeInstanceOf(TurnError);
+    expect(error).toMatchObject({ code: 'retries-exhausted' });
+    const records = (error as TurnError).attempts ?? [];
+    expect(records.map((r) => (r.error as TurnError).check)).toEqual(['refusal', 'empty']);
+    expect(records.every((r) => r.error instanceof TurnError && r.error.code === 'unusable')).toBe(true);
     expect(records[1]?.reason).toBe(
       'the attempt is unusable (empty): the model finished with no answer text and no tool call',
     );
@@ -243,8 +236,10 @@ describe('streamTurn({ usable }) over loopback', () => {
     const budget = retryBudget({ percentCanRetry: 0, minRetriesPerSec: 0 });
     const error = await turnError(server, { usable: true, budget });
     expect(server.requests).toHaveLength(1);
-    expect(error).toBeInstanceOf(RetryBudgetExhaustedError);
-    expect((error as RetryBudgetExhaustedError).attempts[0]?.error).toBeInstanceOf(UnusableAttemptError);
+    expect(error).toBeInstanceOf(TurnError);
+    expect(error).toMatchObject({ code: 'retries-exhausted', limit: 'budget' });
+    expect((error as TurnError).attempts?.[0]?.error).toBeInstanceOf(TurnError);
+    expect((error as TurnError).attempts?.[0]?.error).toMatchObject({ code: 'unusable' });
   });
 
   it('a usable option of the wrong shape is a UsageError from streamTurn itself', () => {

@@ -5,8 +5,12 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { type TurnLogEntry, TurnNotFoundError, TurnTakenOverError } from 'cleanturn/transport';
+import { UsageError } from '../../errors.js';
+import { checkInteger } from '../../internal/options.js';
 import { isReplyError } from '../../internal/redisScripts.js';
+import { entryAfterEndError } from '../../internal/turnLogRules.js';
+import { turnNotFoundError, turnTakenOverError } from '../errors.js';
+import type { TurnLogEntry } from '../turnLog.js';
 import { idOf } from './streamEntries.js';
 import { keysOf, runTurnScript, type TurnLogContext, write } from './turnLogContext.js';
 import { type AppendAnswer, scripts } from './turnLogScripts.js';
@@ -47,8 +51,7 @@ export async function appendEntry<E>(
 ): Promise<void> {
   const { client, maxEntries, ttlMs, timeoutMs, tokens } = context;
   const { seq, ...rest } = entry;
-  if (!Number.isSafeInteger(seq) || seq < 0)
-    throw new RangeError(`redisTurnLog: seq must be a safe integer >= 0`);
+  checkInteger('redisTurnLog', 'entry.seq', seq, 0);
   const keys = keysOf(context.prefix, turnId);
   const json = JSON.stringify(rest);
   const end = 'end' in entry;
@@ -84,9 +87,14 @@ function appendRefusal(
   status: string,
   detail: string | undefined,
 ): Error | undefined {
-  if (status === 'unknown') return new TurnNotFoundError(turnId);
-  if (status === 'ended') return new RangeError(`turn ${turnId} has ended: nothing may follow its end`);
-  if (status === 'not-owner') return new TurnTakenOverError(turnId);
-  if (status !== 'ok') return new RangeError(`turn ${turnId}: entry ${seq} refused: ${detail ?? status}`);
+  if (status === 'unknown') return turnNotFoundError(turnId);
+  if (status === 'ended') return entryAfterEndError('redisTurnLog', turnId);
+  if (status === 'not-owner') return turnTakenOverError(turnId);
+  if (status !== 'ok')
+    return new UsageError(
+      'redisTurnLog',
+      'entry',
+      `${seq} of turn ${turnId} is refused: ${detail ?? status}`,
+    );
   return undefined;
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { Takeover } from 'cleanturn/transport';
+import type { Takeover } from '../turnLog.js';
 import { seqOf } from './streamEntries.js';
 import { keysOf, runTurnScript, type TurnLogContext, within, write } from './turnLogContext.js';
 import { scripts, type TakeOverAnswer } from './turnLogScripts.js';

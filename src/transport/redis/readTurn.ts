@@ -4,10 +4,12 @@
  *
  * @module
  */
-import { type TurnLogEntry, TurnNotFoundError } from 'cleanturn/transport';
+
 import type { Cluster, Redis } from 'ioredis';
 import { Observable, type Subscriber } from 'rxjs';
 import { checkReadAfter } from '../../internal/turnLogRules.js';
+import { turnNotFoundError } from '../errors.js';
+import type { TurnLogEntry } from '../turnLog.js';
 import { decode, entriesOf, idOf, PAGE, type StreamEntry, seqOf } from './streamEntries.js';
 import { keysOf, runTurnScript, type TurnKeys, type TurnLogContext, within } from './turnLogContext.js';
 import { type PageAnswer, scripts } from './turnLogScripts.js';
@@ -101,12 +103,12 @@ class TurnReader<E> {
   /** Emits the entries of a page, and says what is left to do. */
   private takePage(page: PageAnswer): PageStep {
     const { turnId } = this;
-    if (page === null) throw new TurnNotFoundError(turnId);
+    if (page === null) throw turnNotFoundError(turnId);
     const [state, entries, [last]] = page;
     // Past the last entry: the end again for an ended turn; a running turn never had what the reader names.
     const lastSeq = last === undefined ? -1 : seqOf(turnId, last[0]);
     if (this.next - 1 > lastSeq) {
-      if (state !== 'ended' || last === undefined) throw new TurnNotFoundError(turnId, 'ahead');
+      if (state !== 'ended' || last === undefined) throw turnNotFoundError(turnId, 'ahead');
       this.subscriber.next(decode<E>(turnId, lastSeq, last[1]));
       return 'done';
     }
@@ -131,7 +133,7 @@ class TurnReader<E> {
   /** Emits entries in order; true once the end went out. A gap means Redis trimmed what the reader needs. */
   private deliver(entries: StreamEntry[]): boolean {
     for (const [id, fields] of entries) {
-      if (seqOf(this.turnId, id) !== this.next) throw new TurnNotFoundError(this.turnId, 'trimmed');
+      if (seqOf(this.turnId, id) !== this.next) throw turnNotFoundError(this.turnId, 'trimmed');
       const entry = decode<E>(this.turnId, this.next, fields);
       this.next++;
       this.subscriber.next(entry);

@@ -1,9 +1,9 @@
-import type { TurnLog } from 'cleanturn/transport';
 import type { Cluster, Redis } from 'ioredis';
+import { checkInteger, checkNumber } from '../../internal/options.js';
 import { MAX_TIMER_DELAY } from '../../internal/wait.js';
+import type { TurnLog } from '../turnLog.js';
 import { appendEntry, claimTurn } from './claimAndAppend.js';
 // For the links of the doc comments.
-import type { TurnLogTimeoutError } from './errors.js';
 import { renewLease, takeOverTurn } from './lease.js';
 import { readTurn } from './readTurn.js';
 import { requestStop, watchStop } from './stopMarks.js';
@@ -17,7 +17,7 @@ export interface RedisTurnLogOptions {
   prefix?: string;
   /**
    * About how many entries are kept per turn (`XADD … MAXLEN ~`: Redis trims whole blocks, so a few more may stay);
-   * a reader that asks for trimmed entries errors with `TurnNotFoundError` (`reason: 'trimmed'`). Default 100 000.
+   * a reader that asks for trimmed entries errors with a `TransportError` `turn-trimmed`. Default 100 000.
    */
   maxEntries?: number;
   /** How long a turn is kept after its claim and after each entry, in milliseconds. Default: 10 minutes. */
@@ -32,7 +32,7 @@ export interface RedisTurnLogOptions {
    * command for about a minute by default, and forever with `maxRetriesPerRequest: null`). A claim or an append
    * with no answer by then is sent again, the same write under the same claim token (Redis applies it once, and
    * the answer of a try says whether an earlier one was applied), up to 4 sends in all; then, and for a read at
-   * once, it fails with {@link TurnLogTimeoutError} (retryable). A blocking read waits `blockMs` longer.
+   * once, it fails with a `TransportError` `turn-log-timeout` (retryable). A blocking read waits `blockMs` longer.
    * Default: 5 000.
    */
   commandTimeoutMs?: number;
@@ -63,8 +63,8 @@ export interface RedisTurnLogOptions {
  * gone, in one script. Both keys expire
  * `ttlMs` after the claim and after each entry (`PEXPIRE`), so a finished turn is kept for its late readers
  * and then forgotten. Claim and append are one Lua script each: an append to a turn the log forgot, after its
- * end, or by a log that did not claim it, is refused. Turn ids are checked with `checkTurnId` (a
- * `TurnIdError` for an empty one, one over 256 UTF-16 code units, or one with a lone surrogate).
+ * end, or by a log that did not claim it, is refused. Turn ids are checked as `turnServer` checks them (a
+ * `TransportError` `turn-id-*` for an empty one, one over 256 UTF-16 code units, or one with a lone surrogate).
  *
  * A claim or an append whose answer is late is resolved, never left to land unseen: it is sent again, the same
  * write under the same token, which Redis applies once and answers for every earlier send (a connection's commands
@@ -77,10 +77,10 @@ export interface RedisTurnLogOptions {
  * with `XREAD BLOCK` on a connection of its own (`client.duplicate()`: a blocking command would block every other
  * command of the shared client), closed when the reader unsubscribes or reads the end. A reader that joins after
  * the end opens no connection. Between two blocking reads (`blockMs`) the reader checks that the log still knows
- * the turn; a turn that expired, even while read, errors its readers with `TurnNotFoundError`.
+ * the turn; a turn that expired, even while read, errors its readers with a `TransportError` `turn-not-found`.
  *
  * A read gives up after `commandTimeoutMs`, a claim or an append after 4 sends of it, with
- * {@link TurnLogTimeoutError}.
+ * `TransportError` `turn-log-timeout`.
  *
  * ## Example
  * ```ts
@@ -130,12 +130,11 @@ export function redisTurnLog<E = unknown>(options: RedisTurnLogOptions): TurnLog
   };
 }
 
-/** The context of a new log: its options checked (a `RangeError` for one out of bounds), and no claims yet. */
+/** The context of a new log: its options checked (a `UsageError` for one out of bounds), and no claims yet. */
 function contextOf(options: RedisTurnLogOptions): TurnLogContext {
   const { client, prefix = 'cleanturn:turn' } = options;
   const maxEntries = options.maxEntries ?? 100_000;
-  if (!Number.isInteger(maxEntries) || maxEntries < 1)
-    throw new RangeError('redisTurnLog: maxEntries must be an integer >= 1');
+  checkInteger('redisTurnLog', 'maxEntries', maxEntries, 1);
   const ttlMs = Math.ceil(duration(options.ttlMs ?? 600_000, 'ttlMs'));
   const blockMs = Math.ceil(duration(options.blockMs ?? 5_000, 'blockMs'));
   const timeoutMs = Math.min(
@@ -160,7 +159,6 @@ function contextOf(options: RedisTurnLogOptions): TurnLogContext {
 
 /** Checks a duration option: a finite number of milliseconds > 0. */
 function duration(value: number, name: string): number {
-  if (!(value > 0 && Number.isFinite(value)))
-    throw new RangeError(`redisTurnLog: ${name} must be a finite number > 0`);
+  checkNumber('redisTurnLog', name, value, 'positive');
   return value;
 }

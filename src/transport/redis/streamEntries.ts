@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { TurnFailure, TurnLogEntry } from 'cleanturn/transport';
+import type { TurnFailure, TurnLogEntry } from '../turnLog.js';
 
 /** A stream entry as Redis answers it: its id and its fields (`['entry', json]`). */
 export type StreamEntry = [id: string, fields: string[]];

@@ -4,11 +4,12 @@
  *
  * @module
  */
-import { checkTurnId } from 'cleanturn/transport';
+
 import type { Cluster, Redis } from 'ioredis';
 import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
 import { withinTime } from '../../internal/wait.js';
-import { type RedisTurnLogOperation, TurnLogTimeoutError } from './errors.js';
+import { type TurnLogOperation, turnLogTimeoutError } from '../errors.js';
+import { checkTurnId } from '../turnLog.js';
 
 /** One log's client, its checked settings (see `RedisTurnLogOptions`) and the tokens of its claims. */
 export interface TurnLogContext {
@@ -71,25 +72,25 @@ export function runTurnScript(
 }
 
 /**
- * Runs `command`, or fails with {@link TurnLogTimeoutError} once `timeoutMs` has passed, or (silently, for a
+ * Runs `command`, or fails with a `TransportError` `turn-log-timeout` once `timeoutMs` has passed, or (silently, for a
  * reader that went away) once `signal` aborts, even after the answer; the timer is always cleared.
  */
 export function within<T>(
-  operation: RedisTurnLogOperation,
+  operation: TurnLogOperation,
   timeoutMs: number,
   command: () => Promise<T>,
   signal?: AbortSignal,
   tries = 1,
 ): Promise<T> {
   // A reader that went away meanwhile goes no further (it opens no connection).
-  return withinTime(timeoutMs, () => new TurnLogTimeoutError(operation, timeoutMs, tries), command, signal);
+  return withinTime(timeoutMs, () => turnLogTimeoutError(operation, timeoutMs, tries), command, signal);
 }
 
 /**
  * Sends a write (idempotent under its token) until one send gets Redis's answer: each waits `timeoutMs`, at most
  * {@link WRITE_TRIES} sends. Redis runs a connection's commands in order, so the answer of a later send also tells
  * what became of every earlier one. Fails with the last send's error: an answer of Redis that is an error, or
- * what left the outcome unknown ({@link TurnLogTimeoutError}, a connection that closed).
+ * what left the outcome unknown (a `turn-log-timeout`, a connection that closed).
  */
 export async function write(
   timeoutMs: number,
