@@ -17,12 +17,12 @@ import {
 import { executeTools } from 'cleanturn/effects';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
 import { toTerminal } from 'cleanturn/renderers';
-import { call, helpDesk, helpDeskTurn, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk } from 'cleanturn/testing';
 import { concatMap, delay, from, identity, lastValueFrom, of, tap, toArray } from 'rxjs';
 
 const turnId = 'turn-42';
 /** The turn on restart: a new generation, so the same refund comes with a new id. */
-const restartTurn = [helpDesk.b, call('c11', 'issue_refund', refundArgs), helpDesk.e, helpDesk.f];
+const restartTurn = [helpDesk.b, call('c11', 'issue_refund', helpDesk.refundArgs), helpDesk.e, helpDesk.f];
 /** How long a ledger claim holds: how long the restart waits, at most, for the crashed run's claim. */
 const leaseMs = 300;
 
@@ -57,7 +57,7 @@ async function play(events, policy) {
 async function withoutLedger(policy, { restart }) {
   const payments = paymentService();
   const log = [];
-  const first = await play(helpDeskTurn, policy());
+  const first = await play(helpDesk.turn, policy());
   for (const event of first.out) {
     if (event.type !== 'tool-call') continue;
     log.push(`${event.id} → refund ${payments.refund(event.id).id}`);
@@ -106,7 +106,7 @@ async function withLedger(database) {
     });
 
   let ledger = new SqliteEffectLedger({ database });
-  const first = await play(helpDeskTurn, cleanTurn({ turnId, seen: ledger.seen(turnId) }));
+  const first = await play(helpDesk.turn, cleanTurn({ turnId, seen: ledger.seen(turnId) }));
   await execute(first.out, ledger, true);
   ledger.close();
 
@@ -193,7 +193,7 @@ const attemptsOf = (events) => {
 };
 /** What the user reads, in a few words, and how many refunds ran. */
 const outcome = (r) => {
-  const source = attemptsOf(r.runs.length === 1 ? helpDeskTurn : restartTurn);
+  const source = attemptsOf(r.runs.length === 1 ? helpDesk.turn : restartTurn);
   const turn = r.runs.at(-1);
   const reads =
     turn.text === source.text
@@ -245,7 +245,7 @@ section(
   results.map((r) => wrap(outcome(r))),
 );
 
-const [c1, c7] = helpDeskTurn.filter((e) => e.type === 'tool-call');
+const [c1, c7] = helpDesk.turn.filter((e) => e.type === 'tool-call');
 const [c11] = restartTurn.filter((e) => e.type === 'tool-call');
 console.log(`\neffectKey('${turnId}', c1)  = ${effectKey(turnId, c1)}`);
 console.log(`effectKey('${turnId}', c7)  = ${effectKey(turnId, c7)}`);
@@ -265,7 +265,7 @@ const streamSlowly = concatMap((event) =>
     : of(event).pipe(delay(400)),
 );
 await lastValueFrom(
-  from(helpDeskTurn).pipe(
+  from(helpDesk.turn).pipe(
     tty ? streamSlowly : identity,
     cleanTurn({ turnId }),
     toTerminal({ tty, columns: process.stdout.columns }),

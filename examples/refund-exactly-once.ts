@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { cleanTurn } from 'cleanturn';
 import { executeTools } from 'cleanturn/effects';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
-import { helpDeskTurn } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import { from, lastValueFrom, tap } from 'rxjs';
 
 const turnId = 'turn-42';
@@ -45,7 +45,7 @@ async function runTurn(dir: string): Promise<void> {
   const ledger = new SqliteEffectLedger({ database: join(dir, 'effects.db') });
   const payments = paymentApi(join(dir, 'payments.db'));
   await lastValueFrom(
-    from(helpDeskTurn).pipe(
+    from(helpDesk.turn).pipe(
       cleanTurn({ turnId }),
       executeTools(
         {

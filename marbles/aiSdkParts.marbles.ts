@@ -1,5 +1,5 @@
 import { aiSdkParts } from 'cleanturn/providers';
-import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, defineMarbles, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import type { AiSdkOutput } from '../src/providers/aiSdkParts.js';
 import { upstreamProviderError } from '../src/providers/errors.js';
 import type { FinishEvent } from '../src/types.js';
@@ -12,7 +12,7 @@ const v = {
   t: { type: 'text-delta', id: '0', text: 'Checking order ORD-7781. ' },
   i: { type: 'tool-input-start', id, toolName: 'issue_refund' },
   d: { type: 'tool-input-delta', id, delta: '{"order_id":"ORD-7781","amount":"full"}' },
-  c: { type: 'tool-call', toolCallId: id, toolName: 'issue_refund', input: refundArgs },
+  c: { type: 'tool-call', toolCallId: id, toolName: 'issue_refund', input: helpDesk.refundArgs },
   s: { type: 'finish-step', usage: { inputTokens: 142, outputTokens: 31 } },
   f: { type: 'finish', finishReason: 'tool-calls', rawFinishReason: 'tool_calls' },
   e: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
@@ -30,7 +30,12 @@ const v = {
 };
 
 const textPart = { type: 'text', text: 'Checking order ORD-7781. ' } as const;
-const callPart = { type: 'tool-call', toolCallId: id, toolName: 'issue_refund', input: refundArgs } as const;
+const callPart = {
+  type: 'tool-call',
+  toolCallId: id,
+  toolName: 'issue_refund',
+  input: helpDesk.refundArgs,
+} as const;
 /** A finish with the attempt's output and, when the stream named it, the response id. */
 const ended = (event: FinishEvent, content: AiSdkOutput['content'], responseId?: string): FinishEvent => {
   const output: AiSdkOutput = { format: 'ai-sdk', content };
@@ -54,7 +59,7 @@ export default defineMarbles({
       expectedValues: {
         R: reasoning('A damaged book: a full refund.'),
         T: text('Checking order ORD-7781. '),
-        K: call(id, 'issue_refund', refundArgs),
+        K: call(id, 'issue_refund', helpDesk.refundArgs),
         U: { ...usage(2212, 188), cachedInputTokens: 1800 },
         F: ended(
           finish('tool-calls', 'tool_use'),
@@ -74,7 +79,7 @@ export default defineMarbles({
       // biome-ignore format: an aligned value table
       expectedValues: {
         T: text('Checking order ORD-7781. '),
-        K: call(id, 'issue_refund', refundArgs),
+        K: call(id, 'issue_refund', helpDesk.refundArgs),
         U: usage(142, 31),
         F: ended(finish('tool-calls', 'tool_calls'), [textPart, callPart]),
       },

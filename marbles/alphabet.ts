@@ -1,25 +1,15 @@
 // The letters the marble specs share: the help-desk turn as the operators see it at each stage, as
 // `cleanturn/testing` exports it for users' own specs.
-import {
-  at,
-  finish,
-  helpDesk,
-  helpDeskKeyedRefund,
-  helpDeskTagged,
-  helpDeskTurnId,
-  reasoning,
-  reset,
-  text,
-} from 'cleanturn/testing';
+import { at, finish, helpDesk, reasoning, reset, text } from 'cleanturn/testing';
 
 /** The turn id of every spec. */
-export const turnId = helpDeskTurnId;
+export const turnId = helpDesk.turnId;
 
 /** The help-desk turn after `tagAttempts()`: upper-case letters of the raw turn, `X` its reset. */
-export const tagged = helpDeskTagged;
+export const tagged = helpDesk.tagged;
 
 /** Attempt 2's refund as the clean turn releases it: with its effect key. */
-export const keyedK = helpDeskKeyedRefund;
+export const keyedK = helpDesk.keyedRefund;
 
 /** A reasoning turn: attempt 1 thinks and starts to answer, the connection resets (`r`), attempt 2 thinks again and answers. */
 export const thinking = {

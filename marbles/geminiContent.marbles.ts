@@ -1,5 +1,5 @@
 import { geminiContent } from 'cleanturn/providers';
-import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, defineMarbles, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { upstreamProviderError } from '../src/providers/errors.js';
 import type { GeminiChunk } from '../src/providers/geminiContent.js';
 
@@ -21,8 +21,8 @@ const signature = 'CiQB0e2Kb3Nl';
 const v = {
   a: { candidates: [{ content: { parts: [{ text: 'Checking order ORD-7781. ' }] } }] },
   h: { candidates: [{ content: { parts: [{ text: thought, thought: true }] } }] },
-  b: { candidates: [{ content: { parts: [{ functionCall: { name: 'issue_refund', args: refundArgs } }] } }] },
-  k: { candidates: [{ content: { parts: [{ functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature }] } }] },
+  b: { candidates: [{ content: { parts: [{ functionCall: { name: 'issue_refund', args: helpDesk.refundArgs } }] } }] },
+  k: { candidates: [{ content: { parts: [{ functionCall: { name: 'issue_refund', args: helpDesk.refundArgs }, thoughtSignature: signature }] } }] },
   c: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }] },
   u: { candidates: [{ content: { parts: [] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 88, cachedContentTokenCount: 32, candidatesTokenCount: 25, thoughtsTokenCount: 41 }, responseId: 'Ugx3acX2KqWZ28oP' },
   s: { candidates: [{ content: { parts: [{ text: 'Checking order ' }] }, finishReason: 'STOP' }] },
@@ -47,8 +47,8 @@ export default defineMarbles({
       // biome-ignore format: an aligned value table
       expectedValues: {
         A: text('Checking order ORD-7781. '),
-        K: call('gemini-call-0', 'issue_refund', refundArgs),
-        F: done('tool-calls', 'STOP', [{ text: 'Checking order ORD-7781. ' }, { functionCall: { name: 'issue_refund', args: refundArgs } }]),
+        K: call('gemini-call-0', 'issue_refund', helpDesk.refundArgs),
+        F: done('tool-calls', 'STOP', [{ text: 'Checking order ORD-7781. ' }, { functionCall: { name: 'issue_refund', args: helpDesk.refundArgs } }]),
       },
       subscriptions: '^------!',
     },
@@ -64,12 +64,12 @@ export default defineMarbles({
       expectedValues: {
         R: reasoning(thought),
         A: text('Checking order ORD-7781. '),
-        K: call('gemini-call-0', 'issue_refund', refundArgs),
+        K: call('gemini-call-0', 'issue_refund', helpDesk.refundArgs),
         U: { ...usage(88, 66), cachedInputTokens: 32, reasoningTokens: 41 },
         F: done('tool-calls', 'STOP', [
           { text: thought, thought: true },
           { text: 'Checking order ORD-7781. ' },
-          { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature },
+          { functionCall: { name: 'issue_refund', args: helpDesk.refundArgs }, thoughtSignature: signature },
         ], 'Ugx3acX2KqWZ28oP'),
       },
     },

@@ -1,5 +1,5 @@
 import { geminiInteractions } from 'cleanturn/providers';
-import { call, defineMarbles, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, defineMarbles, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { upstreamProviderError } from '../src/providers/errors.js';
 import type { GeminiInteractionsEvent } from '../src/providers/geminiInteractions.js';
 
@@ -28,7 +28,7 @@ const done = (reason: 'stop' | 'tool-calls', raw: string, steps: object[]) => ({
   output: { format: 'gemini-interactions', steps },
 });
 const answer = (text: string) => ({ type: 'model_output', content: [{ type: 'text', text }] });
-const refund = { type: 'function_call', id: 'fc_1', name: 'issue_refund', arguments: refundArgs };
+const refund = { type: 'function_call', id: 'fc_1', name: 'issue_refund', arguments: helpDesk.refundArgs };
 
 // biome-ignore format: an aligned value table
 const v = {
@@ -45,7 +45,7 @@ const v = {
   x: delta(1, 'text', { text: 'Refund started.' }),
   d: completed('completed', { usage: { total_input_tokens: 88, total_output_tokens: 6, total_thought_tokens: 41 } }),
   o: { event_type: 'content.start', index: 0, content: { type: 'function_call', id: 'fc_1', name: 'issue_refund', arguments: {} } },
-  w: { event_type: 'content.delta', index: 0, delta: { type: 'function_call', id: 'fc_1', name: 'issue_refund', arguments: refundArgs } },
+  w: { event_type: 'content.delta', index: 0, delta: { type: 'function_call', id: 'fc_1', name: 'issue_refund', arguments: helpDesk.refundArgs } },
   z: { event_type: 'content.stop', index: 0 },
   q: { event_type: 'interaction.complete', interaction: { id: interaction, status: 'requires_action' } },
   e: { event_type: 'error', error: { code: 'UNAVAILABLE', message: 'The model is overloaded.' } },
@@ -70,7 +70,7 @@ export default defineMarbles({
       // biome-ignore format: an aligned value table
       expectedValues: {
         T: text('Checking order ORD-7781. '),
-        K: call('fc_1', 'issue_refund', refundArgs),
+        K: call('fc_1', 'issue_refund', helpDesk.refundArgs),
         U: usage(142, 31),
         F: done('tool-calls', 'requires_action', [answer('Checking order ORD-7781. '), refund]),
       },
@@ -105,7 +105,7 @@ export default defineMarbles({
       expected: /* */ '-----K-F-|',
       // biome-ignore format: an aligned value table
       expectedValues: {
-        K: call('fc_1', 'issue_refund', refundArgs),
+        K: call('fc_1', 'issue_refund', helpDesk.refundArgs),
         F: done('tool-calls', 'requires_action', [refund]),
       },
     },

@@ -1,8 +1,8 @@
 import { requireUsable, TurnError } from 'cleanturn';
-import { at, call, defineMarbles, finish, refundArgs, reset, text } from 'cleanturn/testing';
+import { at, call, defineMarbles, finish, helpDesk, reset, text } from 'cleanturn/testing';
 import { unusableAttemptError } from '../src/errors.js';
 
-const refund = call('c1', 'issue_refund', refundArgs);
+const refund = call('c1', 'issue_refund', helpDesk.refundArgs);
 const everything = call('c1', 'issue_refund', { order_id: 'ORD-7781', amount: 'everything' });
 const refused = { type: 'finish', reason: 'content-filter', refusal: "I can't help with that." } as const;
 /** The refund tool's schema check, as a user would write it over Ajv or Zod. */

@@ -1,5 +1,5 @@
 import { turnPipeline } from 'cleanturn';
-import { at, call, defineMarbles, helpDesk as h, keyed, refundArgs, text } from 'cleanturn/testing';
+import { at, call, defineMarbles, helpDesk as h, keyed, text } from 'cleanturn/testing';
 import { keyedK, tagged as t, turnId } from './alphabet.js';
 
 const cut = new Error('connection reset');
@@ -18,7 +18,7 @@ const X = {
 const claude = {
   ...h,
   m: text('The book arrived damaged; I have started a full refund.'),
-  n: call('toolu_9', 'issue_refund', refundArgs),
+  n: call('toolu_9', 'issue_refund', h.refundArgs),
 };
 
 export default defineMarbles({

@@ -5,8 +5,6 @@ import type { ToolCallEvent } from './types.js';
 
 /**
  * The events {@link assembleToolCalls} emits for an input of `E`: fragments become whole calls.
- *
- * @inline
  */
 export type AssembledEvent<E> = E extends { type: 'tool-call-delta' }
   ? Omit<E, 'type' | 'index' | 'id' | 'name' | 'argsDelta'> & ToolCallEvent

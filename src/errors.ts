@@ -90,6 +90,8 @@ export type UnusableCode = 'refusal' | 'empty' | 'malformed-call' | 'invalid-arg
  * | `unusable` | `requireUsable` refused a finished attempt (`check`, `reason`, `attempt`) | yes |
  * | `retries-exhausted` | no further attempt is allowed: the retry cap was reached, or a shared retry budget refused the retry (`limit`, `attempts`, `failures`) | no |
  * | `effect-key` | a call's arguments cannot be keyed (`toolName`, `path`, `reason`) | no |
+ *
+ * @inline
  */
 export type TurnErrorCode =
   | 'tool-call-invalid-json'

@@ -10,6 +10,7 @@ export { AttemptTracker } from './AttemptTracker.js';
 // Event model and state
 export type { AttemptRecord, TurnState, Usage } from './accumulateTurn.js';
 export { accumulateTurn } from './accumulateTurn.js';
+export type { AssembledEvent } from './assembleToolCalls.js';
 export { assembleToolCalls } from './assembleToolCalls.js';
 export { attemptPipeline } from './attemptPipeline.js';
 export { backoff } from './backoff.js';
@@ -17,7 +18,6 @@ export { bufferUntilFinish } from './bufferUntilFinish.js';
 export { cleanTurn } from './cleanTurn.js';
 export { dedupeByEffectKey } from './dedupeByEffectKey.js';
 export { effectKey } from './effectKey.js';
-export type { TurnErrorCode } from './errors.js';
 // Errors
 export { CleanturnError, describeError, isRetryable, TurnError, UsageError } from './errors.js';
 export { nextStep } from './nextStep.js';
@@ -32,12 +32,12 @@ export { retryBudget } from './retryBudget.js';
 export type { RunEvent, StepContext } from './runSteps.js';
 export { runSteps } from './runSteps.js';
 export { tagAttempts } from './tagAttempts.js';
-export { toolResultStatus } from './toolResultStatus.js';
 export { turnPipeline } from './turnPipeline.js';
 export type {
   Attempted,
   FinishReason,
   KeyedToolCall,
+  PolicyEvent,
   ProviderEvent,
   ResetEvent,
   ToolResultLike,

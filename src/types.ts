@@ -280,8 +280,6 @@ export type ReleasedCall = KeyedToolCall | RepeatedToolCall;
 
 /**
  * What a policy emits: attempted events, with retries turned into resets.
- *
- * @inline
  */
 export type PolicyEvent = Attempted<Exclude<ProviderEvent, RetryEvent>> | ResetEvent;
 

@@ -1,16 +1,5 @@
 import { type AttemptRecord, accumulateTurn, cleanTurn, type TurnState } from 'cleanturn';
-import {
-  at,
-  call,
-  finish,
-  helpDeskTurn,
-  keyed,
-  refundArgs,
-  reset,
-  retrying,
-  text,
-  usage,
-} from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, reset, retrying, text, usage } from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -37,13 +26,13 @@ function final<E extends Tagged>(events: readonly E[]): TurnState<CallOf<E>> {
   return last;
 }
 
-const refund = call('c7', 'issue_refund', refundArgs);
+const refund = call('c7', 'issue_refund', helpDesk.refundArgs);
 
 describe('accumulateTurn: attempt records', () => {
   it('records an abandoned attempt and a completed one, each with its own usage, text length and calls', () => {
     const turn = final([
       at(1, text('Checking order ORD-7781. ')),
-      at(1, call('c1', 'issue_refund', refundArgs)),
+      at(1, call('c1', 'issue_refund', helpDesk.refundArgs)),
       at(1, text('Refunding the dam')),
       at(1, usage(310, 24)),
       reset(2, 'connection reset'),
@@ -131,7 +120,7 @@ describe('accumulateTurn: attempt records', () => {
       at(1, text('')),
       at(1, text('cde')),
       at(1, call('c1', 'lookup_order', {})),
-      at(1, call('c2', 'issue_refund', refundArgs)),
+      at(1, call('c2', 'issue_refund', helpDesk.refundArgs)),
     ]);
     expect(turn.attempts[0]).toMatchObject({ textLength: 5, toolCalls: 2 });
     expect(turn.toolCalls.map((c) => c.id)).toEqual(['c1', 'c2']);
@@ -184,7 +173,7 @@ describe('accumulateTurn: snapshots', () => {
   it('are never mutated by later events', () => {
     const events = [
       at(1, text('Checking')),
-      at(1, call('c1', 'issue_refund', refundArgs)),
+      at(1, call('c1', 'issue_refund', helpDesk.refundArgs)),
       at(1, usage(10, 1)),
       at(1, usage(undefined, 2)),
       reset(2, 'connection reset'),
@@ -248,7 +237,7 @@ describe('accumulateTurn: stragglers and gaps', () => {
       reset(2, 'connection reset'),
       at(2, text('Refund started.')),
       at(1, text('age')),
-      at(1, call('c1', 'issue_refund', refundArgs)),
+      at(1, call('c1', 'issue_refund', helpDesk.refundArgs)),
       at(1, usage(999, 999)),
       at(1, finish('stop')),
     ]);
@@ -300,14 +289,14 @@ describe('accumulateTurn: stragglers and gaps', () => {
 describe('accumulateTurn after cleanTurn', () => {
   it('the help-desk turn: the user reads attempt 2 only, one keyed refund, two attempt records', () => {
     const states: TurnState[] = [];
-    from(helpDeskTurn)
+    from(helpDesk.turn)
       .pipe(cleanTurn({ turnId: 'turn-42' }), accumulateTurn())
       .subscribe((s) => states.push(s));
     const turn = states[states.length - 1];
     expect(turn?.text).toBe(
       'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.',
     );
-    expect(turn?.toolCalls).toEqual([keyed('turn-42', 2, call('c7', 'issue_refund', refundArgs))]);
+    expect(turn?.toolCalls).toEqual([keyed('turn-42', 2, call('c7', 'issue_refund', helpDesk.refundArgs))]);
     expect(turn?.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
     expect(turn?.attempts[0]).toMatchObject({
       textLength: 'Checking order ORD-7781. Refunding the dam'.length,

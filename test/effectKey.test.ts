@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { CleanturnError, effectKey, isRetryable, type TurnError } from 'cleanturn';
-import { call, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import { expectTurnError } from './support/turnErrors.js';
 
@@ -94,7 +94,7 @@ describe('the canonical JSON of this test (checked against RFC 8785 examples)', 
 
 describe('effectKey', () => {
   it('is 16 lowercase hex characters', () => {
-    for (const args of [refundArgs, {}, [], 'text', 0, null]) {
+    for (const args of [helpDesk.refundArgs, {}, [], 'text', 0, null]) {
       expect(effectKey('turn-42', { name: 'issue_refund', args })).toMatch(/^[0-9a-f]{16}$/);
     }
   });
@@ -114,8 +114,8 @@ describe('effectKey', () => {
   });
 
   it('is the same for the same meaning proposed by two attempts with different provider ids', () => {
-    expect(effectKey('turn-42', call('c1', 'issue_refund', refundArgs))).toBe(
-      effectKey('turn-42', call('c7', 'issue_refund', refundArgs)),
+    expect(effectKey('turn-42', call('c1', 'issue_refund', helpDesk.refundArgs))).toBe(
+      effectKey('turn-42', call('c7', 'issue_refund', helpDesk.refundArgs)),
     );
   });
 
@@ -140,7 +140,7 @@ describe('effectKey', () => {
   });
 
   it('changes with the step, and a step differs from no step', () => {
-    const meaning = { name: 'issue_refund', args: refundArgs };
+    const meaning = { name: 'issue_refund', args: helpDesk.refundArgs };
     const keys = [
       effectKey('turn-42', meaning),
       effectKey('turn-42', meaning, 0),
@@ -153,10 +153,10 @@ describe('effectKey', () => {
 
   it('differs for different turn ids, tool names and arguments', () => {
     const keys = [
-      effectKey('turn-42', { name: 'issue_refund', args: refundArgs }),
-      effectKey('turn-43', { name: 'issue_refund', args: refundArgs }),
-      effectKey('turn-42', { name: 'cancel_order', args: refundArgs }),
-      effectKey('turn-42', { name: 'issue_refund', args: { ...refundArgs, amount: 'partial' } }),
+      effectKey('turn-42', { name: 'issue_refund', args: helpDesk.refundArgs }),
+      effectKey('turn-43', { name: 'issue_refund', args: helpDesk.refundArgs }),
+      effectKey('turn-42', { name: 'cancel_order', args: helpDesk.refundArgs }),
+      effectKey('turn-42', { name: 'issue_refund', args: { ...helpDesk.refundArgs, amount: 'partial' } }),
     ];
     expect(new Set(keys).size).toBe(4);
   });

@@ -174,8 +174,8 @@ console.log(JSON.stringify(counts));`,
       join(project, 'check.ts'),
       `import { from, type Observable } from 'rxjs';
 import { cleanTurn, type TurnEvent } from 'cleanturn';
-import { helpDeskTurn } from 'cleanturn/testing';
-const turn$: Observable<TurnEvent> = from(helpDeskTurn).pipe(cleanTurn({ turnId: 'turn-42' }));
+import { helpDesk } from 'cleanturn/testing';
+const turn$: Observable<TurnEvent> = from(helpDesk.turn).pipe(cleanTurn({ turnId: 'turn-42' }));
 turn$.subscribe((event) => {
   if (event.type === 'tool-call') console.log(event.effectKey.toUpperCase());
 });

@@ -40,7 +40,7 @@ function runEsm(): EsmReport {
     const core = await import('cleanturn');
     const testing = await import('cleanturn/testing');
     const { from, lastValueFrom, toArray } = await import('rxjs');
-    const events = await lastValueFrom(from(testing.helpDeskTurn).pipe(core.cleanTurn({ turnId: 'turn-42' }), toArray()));
+    const events = await lastValueFrom(from(testing.helpDesk.turn).pipe(core.cleanTurn({ turnId: 'turn-42' }), toArray()));
     out.cleanturn.probe = events.filter((e) => e.type === 'tool-call').map((e) => [e.id, e.attempt, e.effectKey]);
     console.log(JSON.stringify(out));
   `;
@@ -136,7 +136,7 @@ describe('the built package', () => {
     const rxjs = require('rxjs') as typeof Rxjs;
     const calls: unknown[] = [];
     rxjs
-      .from(testing.helpDeskTurn)
+      .from(testing.helpDesk.turn)
       .pipe(core.cleanTurn({ turnId: 'turn-42' }))
       .subscribe((e) => {
         if (e.type === 'tool-call') calls.push([e.id, e.attempt, e.effectKey]);

@@ -18,7 +18,7 @@ import {
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandlers } from 'cleanturn/effects';
 import { geminiContent } from 'cleanturn/providers';
-import { at, call, finish, reasoning, refundArgs, reset, text } from 'cleanturn/testing';
+import { at, call, finish, helpDesk, reasoning, reset, text } from 'cleanturn/testing';
 import { defer, from, lastValueFrom, type Observable, share, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -30,7 +30,7 @@ import { expectTurnError } from './support/turnErrors.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 
-const refund = call('c1', 'issue_refund', refundArgs);
+const refund = call('c1', 'issue_refund', helpDesk.refundArgs);
 const badRefund = call('c1', 'issue_refund', { order_id: 'ORD-7781', amount: 'everything' });
 const sentence = text('The book arrived damaged, so I have started a full refund.');
 const refusal = { type: 'finish', reason: 'content-filter', refusal: "I can't help with that." } as const;
@@ -339,7 +339,7 @@ describe('requireUsable with retryAsEvents and cleanTurn', () => {
   it('an invalid call is retried: the consumer sees a reset with the reason, and only the valid call runs', async () => {
     const attempts = attemptsOf(
       from([text('Refunding everything. '), badRefund, finish('tool-calls')]),
-      from([sentence, call('c7', 'issue_refund', refundArgs), finish('tool-calls')]),
+      from([sentence, call('c7', 'issue_refund', helpDesk.refundArgs), finish('tool-calls')]),
     );
     const { ran, handlers } = tools();
     const turn$ = attempts.pipe(
@@ -367,7 +367,7 @@ describe('requireUsable with retryAsEvents and cleanTurn', () => {
     });
     // The invalid call was held and discarded with its attempt: it never reached the consumer or the tool.
     expect(events.filter((e) => e.type === 'tool-call').map((e) => (e as { id: string }).id)).toEqual(['c7']);
-    expect(ran).toEqual([JSON.stringify(refundArgs)]);
+    expect(ran).toEqual([JSON.stringify(helpDesk.refundArgs)]);
     expect(results.map((r) => r.call.id)).toEqual(['c7']);
     expect(events.at(-1)).toEqual(at(2, finish('tool-calls')));
   });

@@ -23,7 +23,7 @@ import {
   TurnError,
   tagAttempts,
 } from 'cleanturn';
-import { at, call, finish, refundArgs, reset, retrying, text, usage } from 'cleanturn/testing';
+import { at, call, finish, helpDesk, reset, retrying, text, usage } from 'cleanturn/testing';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -47,7 +47,7 @@ function check<I>(operator: StandardCheck<I>): void {
 }
 
 const lookup = call('c2', 'lookup_order', { order_id: 'ORD-7781' });
-const refund = call('c1', 'issue_refund', refundArgs);
+const refund = call('c1', 'issue_refund', helpDesk.refundArgs);
 
 /** Attempt-1 events, for the callbacks that throw: the text, the refund call and the finish. */
 const attempted = { a: at(1, text('Checking')), b: at(1, refund), c: at(1, finish()) };

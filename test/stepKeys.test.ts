@@ -2,7 +2,7 @@
 // inside step 1 is one effect; the same refund asked for again in step 2 of the same run is a second one.
 import { cleanTurn, dedupeByEffectKey, effectKey, type TurnEvent, turnPipeline, UsageError } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
-import { finish, helpDesk as h, helpDeskTurn } from 'cleanturn/testing';
+import { finish, helpDesk as h } from 'cleanturn/testing';
 import { streamTurn } from 'cleanturn/transport';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -12,10 +12,7 @@ const runId = 'run-7';
 /** Step `step` of the run: the help-desk turn (retried once), through cleanTurn and the executor. */
 async function step(ledger: MemoryEffectLedger, ran: string[], stepNumber: number) {
   const turn = await lastValueFrom(
-    from(helpDeskTurn).pipe(
-      cleanTurn({ turnId: runId, step: stepNumber, seen: ledger.seen(runId) }),
-      toArray(),
-    ),
+    from(h.turn).pipe(cleanTurn({ turnId: runId, step: stepNumber, seen: ledger.seen(runId) }), toArray()),
   );
   const results = await lastValueFrom(
     from(turn).pipe(
@@ -61,7 +58,7 @@ describe('effect keys of a step', () => {
   });
 
   it('without a step the keys are those of [turnId, name, args], as before', async () => {
-    const events = await lastValueFrom(from(helpDeskTurn).pipe(cleanTurn({ turnId: runId }), toArray()));
+    const events = await lastValueFrom(from(h.turn).pipe(cleanTurn({ turnId: runId }), toArray()));
     expect(events.find((e) => e.type === 'tool-call')).toMatchObject({ effectKey: effectKey(runId, h.k) });
   });
 

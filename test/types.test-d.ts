@@ -1,7 +1,6 @@
 // Type tests: what each operator does to the event union, checked by the compiler (vitest typecheck).
 import type {
   Attempted,
-  FailedAttempt,
   KeyedToolCall,
   ProviderEvent,
   ResetEvent,
@@ -25,7 +24,6 @@ import {
   retryAsEvents,
   retryBudget,
   type TurnError,
-  type TurnErrorCode,
   tagAttempts,
   turnPipeline,
 } from 'cleanturn';
@@ -36,6 +34,7 @@ import { type MonoTypeOperatorFunction, type Observable, type OperatorFunction, 
 import { describe, expectTypeOf, test } from 'vitest';
 import type { AssembledEvent } from '../src/assembleToolCalls.js';
 import type { WithEffectKeys } from '../src/dedupeByEffectKey.js';
+import type { FailedAttempt, TurnErrorCode } from '../src/errors.js';
 import type { NextStep } from '../src/nextStep.js';
 import type { WithResets } from '../src/resetOnRetry.js';
 import type { RetryBudgetOptions, RetryBudgetState } from '../src/retryBudget.js';

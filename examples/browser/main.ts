@@ -17,21 +17,13 @@ import {
   naivePolicy,
   type PolicyEvent,
   type ProviderEvent,
-  type RetryEvent,
   resetOnlyPolicy,
   retryAsEvents,
   TurnError,
   type TurnState,
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger, type ToolHandler } from 'cleanturn/effects';
-import {
-  initialView,
-  type ResetPresentation,
-  retryMessage,
-  type TurnView,
-  type ViewEvent,
-  viewReducer,
-} from 'cleanturn/renderers';
+import { initialView, retryMessage, type TurnView, type ViewEvent, viewReducer } from 'cleanturn/renderers';
 import { fromSSE, sseJson } from 'cleanturn/transport';
 import {
   concat,
@@ -78,7 +70,7 @@ type Column = {
    * disappears (`rollback`), or stays struck through and labelled interrupted until the next attempt's text
    * arrives (`mark`). Absent when the policy emits no resets.
    */
-  onReset?: ResetPresentation;
+  onReset?: 'rollback' | 'mark';
 } & (
   | {
       /** Every tool call the policy emits asks the payment service for a refund, with no idempotency key. */
@@ -667,7 +659,7 @@ function start() {
         index === 0 ? `${line.charAt(0).toUpperCase()}${line.slice(1)}` : `After the restart: ${line}`;
       const events$ = providerEvents(run);
       /** The retry whose wait is under way: set from the retry until the next attempt's first event. */
-      let waitingFor: RetryEvent | undefined;
+      let waitingFor: Extract<ProviderEvent, { type: 'retry' }> | undefined;
       const wireView = events$.pipe(
         tap((event) => {
           showOnWire(event);

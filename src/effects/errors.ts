@@ -26,6 +26,8 @@ import { CleanturnError } from '../errors.js';
  * | `ledger-persistence` | Redis can lose records (no AOF, an evicting policy…), with `persistence: 'require'` (`problems`) | no |
  * | `ledger-failed` | PostgreSQL: a query of the ledger failed (`operation`, `driverCode`) | for connection failures |
  * | `outcome-unknown` | PostgreSQL: whether a claim whose answer was lost was applied is unknown (`operation`, `driverCode`, `scope`, `key`, `token`) | yes |
+ *
+ * @inline
  */
 export type EffectErrorCode =
   | 'lease-lost'

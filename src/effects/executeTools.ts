@@ -38,7 +38,11 @@ import { checkDuration } from './ledgerRules.js';
 import { MemoryEffectLedger } from './MemoryEffectLedger.js';
 import type { EffectLedger, ToolHandler, ToolHandlers, ToolResultEvent } from './types.js';
 
-/** Options of {@link executeTools}. */
+/**
+ * Options of {@link executeTools}.
+ *
+ * @inline
+ */
 export interface ExecuteToolsOptions {
   /** The turn id: the ledger scope of the calls' effect keys. The same id as `cleanTurn`'s. */
   turnId: string;

@@ -8,10 +8,8 @@
  */
 
 // The error of effects and their ledgers
-export type { EffectErrorCode } from './errors.js';
 export { EffectError } from './errors.js';
 // The executor
-export type { ExecuteToolsOptions } from './executeTools.js';
 export { executeTools } from './executeTools.js';
 // The in-memory ledger
 export { MemoryEffectLedger } from './MemoryEffectLedger.js';

@@ -17,12 +17,18 @@ import type { KeyedToolCall, ReleasedCall } from '../types.js';
  */
 export type Awaitable<T> = T | Promise<T>;
 
-/** JSON data: what a durable ledger can store and give back unchanged. */
+/**
+ * JSON data: what a durable ledger can store and give back unchanged.
+ *
+ * @inline
+ */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /**
  * An error as a ledger stores it and as a result event carries it: plain JSON data, the same whether the error
  * was thrown just now or replayed from the ledger by another process.
+ *
+ * @inline
  */
 export interface SerializedError {
   /** The error's `name` (`Error`, `TypeError`, `CardDeclinedError`…). */
@@ -249,7 +255,11 @@ interface ToolResultBase {
   call: ReleasedCall;
 }
 
-/** The handler ran now and returned `result`. */
+/**
+ * The handler ran now and returned `result`.
+ *
+ * @inline
+ */
 export interface ToolExecutedEvent extends ToolResultBase {
   outcome: 'executed';
   result: JsonValue | undefined;
@@ -267,13 +277,21 @@ export interface ToolExecutedEvent extends ToolResultBase {
   leaseLost?: true;
 }
 
-/** The effect had already run (in this process or another): `result` is the stored one. */
+/**
+ * The effect had already run (in this process or another): `result` is the stored one.
+ *
+ * @inline
+ */
 export interface ToolReplayedEvent extends ToolResultBase {
   outcome: 'replayed';
   result: JsonValue | undefined;
 }
 
-/** The handler failed now (`replayed: false`) or its recorded failure was replayed (`replayed: true`). */
+/**
+ * The handler failed now (`replayed: false`) or its recorded failure was replayed (`replayed: true`).
+ *
+ * @inline
+ */
 export interface ToolFailedEvent extends ToolResultBase {
   outcome: 'failed';
   error: SerializedError;
@@ -289,13 +307,21 @@ export interface ToolFailedEvent extends ToolResultBase {
   leaseLost?: true;
 }
 
-/** No handler has the call's name. Nothing ran and the ledger was not touched. */
+/**
+ * No handler has the call's name. Nothing ran and the ledger was not touched.
+ *
+ * @inline
+ */
 export interface UnknownToolEvent extends ToolResultBase {
   outcome: 'unknown-tool';
   error: SerializedError;
 }
 
-/** Another holder is running the effect (only with `inProgress: 'report'`). */
+/**
+ * Another holder is running the effect (only with `inProgress: 'report'`).
+ *
+ * @inline
+ */
 export interface ToolInProgressEvent extends ToolResultBase {
   outcome: 'in-progress';
   /** When the other holder's lease expires (epoch ms). */

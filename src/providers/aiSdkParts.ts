@@ -171,7 +171,11 @@ export interface AiSdkOutput extends ProviderOutput {
 /** A part of an `AiSdkOutput`'s content. */
 type ContentPart = AiSdkOutput['content'][number];
 
-/** An error as the `retryable` option sees it. */
+/**
+ * An error as the `retryable` option sees it.
+ *
+ * @inline
+ */
 export interface AiSdkErrorInfo {
   /** Its first code word (`overloaded_error`, `UNAVAILABLE`…); `aborted` for an abort; `invalid_tool_call`. */
   code: string | undefined;

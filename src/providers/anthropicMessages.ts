@@ -146,7 +146,11 @@ type AnthropicContentBlock =
   | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
   | { readonly type: string; readonly [field: string]: unknown };
 
-/** An Anthropic error as the `retryable` option sees it. */
+/**
+ * An Anthropic error as the `retryable` option sees it.
+ *
+ * @inline
+ */
 export interface AnthropicErrorInfo {
   /** `overloaded_error`, `invalid_request_error`…, when the error has one. */
   type: string | undefined;

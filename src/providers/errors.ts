@@ -23,6 +23,8 @@ export type ProviderName = 'openai-chat' | 'openai-responses' | 'anthropic-messa
  * | `answered-twice` | two results answer the same call id (`builder`, `callId`) | no |
  * | `still-running` | a call's result says another process still runs it (`in-progress`): there is no answer to send yet (`builder`, `callId`) | no |
  * | `not-a-result` | an entry of the results given to a builder is not a `tool-result` (`builder`) | no |
+ *
+ * @inline
  */
 export type ProviderErrorCode =
   | 'upstream'

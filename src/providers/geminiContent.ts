@@ -138,7 +138,11 @@ export function geminiCallId(id: string | undefined, n: number): string {
   return id || `gemini-call-${n}`;
 }
 
-/** A Gemini error as the `retryable` option sees it: HTTP status (`error.code`, `ApiError.status`), gRPC name. */
+/**
+ * A Gemini error as the `retryable` option sees it: HTTP status (`error.code`, `ApiError.status`), gRPC name.
+ *
+ * @inline
+ */
 export interface GeminiErrorInfo {
   code: number | undefined;
   status: string | undefined;

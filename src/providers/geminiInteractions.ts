@@ -173,7 +173,11 @@ export interface GeminiInteractionsOutput extends ProviderOutput {
   readonly steps: readonly GeminiInteractionsOutputStep[];
 }
 
-/** A Gemini Interactions error as the `retryable` option sees it. */
+/**
+ * A Gemini Interactions error as the `retryable` option sees it.
+ *
+ * @inline
+ */
 export interface GeminiInteractionsErrorInfo {
   /** The error's `code` (a word or a URI), or the interaction's status (`failed`, `cancelled`) when it gave none. */
   code: string | undefined;

@@ -12,7 +12,6 @@ export { aiSdkParts } from './aiSdkParts.js';
 export { anthropicMessages } from './anthropicMessages.js';
 export type { Decoder, DecoderSink } from './decodeWith.js';
 export { decodeWith } from './decodeWith.js';
-export type { ProviderErrorCode } from './errors.js';
 export { ProviderError } from './errors.js';
 export { geminiContent } from './geminiContent.js';
 export { geminiInteractions } from './geminiInteractions.js';

@@ -18,7 +18,11 @@ export interface OpenAIErrorBody {
   param?: string | null;
 }
 
-/** An in-stream OpenAI error as the adapters' `retryable` option sees it. */
+/**
+ * An in-stream OpenAI error as the adapters' `retryable` option sees it.
+ *
+ * @inline
+ */
 export interface OpenAIErrorInfo {
   /** The error's `type`, when it has one. */
   type: string | undefined;

@@ -6,7 +6,7 @@
  * @module
  */
 
-export type { ToolCallView, TurnView, ViewEvent } from './reduceView.js';
+export type { TurnView, ViewEvent } from './reduceView.js';
 export { initialView, reduceView, viewReducer } from './reduceView.js';
 export { retryMessage } from './retryMessage.js';
 export { toTerminal } from './toTerminal.js';

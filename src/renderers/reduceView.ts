@@ -23,7 +23,11 @@ export type ViewEvent = PolicyEvent | RepeatedToolCall | ToolResultLike;
  */
 export type ToolCallViewStatus = 'released' | 'repeat' | 'running' | 'completed' | 'failed';
 
-/** A tool call as a UI shows it. Never mutated: a change makes a new object. */
+/**
+ * A tool call as a UI shows it. Never mutated: a change makes a new object.
+ *
+ * @inline
+ */
 export interface ToolCallView {
   /** The provider's call id. */
   readonly id: string;

@@ -93,14 +93,10 @@ export function repeated(
 }
 
 /** The arguments of the help-desk refund. */
-export const refundArgs = { order_id: 'ORD-7781', amount: 'full' } as const;
+const refundArgs = { order_id: 'ORD-7781', amount: 'full' } as const;
 
-/**
- * The help-desk turn: attempt 1 streams text, the refund call `c1` and half a sentence, then the connection
- * resets; attempt 2 streams text, the same refund as `c7`, a whole sentence and a finish. One letter per
- * event, for marble diagrams: `-a-c-d-r-b-k-e-f-|`.
- */
-export const helpDesk = {
+/** The help-desk turn's events, one letter each, for marble diagrams: `-a-c-d-r-b-k-e-f-|`. */
+const letters = {
   /** Attempt 1's opening. */
   a: text('Checking order ORD-7781. '),
   /** Attempt 1's refund. */
@@ -119,37 +115,37 @@ export const helpDesk = {
   f: finish('stop'),
 } as const;
 
-/** The help-desk turn as a list, in stream order. */
-export const helpDeskTurn = [
-  helpDesk.a,
-  helpDesk.c,
-  helpDesk.d,
-  helpDesk.r,
-  helpDesk.b,
-  helpDesk.k,
-  helpDesk.e,
-  helpDesk.f,
-];
-
 /** The turn id of the help-desk turn's effect keys. */
-export const helpDeskTurnId = 'turn-42';
+const turnId = 'turn-42';
 
 /**
- * The help-desk turn as the operators after `tagAttempts()` see it: the upper-case letter of each event of
- * {@link helpDesk}, stamped with its attempt, and `X` the reset that `resetOnRetry()` makes of `r`. The
- * expected values of a policy's marble case.
+ * The help-desk turn: attempt 1 streams text, the refund call `c1` and half a sentence, then the connection
+ * resets; attempt 2 streams text, the same refund as `c7`, a whole sentence and a finish. One letter per
+ * event, for marble diagrams: `-a-c-d-r-b-k-e-f-|`; pass the object as a diagram's values. Beside the letters:
+ *
+ * - `turn`: the events as a list, in stream order;
+ * - `turnId`: `turn-42`, the turn id of its effect keys;
+ * - `refundArgs`: the refund's arguments, `{ order_id: 'ORD-7781', amount: 'full' }`;
+ * - `tagged`: the turn as the operators after `tagAttempts()` see it: the upper-case letter of each event, stamped
+ *   with its attempt, and `X` the reset that `resetOnRetry()` makes of `r` (the expected values of a policy's
+ *   marble case);
+ * - `keyedRefund`: attempt 2's refund as `cleanTurn({ turnId: helpDesk.turnId })` releases it, with its effect key.
  */
-export const helpDeskTagged = {
-  A: at(1, helpDesk.a),
-  C: at(1, helpDesk.c),
-  D: at(1, helpDesk.d),
-  R: at(2, helpDesk.r),
-  B: at(2, helpDesk.b),
-  K: at(2, helpDesk.k),
-  E: at(2, helpDesk.e),
-  F: at(2, helpDesk.f),
-  X: reset(2, 'connection reset'),
+export const helpDesk = {
+  ...letters,
+  turn: [letters.a, letters.c, letters.d, letters.r, letters.b, letters.k, letters.e, letters.f],
+  turnId,
+  refundArgs,
+  tagged: {
+    A: at(1, letters.a),
+    C: at(1, letters.c),
+    D: at(1, letters.d),
+    R: at(2, letters.r),
+    B: at(2, letters.b),
+    K: at(2, letters.k),
+    E: at(2, letters.e),
+    F: at(2, letters.f),
+    X: reset(2, 'connection reset'),
+  },
+  keyedRefund: keyed(turnId, 2, letters.k) as KeyedToolCall,
 } as const;
-
-/** Attempt 2's refund as `cleanTurn({ turnId: helpDeskTurnId })` releases it: with its effect key. */
-export const helpDeskKeyedRefund: KeyedToolCall = keyed(helpDeskTurnId, 2, helpDesk.k);

@@ -40,6 +40,8 @@ import type { ReplayBasis, ReplaySafety, ReplayVerdict } from './replaySafety.js
  * | `remote-turn` | a served turn failed on the server (`remoteName`, `remoteCode`) | the server's answer |
  * | `runner-lost` | a turn's runner was lost past the takeover bounds (`turnId`, `takeovers`) | yes |
  * | `turn-log-timeout` | Redis did not answer the turn log in time (`operation`, `timeoutMs`, `tries`) | yes |
+ *
+ * @inline
  */
 export type TransportErrorCode =
   | 'http-status'

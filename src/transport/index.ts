@@ -5,7 +5,6 @@
  *
  * @module
  */
-export type { TransportErrorCode } from './errors.js';
 export { TransportError } from './errors.js';
 export type { SseMessage } from './fromSSE.js';
 export { fromSSE } from './fromSSE.js';

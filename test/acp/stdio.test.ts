@@ -8,20 +8,20 @@ import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import * as acp2 from '@agentclientprotocol/sdk/experimental/v2';
 import { effectKey } from 'cleanturn';
-import { refundArgs } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EditorTranscript } from './editor.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const attempt1 = 'Checking order ORD-7781. Refunding the dam';
 const attempt2 = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
-const c7Key = effectKey('turn-42', { name: 'issue_refund', args: refundArgs });
+const c7Key = effectKey('turn-42', { name: 'issue_refund', args: helpDesk.refundArgs });
 /** Attempt 2's refund (provider id c7) as the editor shows it: its ACP id is its effect key. */
 const c7 = {
   id: c7Key,
   title: 'issue_refund {"order_id":"ORD-7781","amount":"full"}',
   status: 'pending',
-  rawInput: refundArgs,
+  rawInput: helpDesk.refundArgs,
   effectKey: c7Key,
 };
 

@@ -1,18 +1,7 @@
 // toAcpUpdates in process: the notifications it makes of the clean turn, for ACP v1 and the v2 draft.
 import { cleanTurn, type TurnEvent } from 'cleanturn';
 import { acpMetaKeys, toAcpUpdates } from 'cleanturn/acp';
-import {
-  at,
-  call,
-  finish,
-  helpDeskTurn,
-  keyed,
-  refundArgs,
-  repeated,
-  reset,
-  text,
-  usage,
-} from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, repeated, reset, text, usage } from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { AcpNotification, AcpSourceEvent, AcpV2Notification } from '../../src/acp/toAcpUpdates.js';
@@ -22,7 +11,7 @@ import { toolResult } from '../support/toolResults.js';
 const turnId = 'turn-42';
 const sessionId = 'sess-1';
 const messageId = (attempt: number) => `msg-${attempt}`;
-const c7 = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const c7 = keyed(turnId, 2, call('c7', 'issue_refund', helpDesk.refundArgs));
 const attempt2 = 'The book arrived damaged, so I have started a full refund.';
 
 /** Everything an observable emits synchronously. */
@@ -44,7 +33,7 @@ const chunk = (id: string, value: string) => ({
 describe('toAcpUpdates, ACP v1', () => {
   it('the help-desk turn: attempt 1 on msg-1, the reset opens msg-2 naming msg-1, then the refund c7', () => {
     const updates = all(
-      from(helpDeskTurn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId, messageId })),
+      from(helpDesk.turn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId, messageId })),
     );
     expect(updates).toEqual<AcpNotification[]>([
       chunk('msg-1', 'Checking order ORD-7781. '),
@@ -69,7 +58,7 @@ describe('toAcpUpdates, ACP v1', () => {
           name: 'issue_refund',
           kind: 'other',
           status: 'pending',
-          rawInput: refundArgs,
+          rawInput: helpDesk.refundArgs,
           _meta: { 'cleanturn/effectKey': c7.effectKey, 'cleanturn/attempt': 2 },
         },
       },
@@ -77,7 +66,7 @@ describe('toAcpUpdates, ACP v1', () => {
   });
 
   it('by default each attempt gets a fresh random message id', () => {
-    const updates = all(from(helpDeskTurn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId })));
+    const updates = all(from(helpDesk.turn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId })));
     const ids = updates.map((n) =>
       n.update.sessionUpdate === 'agent_message_chunk' ? n.update.messageId : null,
     );
@@ -87,7 +76,7 @@ describe('toAcpUpdates, ACP v1', () => {
     expect(second).not.toBe(first);
     expect(ids.slice(0, 5)).toEqual([first, first, second, second, second]);
     // Another subscription (another turn) gets other ids.
-    const again = all(from(helpDeskTurn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId })));
+    const again = all(from(helpDesk.turn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId })));
     expect(again[0]?.update).not.toMatchObject({ messageId: first });
   });
 
@@ -222,7 +211,7 @@ describe('toAcpUpdates, ACP v1', () => {
   });
 
   it('a repeat (its key already ran) is announced as completed, marked cleanturn/repeat', () => {
-    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
+    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', helpDesk.refundArgs));
     const events: AcpSourceEvent[] = [reset(2, 'connection reset'), c7, c9];
     // With one tool call id per call, the repeat is a tool call of its own, already done.
     const perCall = all(
@@ -241,7 +230,7 @@ describe('toAcpUpdates, ACP v1', () => {
         name: 'issue_refund',
         kind: 'other',
         status: 'completed',
-        rawInput: refundArgs,
+        rawInput: helpDesk.refundArgs,
         _meta: {
           [acpMetaKeys.effectKey]: c9.effectKey,
           [acpMetaKeys.attempt]: 2,
@@ -268,10 +257,10 @@ describe('toAcpUpdates, ACP v1', () => {
 
   it('titles and kinds come from the options', () => {
     const [update] = all(
-      from([keyed(turnId, 1, call('c1', 'issue_refund', refundArgs))]).pipe(
+      from([keyed(turnId, 1, call('c1', 'issue_refund', helpDesk.refundArgs))]).pipe(
         toAcpUpdates({
           sessionId,
-          title: (c) => `Refund ${(c.args as typeof refundArgs).order_id}`,
+          title: (c) => `Refund ${(c.args as typeof helpDesk.refundArgs).order_id}`,
           kind: () => 'execute',
         }),
       ),
@@ -283,7 +272,7 @@ describe('toAcpUpdates, ACP v1', () => {
 describe("toAcpUpdates, ACP v2 draft (protocol: 'v2')", () => {
   it('the help-desk turn: one message per turn; the reset replaces its content with nothing', () => {
     const updates = all(
-      from(helpDeskTurn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId, messageId, protocol: 'v2' })),
+      from(helpDesk.turn).pipe(cleanTurn({ turnId }), toAcpUpdates({ sessionId, messageId, protocol: 'v2' })),
     );
     expect(updates).toEqual<AcpV2Notification[]>([
       chunk('msg-1', 'Checking order ORD-7781. '),
@@ -308,7 +297,7 @@ describe("toAcpUpdates, ACP v2 draft (protocol: 'v2')", () => {
           name: 'issue_refund',
           kind: 'other',
           status: 'pending',
-          rawInput: refundArgs,
+          rawInput: helpDesk.refundArgs,
           _meta: { 'cleanturn/effectKey': c7.effectKey, 'cleanturn/attempt': 2 },
         },
       },
@@ -337,7 +326,7 @@ describe("toAcpUpdates, ACP v2 draft (protocol: 'v2')", () => {
 
 const texts = { a: at(1, text('Refund ')), b: at(1, text('started.')), c: at(1, finish()) };
 const calls = {
-  a: keyed(turnId, 1, call('c1', 'issue_refund', refundArgs)),
+  a: keyed(turnId, 1, call('c1', 'issue_refund', helpDesk.refundArgs)),
   b: at(1, text('Refund started.')),
   c: at(1, finish()),
 };

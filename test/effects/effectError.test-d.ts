@@ -1,6 +1,7 @@
 // EffectErrorCode is a closed union: a switch over it that names every code needs no default.
-import type { EffectError, EffectErrorCode } from 'cleanturn/effects';
+import type { EffectError } from 'cleanturn/effects';
 import { describe, expectTypeOf, it } from 'vitest';
+import type { EffectErrorCode } from '../../src/effects/errors.js';
 
 function what(code: EffectErrorCode): string {
   switch (code) {

@@ -9,13 +9,13 @@ import {
   type ToolContext,
   type ToolHandlers,
 } from 'cleanturn/effects';
-import { at, call, finish, helpDeskTurn, keyed, refundArgs, repeated, text } from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, repeated, text } from 'cleanturn/testing';
 import { firstValueFrom, from, lastValueFrom, Observable, of, type Subscription, toArray } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import { nothing, standardChecks } from '../support/standardChecks.js';
 
 const turnId = 'turn-42';
-const refund = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const refund = keyed(turnId, 2, call('c7', 'issue_refund', helpDesk.refundArgs));
 const email = keyed(turnId, 2, call('c8', 'send_email', { to: 'ada@example.com' }));
 
 /** The same ledger behind promises, as a networked ledger answers. */
@@ -100,11 +100,11 @@ describe('executeTools', () => {
         const handlers: ToolHandlers = {
           issue_refund: async (args, context) => {
             seen.push(context);
-            return { refund_id: 're_1', args: args as typeof refundArgs };
+            return { refund_id: 're_1', args: args as typeof helpDesk.refundArgs };
           },
         };
         const results = await lastValueFrom(
-          from(helpDeskTurn).pipe(
+          from(helpDesk.turn).pipe(
             cleanTurn({ turnId }),
             executeTools(handlers, { turnId, ledger }),
             toArray(),
@@ -116,7 +116,7 @@ describe('executeTools', () => {
             effectKey: refund.effectKey,
             call: refund,
             outcome: 'executed',
-            result: { refund_id: 're_1', args: refundArgs },
+            result: { refund_id: 're_1', args: helpDesk.refundArgs },
             reclaimed: false,
           },
         ]);
@@ -130,12 +130,12 @@ describe('executeTools', () => {
         expect(seen[0]?.signal.aborted).toBe(false);
         expect(await ledger.get(turnId, refund.effectKey)).toMatchObject({
           status: 'completed',
-          result: { refund_id: 're_1', args: refundArgs },
+          result: { refund_id: 're_1', args: helpDesk.refundArgs },
         });
 
         // The whole turn again (a restart): replayed, the handler is not called.
         const again = await lastValueFrom(
-          from(helpDeskTurn).pipe(
+          from(helpDesk.turn).pipe(
             cleanTurn({ turnId }),
             executeTools(handlers, { turnId, ledger }),
             toArray(),
@@ -147,7 +147,7 @@ describe('executeTools', () => {
             effectKey: refund.effectKey,
             call: refund,
             outcome: 'replayed',
-            result: { refund_id: 're_1', args: refundArgs },
+            result: { refund_id: 're_1', args: helpDesk.refundArgs },
           },
         ]);
         expect(seen).toHaveLength(1);
@@ -163,10 +163,10 @@ describe('executeTools', () => {
           },
         };
         // The same refund twice in one attempt (c7, then c9): cleanTurn releases both, c9 as a repeat.
-        const c9 = call('c9', 'issue_refund', refundArgs);
+        const c9 = call('c9', 'issue_refund', helpDesk.refundArgs);
         const events = [
           text('Refunding twice.'),
-          call('c7', 'issue_refund', refundArgs),
+          call('c7', 'issue_refund', helpDesk.refundArgs),
           c9,
           finish('tool-calls'),
         ];
@@ -175,7 +175,9 @@ describe('executeTools', () => {
         );
         const again = repeated(turnId, 1, c9);
         expect(results).toEqual([
-          expect.objectContaining({ call: keyed(turnId, 1, call('c7', 'issue_refund', refundArgs)) }),
+          expect.objectContaining({
+            call: keyed(turnId, 1, call('c7', 'issue_refund', helpDesk.refundArgs)),
+          }),
           {
             type: 'tool-result',
             effectKey: again.effectKey,
@@ -638,7 +640,7 @@ describe('executeTools', () => {
   });
 
   it('errors with EffectError missing-effect-key on a tool call that did not go through cleanTurn', async () => {
-    const bare = at(1, call('c1', 'issue_refund', refundArgs)) as unknown as KeyedToolCall;
+    const bare = at(1, call('c1', 'issue_refund', helpDesk.refundArgs)) as unknown as KeyedToolCall;
     await expect(run([bare], { issue_refund: () => 1 }, { turnId })).rejects.toSatisfy(
       (error) => error instanceof EffectError && error.code === 'missing-effect-key',
     );

@@ -10,7 +10,6 @@ import {
   EffectError,
   type EffectLedger,
   type EffectRecord,
-  type ExecuteToolsOptions,
   executeTools,
   MemoryEffectLedger,
   type ToolHandlers,
@@ -18,10 +17,11 @@ import {
 } from 'cleanturn/effects';
 import { PostgresEffectLedger } from 'cleanturn/effects/postgres';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
-import { call, keyed, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk, keyed } from 'cleanturn/testing';
 import { firstValueFrom, of } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { leaseLostError } from '../../src/effects/errors.js';
+import type { ExecuteToolsOptions } from '../../src/effects/executeTools.js';
 import { decodeError, decodeResult, encodeResult } from '../../src/effects/json.js';
 import type { ClaimOptions, SerializedError } from '../../src/effects/types.js';
 import { type PostgresServer, postgresTests, startPostgresServer } from './postgresServer.js';
@@ -30,7 +30,7 @@ import { type RedisServer, startRedisServer } from './redisServer.js';
 const turnId = 'turn-leases';
 let calls = 0;
 /** A refund call with a key of its own, so that tests sharing a server never meet. */
-const freshRefund = () => keyed(turnId, 1, call(`c${++calls}`, 'issue_refund', { ...refundArgs, n: calls }));
+const freshRefund = () => keyed(turnId, 1, call(`c${++calls}`, 'issue_refund', { ...helpDesk.refundArgs, n: calls }));
 
 /** Waits for `condition`, asking every 10 ms; fails after `deadlineMs`. */
 async function until(condition: () => boolean | Promise<boolean>, deadlineMs = 10_000): Promise<void> {

@@ -8,7 +8,7 @@ import { dedupeByEffectKey, effectKey, UsageError } from 'cleanturn';
 import { MemoryEffectLedger } from 'cleanturn/effects';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
-import { call, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk } from 'cleanturn/testing';
 import type { Redis } from 'ioredis';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,7 +103,7 @@ describe('SqliteEffectLedger specifics', () => {
 
 describe('a synchronous ledger as seen of dedupeByEffectKey', () => {
   const turnId = 'turn-42';
-  const refund = call('c7', 'issue_refund', refundArgs);
+  const refund = call('c7', 'issue_refund', helpDesk.refundArgs);
   const lookup = call('c8', 'lookup_order', { order_id: 'ORD-7781' });
 
   for (const [name, make] of [

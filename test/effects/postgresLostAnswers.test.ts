@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { TurnEvent } from 'cleanturn';
 import { EffectError, executeTools, type ToolResultEvent } from 'cleanturn/effects';
 import { PostgresEffectLedger } from 'cleanturn/effects/postgres';
-import { call, keyed, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk, keyed } from 'cleanturn/testing';
 import pg from 'pg';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -107,7 +107,7 @@ describe.skipIf(postgresTests.skip)(
       await observer.query('SELECT 1');
       const ledger = new PostgresEffectLedger({ pool, table, queryTimeoutMs: 400 });
       const turnId = 'turn-9';
-      const refund = keyed(turnId, 1, call('c1', 'issue_refund', refundArgs));
+      const refund = keyed(turnId, 1, call('c1', 'issue_refund', helpDesk.refundArgs));
       let runs = 0;
       const turn = (on: PostgresEffectLedger) =>
         lastValueFrom(

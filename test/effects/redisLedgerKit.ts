@@ -1,12 +1,13 @@
 // What the Redis ledger fault tests share: throwaway servers and clients closed after each test, a client that
 // never gives up on a command by itself, and the refund turn run through executeTools.
 import { cleanTurn } from 'cleanturn';
-import { type ExecuteToolsOptions, executeTools, type ToolResultEvent } from 'cleanturn/effects';
+import { executeTools, type ToolResultEvent } from 'cleanturn/effects';
 import type { RedisEffectLedger } from 'cleanturn/effects/redis';
 import { call, finish } from 'cleanturn/testing';
 import { Redis } from 'ioredis';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterEach } from 'vitest';
+import type { ExecuteToolsOptions } from '../../src/effects/executeTools.js';
 import { type RedisServer, type RedisServerOptions, startRedisServer } from './redisServer.js';
 
 export const turnId = 'turn-42';

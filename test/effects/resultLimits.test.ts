@@ -13,13 +13,13 @@ import {
   type ToolResultEvent,
 } from 'cleanturn/effects';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
-import { call, keyed, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk, keyed } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeResult, encodeResult } from '../../src/effects/json.js';
 
 const turnId = 'turn-42';
-const refund = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const refund = keyed(turnId, 2, call('c7', 'issue_refund', helpDesk.refundArgs));
 
 /** `levels` arrays inside each other around `leaf`. */
 function nestedArrays(levels: number, leaf: unknown = 'leaf'): unknown {

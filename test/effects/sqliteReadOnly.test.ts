@@ -11,12 +11,12 @@ import Database from 'better-sqlite3';
 import { CleanturnError } from 'cleanturn';
 import { EffectError, executeTools, type ToolHandlers } from 'cleanturn/effects';
 import { SqliteEffectLedger } from 'cleanturn/effects/sqlite';
-import { call, keyed, refundArgs } from 'cleanturn/testing';
+import { call, helpDesk, keyed } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 const turnId = 'turn-42';
-const refund = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const refund = keyed(turnId, 2, call('c7', 'issue_refund', helpDesk.refundArgs));
 const email = keyed(turnId, 2, call('c8', 'send_email', { to: 'ada@example.com' }));
 
 /** Whether `chattr +i` works here (root on a file system with the immutable flag, such as ext4). */

@@ -1,7 +1,7 @@
 // The AI SDK decoder without RxJS: decodeAll runs it under the same rules as aiSdkParts().
 
 import { ProviderError } from 'cleanturn/providers';
-import { call, finish, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, finish, helpDesk, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import type { AiSdkOutput, AiSdkStreamPart } from '../../src/providers/aiSdkParts.js';
 import { AiSdkPartsDecoder } from '../../src/providers/aiSdkParts.js';
@@ -16,14 +16,14 @@ const run = (parts: unknown[], ending: { error: unknown } | 'complete' = 'comple
     ending,
   );
 
-const refund = { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs };
+const refund = { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: helpDesk.refundArgs };
 const step = { type: 'finish-step', usage: { inputTokens: 10, outputTokens: 4 } };
 const end = { type: 'finish', finishReason: 'stop', rawFinishReason: 'end_turn' };
 const refundPart = {
   type: 'tool-call',
   toolCallId: 'c1',
   toolName: 'issue_refund',
-  input: refundArgs,
+  input: helpDesk.refundArgs,
 } as const;
 /** A finish with the attempt's output. */
 const ended = (event: FinishEvent, content: AiSdkOutput['content']): FinishEvent => {
@@ -39,7 +39,7 @@ describe('the AI SDK decoder', () => {
     ];
     expect(run([refund, step, end, ...later], { error: new Error('reset') })).toEqual({
       events: [
-        call('c1', 'issue_refund', refundArgs),
+        call('c1', 'issue_refund', helpDesk.refundArgs),
         usage(10, 4),
         ended(finish('tool-calls', 'end_turn'), [refundPart]),
       ],
@@ -52,7 +52,9 @@ describe('the AI SDK decoder', () => {
   });
 
   it('a finish-step is not a finish: a stream cut after it ends without one, its calls released', () => {
-    expect(run([refund, step])).toEqual({ events: [call('c1', 'issue_refund', refundArgs), usage(10, 4)] });
+    expect(run([refund, step])).toEqual({
+      events: [call('c1', 'issue_refund', helpDesk.refundArgs), usage(10, 4)],
+    });
     expect(run([refund])).toEqual({ events: [] }); // a step that never ended: its call is void
   });
 

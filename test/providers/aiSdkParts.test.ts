@@ -12,7 +12,7 @@ import {
   retryAsEvents,
 } from 'cleanturn';
 import { aiSdkParts, ProviderError } from 'cleanturn/providers';
-import { call, reasoning, refundArgs, retrying, text, usage } from 'cleanturn/testing';
+import { call, helpDesk, reasoning, retrying, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -34,7 +34,7 @@ const upstream = (file: string) => file.startsWith('upstream-openai-chat');
 const fixture = (name: string) => readPayloads(`${dir}${name}`) as AiSdkStreamPart[];
 
 const C1 = 'call_Q2wE3rT4yU5iO6pA7sD8fG9h';
-const refund = (id: string) => call(id, 'issue_refund', refundArgs);
+const refund = (id: string) => call(id, 'issue_refund', helpDesk.refundArgs);
 
 const providerError = (fields: Record<string, unknown>) => (error: unknown) => {
   expect(error).toBeInstanceOf(ProviderError);
@@ -86,7 +86,7 @@ const callPart = (
 const resultPart = (id: string, toolName: string, output: unknown) =>
   ({ type: 'tool-result', toolCallId: id, toolName, output }) as Content[number];
 
-const refundPart = (id: string, more = {}) => callPart(id, 'issue_refund', refundArgs, more);
+const refundPart = (id: string, more = {}) => callPart(id, 'issue_refund', helpDesk.refundArgs, more);
 const G1 = 'call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9';
 const T1 = 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP';
 const RS = 'rs_68f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5';
@@ -512,7 +512,12 @@ describe('aiSdkParts: reasoning, the output, response ids, usage details', () =>
   it('compaction (raw) is a pause too; a pause with a released call is not', () => {
     const paused = run([{ type: 'finish', finishReason: 'other', rawFinishReason: 'compaction' }]).values;
     expect(paused).toEqual([ended('other', [], { raw: 'compaction', paused: true })]);
-    const refundCall = { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs };
+    const refundCall = {
+      type: 'tool-call',
+      toolCallId: 'c1',
+      toolName: 'issue_refund',
+      input: helpDesk.refundArgs,
+    };
     const withCall = run([
       refundCall,
       { type: 'finish', finishReason: 'stop', rawFinishReason: 'pause_turn' },
@@ -814,7 +819,7 @@ describe('aiSdkParts: errors', () => {
     }
   });
 
-  const call1 = { toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs };
+  const call1 = { toolCallId: 'c1', toolName: 'issue_refund', input: helpDesk.refundArgs };
   it.each([
     ['a numeric toolCallId', { type: 'tool-call', ...call1, toolCallId: 7 }, 'toolCallId'],
     ['an empty toolCallId', { type: 'tool-input-available', ...call1, toolCallId: '' }, 'toolCallId'],
@@ -852,14 +857,14 @@ describe('aiSdkParts: errors', () => {
 
   it('a tool-call denied by the user is not released', () => {
     const parts = [
-      { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: refundArgs },
+      { type: 'tool-call', toolCallId: 'c1', toolName: 'issue_refund', input: helpDesk.refundArgs },
       { type: 'tool-output-denied', toolCallId: 'c1' },
       { type: 'finish-step' },
       { type: 'finish', finishReason: 'tool-calls' },
     ] as AiSdkStreamPart[];
     expect(collect(from(parts).pipe(aiSdkParts())).values).toEqual([
       ended('tool-calls', [
-        callPart('c1', 'issue_refund', refundArgs),
+        callPart('c1', 'issue_refund', helpDesk.refundArgs),
         resultPart('c1', 'issue_refund', { type: 'execution-denied' }),
       ]),
     ]);

@@ -10,12 +10,13 @@ import {
   requireFinish,
   retryAsEvents,
 } from 'cleanturn';
-import { anthropicMessages, ProviderError, type ProviderErrorCode } from 'cleanturn/providers';
-import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { anthropicMessages, ProviderError } from 'cleanturn/providers';
+import { call, delta, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { AnthropicOutput, AnthropicStreamEvent } from '../../src/providers/anthropicMessages.js';
+import type { ProviderErrorCode } from '../../src/providers/errors.js';
 import { upstreamProviderError } from '../../src/providers/errors.js';
 import type { FinishEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
@@ -30,7 +31,7 @@ const dir = fileURLToPath(new URL('../fixtures/anthropic/', import.meta.url));
 /** The parsed events of a fixture file. */
 const fixture = (name: string) => readSseJson(`${dir}${name}`) as AnthropicStreamEvent[];
 
-const refund = (id: string) => call(id, 'issue_refund', refundArgs);
+const refund = (id: string) => call(id, 'issue_refund', helpDesk.refundArgs);
 const T1 = 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP';
 
 const retryable = (code: string) => (error: unknown) => {
@@ -100,7 +101,7 @@ const cases: FixtureCase[] = [
     trap: 'text, a ping, a tool_use whose first fragment is empty and whose arguments arrive in three pieces',
     events: [
       cached(412, 2), text('Checking order'), text(' ORD-7781. '), refund(T1), cached(412, 58),
-      done('tool-calls', 'tool_use', msg, [textBlock('Checking order ORD-7781. '), toolUse(T1, 'issue_refund', refundArgs)]),
+      done('tool-calls', 'tool_use', msg, [textBlock('Checking order ORD-7781. '), toolUse(T1, 'issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: [T1] },
   },
@@ -118,7 +119,7 @@ const cases: FixtureCase[] = [
     trap: 'the whole arguments in the first fragment',
     events: [
       cached(412, 2), refund('toolu_01WholeA9bC8dE7fG6hJ5kL'), cached(412, 40),
-      done('tool-calls', 'tool_use', msg, [toolUse('toolu_01WholeA9bC8dE7fG6hJ5kL', 'issue_refund', refundArgs)]),
+      done('tool-calls', 'tool_use', msg, [toolUse('toolu_01WholeA9bC8dE7fG6hJ5kL', 'issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: '', calls: ['toolu_01WholeA9bC8dE7fG6hJ5kL'] },
   },
@@ -169,7 +170,7 @@ const cases: FixtureCase[] = [
   {
     file: 'duplicate-tool-start.sse',
     trap: 'a duplicated content_block_start of the same tool_use block is ignored',
-    events: [cached(412, 2), refund(T1), cached(412, 40), done('tool-calls', 'tool_use', msg, [toolUse(T1, 'issue_refund', refundArgs)])],
+    events: [cached(412, 2), refund(T1), cached(412, 40), done('tool-calls', 'tool_use', msg, [toolUse(T1, 'issue_refund', helpDesk.refundArgs)])],
     turn: { text: '', calls: [T1] },
   },
   {
@@ -253,7 +254,7 @@ const cases: FixtureCase[] = [
           signature: 'ErUBCkYIBRgCIkDhRfund7781SigA1bC2dE3fG4hI5jK6lM7nO8pQ9rS0tU1vW2xY3zA4bC5dE6fG7hI8jK9lM0nOEgz+PqRsTuVwXyZ01234GgxSIGNsYXVkZS1zb25uZXQ=',
         },
         textBlock('Checking order ORD-7781. '),
-        toolUse('toolu_01ThinkCall4Rt5Yu6Io7Pa8S', 'issue_refund', refundArgs, null),
+        toolUse('toolu_01ThinkCall4Rt5Yu6Io7Pa8S', 'issue_refund', helpDesk.refundArgs, null),
       ]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['toolu_01ThinkCall4Rt5Yu6Io7Pa8S'] },
@@ -266,7 +267,7 @@ const cases: FixtureCase[] = [
       done('tool-calls', 'tool_use', 'msg_01RedactQ9w8E7r6T5y4U3i2O1', [
         { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB8URj2pLmN0OqRsTuVwXy+ZaBcD' },
         { type: 'thinking', thinking: 'A damaged book gets a full refund.', signature: 'EqQBCkgIAxABGAIiQGRlZHVjZWQgcmVmdW5kIGZvciBPUkQtNzc4MRIM7rTyUi8oPa9sDfGhIjBkYW1hZ2VkIGJvb2s=' },
-        toolUse('toolu_01RedactCall2Wq3Er4Ty5Ui6', 'issue_refund', refundArgs, null),
+        toolUse('toolu_01RedactCall2Wq3Er4Ty5Ui6', 'issue_refund', helpDesk.refundArgs, null),
       ]),
     ],
     turn: { text: '', calls: ['toolu_01RedactCall2Wq3Er4Ty5Ui6'] },
@@ -364,7 +365,7 @@ const cases: FixtureCase[] = [
     trap: 'a tool call in a message that ends with end_turn: the call decides',
     events: [
       cached(412, 2), refund('toolu_01EndTurnCallHjKlZxCvBn'), cached(412, 40),
-      done('tool-calls', 'end_turn', msg, [toolUse('toolu_01EndTurnCallHjKlZxCvBn', 'issue_refund', refundArgs)]),
+      done('tool-calls', 'end_turn', msg, [toolUse('toolu_01EndTurnCallHjKlZxCvBn', 'issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: '', calls: ['toolu_01EndTurnCallHjKlZxCvBn'] },
   },
@@ -397,7 +398,7 @@ const cases: FixtureCase[] = [
     trap: 'decimal-string indexes (a proxy): the tool_use block at "1" is read, not dropped under a tool-calls finish',
     events: [
       cached(412, 2), text('Checking order'), text(' ORD-7781. '), refund('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'), cached(412, 58),
-      done('tool-calls', 'tool_use', 'msg_01StrIdx4Hq8Zp2Lw6Tn3Vb9', [textBlock('Checking order ORD-7781. '), toolUse('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5', 'issue_refund', refundArgs)]),
+      done('tool-calls', 'tool_use', 'msg_01StrIdx4Hq8Zp2Lw6Tn3Vb9', [textBlock('Checking order ORD-7781. '), toolUse('toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5', 'issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['toolu_01StrIdx7Kd2Pq9Wm4Xc8Rt5'] },
   },
@@ -683,7 +684,7 @@ describe('anthropicMessages: errors', () => {
       {
         type: 'content_block_start',
         index: 0,
-        content_block: { type: 'tool_use', id: 'toolu_r', name: 'issue_refund', input: refundArgs },
+        content_block: { type: 'tool_use', id: 'toolu_r', name: 'issue_refund', input: helpDesk.refundArgs },
       },
       { type: 'content_block_stop', index: 0 },
       { type: 'message_delta', delta: { stop_reason: 'tool_use' } },
@@ -696,7 +697,7 @@ describe('anthropicMessages: errors', () => {
         ...finish('tool-calls', 'tool_use'),
         output: {
           format: 'anthropic-messages',
-          content: [toolUse('toolu_r', 'issue_refund', refundArgs, null)],
+          content: [toolUse('toolu_r', 'issue_refund', helpDesk.refundArgs, null)],
         },
       },
     ]);

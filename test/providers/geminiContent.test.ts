@@ -12,7 +12,7 @@ import {
   retryAsEvents,
 } from 'cleanturn';
 import { geminiContent, ProviderError } from 'cleanturn/providers';
-import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { concat, defer, from, Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -30,7 +30,7 @@ const dir = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));
 /** The parsed chunks of a fixture file, with the raw JSON error tail a stream can end with. */
 const fixture = (name: string) => readPayloads(`${dir}${name}`) as GeminiChunk[];
 
-const refund = (id: string) => call(id, 'issue_refund', refundArgs);
+const refund = (id: string) => call(id, 'issue_refund', helpDesk.refundArgs);
 
 /** The response id most fixtures carry. */
 const rid = 'b36LacjwM668nsEP2tbsgQQ';
@@ -144,7 +144,7 @@ const cases: FixtureCase[] = [
     trap: 'text, then a whole functionCall without id that finishes with STOP; usage grows',
     events: [
       text('Checking order'), usage(88, 3), text(' ORD-7781. '), usage(88, 9), refund('gemini-call-0'), usage(88, 27),
-      done('tool-calls', 'STOP', rid, [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', refundArgs)]),
+      done('tool-calls', 'STOP', rid, [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
@@ -173,7 +173,7 @@ const cases: FixtureCase[] = [
     trap: 'a functionCall that carries an id keeps it',
     events: [
       refund('fc_7d1e0b2a'), usage(88, 20),
-      done('tool-calls', 'STOP', rid, [{ functionCall: { id: 'fc_7d1e0b2a', name: 'issue_refund', args: refundArgs } }]),
+      done('tool-calls', 'STOP', rid, [{ functionCall: { id: 'fc_7d1e0b2a', name: 'issue_refund', args: helpDesk.refundArgs } }]),
     ],
     turn: { text: '', calls: ['fc_7d1e0b2a'] },
   },
@@ -186,7 +186,7 @@ const cases: FixtureCase[] = [
       done('tool-calls', 'STOP', rid, [
         { text: '**Checking the order**\n\nThe customer wants a refund for a damaged book.', thought: true },
         { text: 'Checking order ORD-7781. ' },
-        fc('issue_refund', refundArgs, 'CiQB0e2Kb3Nl'),
+        fc('issue_refund', helpDesk.refundArgs, 'CiQB0e2Kb3Nl'),
       ]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
@@ -264,7 +264,7 @@ const cases: FixtureCase[] = [
     trap: 'missing optional fields: no usageMetadata, index, role, modelVersion or responseId',
     events: [
       text('Refund started.'), refund('gemini-call-0'),
-      done('tool-calls', 'STOP', undefined, [{ text: 'Refund started.' }, fc('issue_refund', refundArgs)]),
+      done('tool-calls', 'STOP', undefined, [{ text: 'Refund started.' }, fc('issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: 'Refund started.', calls: ['gemini-call-0'] },
   },
@@ -273,7 +273,7 @@ const cases: FixtureCase[] = [
     trap: 'Vertex streamed arguments: path-addressed strings continued across chunks, closed by an empty functionCall',
     events: [
       text('Checking order ORD-7781. '), refund('gemini-call-0'), usage(88, 27),
-      done('tool-calls', 'STOP', 'dqHOab6xGLzWodAPkPuViA4', [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', refundArgs)]),
+      done('tool-calls', 'STOP', 'dqHOab6xGLzWodAPkPuViA4', [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
@@ -318,7 +318,7 @@ const cases: FixtureCase[] = [
       text(midCallText[0]), usage(188, 9), text(midCallText[1]), usage(188, 21), text(midCallText[2]), usage(188, 27),
       refund('gemini-call-0'), usage(188, 45), text(midCallText[3]), usage(188, 57), text(midCallText[4]), usage(188, 68),
       done('tool-calls', 'STOP', undefined, [
-        { text: midCallText.slice(0, 3).join('') }, fc('issue_refund', refundArgs), { text: midCallText.slice(3).join('') },
+        { text: midCallText.slice(0, 3).join('') }, fc('issue_refund', helpDesk.refundArgs), { text: midCallText.slice(3).join('') },
       ]),
     ],
     turn: { text: midCallText.join(''), calls: ['gemini-call-0'] },
@@ -374,7 +374,7 @@ const cases: FixtureCase[] = [
       done('tool-calls', 'STOP', 'Ugx3acX2KqWZ28oP4uqPwQk', [
         { text: summary.join(''), thought: true },
         { text: 'Checking order ORD-7781. ' },
-        fc('issue_refund', refundArgs, 'EpQCCpECAb4+9vt3kR1dZ0cQ7mJxW2s9YkVhLq8Zr0fN3uT5aP1bD4eG6hI8jK0lM2nO4pQ6rS8tU0vW2xY4z'),
+        fc('issue_refund', helpDesk.refundArgs, 'EpQCCpECAb4+9vt3kR1dZ0cQ7mJxW2s9YkVhLq8Zr0fN3uT5aP1bD4eG6hI8jK0lM2nO4pQ6rS8tU0vW2xY4z'),
       ]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
@@ -436,7 +436,7 @@ const cases: FixtureCase[] = [
     trap: "two candidates: candidate 1's text, thought, signature and call never join candidate 0's",
     events: [
       text('Checking order ORD-7781. '), usage(88, 12), usage(88, 30), refund('gemini-call-0'), usage(88, 52),
-      done('tool-calls', 'STOP', 'kZ2LaaOaC4y2xN8PpLjvoQo', [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', refundArgs)]),
+      done('tool-calls', 'STOP', 'kZ2LaaOaC4y2xN8PpLjvoQo', [{ text: 'Checking order ORD-7781. ' }, fc('issue_refund', helpDesk.refundArgs)]),
     ],
     turn: { text: 'Checking order ORD-7781. ', calls: ['gemini-call-0'] },
   },
@@ -618,7 +618,7 @@ describe('geminiContent: fields of the wrong type', () => {
     ['an empty string', ''],
     ['absent', undefined],
   ])('a functionCall name that is %s: invalid-field, no call released', (_, name) => {
-    const result = errorOf(part({ name, args: refundArgs }));
+    const result = errorOf(part({ name, args: helpDesk.refundArgs }));
     expect(result.values).toEqual([text('Refunding. ')]);
     expect(result.error).toBeInstanceOf(ProviderError);
     expect(result.error).toMatchObject({ code: 'invalid-field', field: `${field}.name`, retryable: false });
@@ -901,7 +901,7 @@ describe('geminiContent: errors', () => {
     );
     expect(result.values).toEqual([
       refund('gemini-call-0'),
-      done('tool-calls', 'STOP', undefined, [fc('issue_refund', refundArgs)]),
+      done('tool-calls', 'STOP', undefined, [fc('issue_refund', helpDesk.refundArgs)]),
     ]);
   });
 

@@ -2,7 +2,7 @@
 // finishes, the last one winning; an error before the end fails the attempt).
 import { fileURLToPath } from 'node:url';
 import { ProviderError } from 'cleanturn/providers';
-import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import { decodeAll } from '../../src/providers/decodeWith.js';
 import type { GeminiChunk } from '../../src/providers/geminiContent.js';
@@ -193,13 +193,13 @@ describe('the Gemini decoder: reasoning, signatures and the output the next requ
       used(412, 131, { cached: 256, reasoning: 131 }),
       text('Checking order ORD-7781. '),
       used(412, 138, { cached: 256, reasoning: 131 }),
-      call('gemini-call-0', 'issue_refund', refundArgs),
+      call('gemini-call-0', 'issue_refund', helpDesk.refundArgs),
       used(412, 156, { cached: 256, reasoning: 131 }),
       done('tool-calls', 'STOP', 'Ugx3acX2KqWZ28oP4uqPwQk', [
         { text: thinking.join(''), thought: true },
         { text: 'Checking order ORD-7781. ' },
         {
-          functionCall: { name: 'issue_refund', args: refundArgs },
+          functionCall: { name: 'issue_refund', args: helpDesk.refundArgs },
           thoughtSignature:
             'EpQCCpECAb4+9vt3kR1dZ0cQ7mJxW2s9YkVhLq8Zr0fN3uT5aP1bD4eG6hI8jK0lM2nO4pQ6rS8tU0vW2xY4z',
         },
@@ -285,11 +285,11 @@ describe('the Gemini decoder: reasoning, signatures and the output the next requ
       text('Checking order ORD-7781. '),
       usage(88, 12),
       usage(88, 30),
-      call('gemini-call-0', 'issue_refund', refundArgs),
+      call('gemini-call-0', 'issue_refund', helpDesk.refundArgs),
       usage(88, 52),
       done('tool-calls', 'STOP', 'kZ2LaaOaC4y2xN8PpLjvoQo', [
         { text: 'Checking order ORD-7781. ' },
-        { functionCall: { name: 'issue_refund', args: refundArgs } },
+        { functionCall: { name: 'issue_refund', args: helpDesk.refundArgs } },
       ]),
     ]);
   });
@@ -322,7 +322,10 @@ describe('the Gemini decoder: reasoning, signatures and the output the next requ
     expect(finishOf(events)).toEqual(
       done('tool-calls', 'STOP', undefined, [
         { text: 'Checking order ORD-7781. ' },
-        { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: 'VnJ0eFNpZw==' },
+        {
+          functionCall: { name: 'issue_refund', args: helpDesk.refundArgs },
+          thoughtSignature: 'VnJ0eFNpZw==',
+        },
       ]),
     );
   });

@@ -12,7 +12,7 @@ import {
   type TurnEvent,
 } from 'cleanturn';
 import { geminiInteractions, ProviderError } from 'cleanturn/providers';
-import { call, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { defer, from, type Observable, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -60,7 +60,7 @@ const refundCall = (id: string) => ({
   type: 'function_call',
   id,
   name: 'issue_refund',
-  arguments: refundArgs,
+  arguments: helpDesk.refundArgs,
 });
 
 const cases: FixtureCase[] = [
@@ -84,7 +84,7 @@ const cases: FixtureCase[] = [
       reasoning(summaryText[0]),
       reasoning(summaryText[1]),
       text('Checking order ORD-7781. '),
-      call('fc_7q2xk4', 'issue_refund', refundArgs),
+      call('fc_7q2xk4', 'issue_refund', helpDesk.refundArgs),
       used(142, 89, { cached: 64, reasoning: 58 }),
       done('tool-calls', 'requires_action', 'v1_ChdSZWZ1bmQtT1JELTc3ODEtY2FsbA', [
         {
@@ -105,7 +105,7 @@ const cases: FixtureCase[] = [
       reasoning('The book of order ORD-7781 is damaged: refund it.'),
       text('Checking order '),
       text('ORD-7781. '),
-      call('fc_legacy1', 'issue_refund', refundArgs),
+      call('fc_legacy1', 'issue_refund', helpDesk.refundArgs),
       used(120, 64, { reasoning: 40 }),
       done('tool-calls', 'requires_action', 'v1_ChdSZWZ1bmQtT1JELTc3ODEtb2xk', [
         {
@@ -239,7 +239,7 @@ describe('geminiInteractions: finish reasons', () => {
     });
     const result = adapt([callStart(), args, ev.stop(1), ev.completed('completed')]);
     expect(result.values).toEqual([
-      call('fc_1', 'issue_refund', refundArgs),
+      call('fc_1', 'issue_refund', helpDesk.refundArgs),
       done('tool-calls', 'completed', 'v1_a', [refundCall('fc_1')]),
     ]);
   });
@@ -276,7 +276,7 @@ describe('geminiInteractions: calls', () => {
     const whole = {
       event_type: 'content.delta',
       index: 0,
-      delta: { type: 'function_call', name: 'issue_refund', arguments: refundArgs },
+      delta: { type: 'function_call', name: 'issue_refund', arguments: helpDesk.refundArgs },
     };
     const result = adapt([
       open,
@@ -285,7 +285,7 @@ describe('geminiInteractions: calls', () => {
       ev.completed('requires_action'),
     ]);
     expect(result.values).toEqual([
-      call('gemini-call-0', 'issue_refund', refundArgs),
+      call('gemini-call-0', 'issue_refund', helpDesk.refundArgs),
       done('tool-calls', 'requires_action', 'v1_a', [refundCall('gemini-call-0')]),
     ]);
   });
@@ -542,7 +542,9 @@ describe('geminiInteractions: the clean turn after a retry', () => {
     expect(seen.filter((e) => e.type === 'reset')).toHaveLength(1);
     const released = seen.filter((e) => e.type === 'tool-call');
     expect(released.map((k) => k.id)).toEqual(['fc_7q2xk4']);
-    expect(released[0]?.effectKey).toBe(effectKey(turnId, { name: 'issue_refund', args: refundArgs }));
+    expect(released[0]?.effectKey).toBe(
+      effectKey(turnId, { name: 'issue_refund', args: helpDesk.refundArgs }),
+    );
     expect(last?.finish?.responseId).toBe('v1_ChdSZWZ1bmQtT1JELTc3ODEtY2FsbA');
   });
 
@@ -592,7 +594,7 @@ describe('geminiInteractions: frame by frame', () => {
       const source = cold('-s-t-f-a-p-c-t-|', values);
       expectObservable(source.pipe(geminiInteractions())).toBe('---T-----K-F---|', {
         T: text('Refund '),
-        K: call('fc_1', 'issue_refund', refundArgs),
+        K: call('fc_1', 'issue_refund', helpDesk.refundArgs),
         F: done('tool-calls', 'requires_action', 'v1_a', [answer('Refund '), refundCall('fc_1')]),
       });
       expectSubscriptions(source.subscriptions).toBe('^--------------!');

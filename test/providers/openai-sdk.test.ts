@@ -20,7 +20,7 @@ import {
   toOpenAIChatMessages,
   toOpenAIResponsesInput,
 } from 'cleanturn/providers';
-import { refundArgs } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import OpenAI from 'openai';
 import { defer, from, lastValueFrom, mergeMap, type Observable, type OperatorFunction, tap } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -102,9 +102,9 @@ function expectCleanHelpDeskTurn(turn: Turn, callId: string) {
       type: 'tool-call',
       id: callId,
       name: 'issue_refund',
-      args: refundArgs,
+      args: helpDesk.refundArgs,
       attempt: 2,
-      effectKey: effectKey(turnId, { name: 'issue_refund', args: refundArgs }),
+      effectKey: effectKey(turnId, { name: 'issue_refund', args: helpDesk.refundArgs }),
     },
   ]);
   // The text of attempt 1 reached the consumer before the reset, and attempt 2's text came after it.

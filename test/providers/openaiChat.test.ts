@@ -11,7 +11,7 @@ import {
   type TurnEvent,
 } from 'cleanturn';
 import { openaiChat, ProviderError } from 'cleanturn/providers';
-import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, delta, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOutput } from '../../src/providers/openaiChat.js';
@@ -111,7 +111,7 @@ const vllmThinking = 'The user wants a refund for ORD-7781. Answer briefly.';
 const expectations: Record<string, Expectation> = {
   'text-and-call.sse': { events: [
     text('Checking order'), text(' ORD-7781. '), usageOf(187, 29, 0, 0),
-    call('call_7Hq2mWbK9sXv4RtY1nCz0LdE', 'issue_refund', refundArgs),
+    call('call_7Hq2mWbK9sXv4RtY1nCz0LdE', 'issue_refund', helpDesk.refundArgs),
     done('tool-calls', 'tool_calls', {
       content: 'Checking order ORD-7781. ',
       tool_calls: [toolCall('call_7Hq2mWbK9sXv4RtY1nCz0LdE', 'issue_refund', refundText)],
@@ -132,7 +132,7 @@ const expectations: Record<string, Expectation> = {
   'parallel-interleaved.sse': { events: [
     usageOf(233, 52, 128, 0),
     call('call_R1a8Xq2Wm5Nv9Bt3Lc7Kp0Zs', 'lookup_order', lookupArgs),
-    call('call_G4hJ6kL8mN0pQ2rS4tU6vW8x', 'issue_refund', refundArgs),
+    call('call_G4hJ6kL8mN0pQ2rS4tU6vW8x', 'issue_refund', helpDesk.refundArgs),
     done('tool-calls', 'tool_calls', {
       tool_calls: [
         toolCall('call_R1a8Xq2Wm5Nv9Bt3Lc7Kp0Zs', 'lookup_order', '{"order_id": "ORD-7781"}'),
@@ -150,7 +150,7 @@ const expectations: Record<string, Expectation> = {
   ] },
   'truncated-no-done.sse': { events: [text('Checking order ORD-7781. ')] },
   'tool-call-finish-stop.sse': { events: [
-    usageOf(150, 19, 0, 0), call('call_Lp0oK9iJ8uH7yG6tF5rD4eS3', 'issue_refund', refundArgs),
+    usageOf(150, 19, 0, 0), call('call_Lp0oK9iJ8uH7yG6tF5rD4eS3', 'issue_refund', helpDesk.refundArgs),
     done('tool-calls', 'stop', {
       tool_calls: [toolCall('call_Lp0oK9iJ8uH7yG6tF5rD4eS3', 'issue_refund', refundText)],
     }, 'chatcmpl-CkX8nM1bV3cX5zA7sD9fG2'),
@@ -193,7 +193,7 @@ const expectations: Record<string, Expectation> = {
     }, 'chatcmpl-Ckc8vB9nM0qW1eR2tY3uI4'),
   ] },
   'duplicate-start-fields.sse': { events: [
-    usage(201, 27), call('kQ3nV8xZp', 'issue_refund', refundArgs),
+    usage(201, 27), call('kQ3nV8xZp', 'issue_refund', helpDesk.refundArgs),
     done('tool-calls', 'tool_calls', { tool_calls: [toolCall('kQ3nV8xZp', 'issue_refund', spacedRefundText)] }, 'chatcmpl-7f3a9c'),
   ] },
   'refusal.sse': { events: [{
@@ -201,7 +201,7 @@ const expectations: Record<string, Expectation> = {
     refusal: "I'm sorry, I can't help with that.",
   }] },
   'compat-arguments-object.sse': { events: [
-    text('Refunding now.'), call('call_q7Tn2', 'issue_refund', refundArgs),
+    text('Refunding now.'), call('call_q7Tn2', 'issue_refund', helpDesk.refundArgs),
     done('tool-calls', 'tool_calls', {
       content: 'Refunding now.', tool_calls: [toolCall('call_q7Tn2', 'issue_refund', refundText)],
     }, 'chatcmpl-Rq81vXk2Lm'),
@@ -234,7 +234,7 @@ const expectations: Record<string, Expectation> = {
   'deepseek-reasoning-content-then-call.sse': { events: [
     reasoning('The customer'), reasoning("'s book arrived"), reasoning(' damaged, so a'),
     reasoning(' full refund of ORD-7781'), reasoning('.'), reasoning(' I should call issue_refund.'),
-    call('call_00_Kd8sQ2vLx7Rm4TpW9nYc1BzE', 'issue_refund', refundArgs), usageOf(412, 58, 384, 21),
+    call('call_00_Kd8sQ2vLx7Rm4TpW9nYc1BzE', 'issue_refund', helpDesk.refundArgs), usageOf(412, 58, 384, 21),
     done('tool-calls', 'tool_calls', {
       reasoning_content: deepseekThinking,
       tool_calls: [toolCall('call_00_Kd8sQ2vLx7Rm4TpW9nYc1BzE', 'issue_refund', refundText)],
@@ -243,7 +243,7 @@ const expectations: Record<string, Expectation> = {
   'openrouter-claude-reasoning-details-signature.sse': { events: [
     reasoning('The book arrived damaged.'), reasoning(' A full refund of ORD-7781 fits the policy;'),
     reasoning(' I will call issue_refund.'), text('Checking order ORD-7781. '),
-    call('toolu_01Hx4Kq8VbN2mZ7cR5tY9wLp', 'issue_refund', refundArgs), usageOf(1208, 96, 1024, 38),
+    call('toolu_01Hx4Kq8VbN2mZ7cR5tY9wLp', 'issue_refund', helpDesk.refundArgs), usageOf(1208, 96, 1024, 38),
     done('tool-calls', 'tool_calls', {
       content: 'Checking order ORD-7781. ',
       reasoning: claudeThinking,
@@ -261,7 +261,7 @@ const expectations: Record<string, Expectation> = {
   ] },
   'openrouter-gemini-text-and-signature-same-index.sse': { events: [
     reasoning('**Checking the refund**\n\nThe order ORD-7781'), reasoning(' qualifies for a full refund.'),
-    text('Checking order ORD-7781. '), call('tool_issue_refund_Zr5Wm1Qx8Kc3Vn7Tb2Lp', 'issue_refund', refundArgs),
+    text('Checking order ORD-7781. '), call('tool_issue_refund_Zr5Wm1Qx8Kc3Vn7Tb2Lp', 'issue_refund', helpDesk.refundArgs),
     usageOf(312, 141, 0, 97),
     done('tool-calls', 'tool_calls', {
       content: 'Checking order ORD-7781. ',
@@ -281,7 +281,7 @@ const expectations: Record<string, Expectation> = {
     }, 'chatcmpl-7e3a9c1d5b2f4e8a'),
   ] },
   'compat-cortex-no-finish-reason.sse': { events: [
-    text('Checking order'), text(' ORD-7781. '), call('tooluse_Wq3Rt8Lm1Xk6Zp4Nv9Cs', 'issue_refund', refundArgs),
+    text('Checking order'), text(' ORD-7781. '), call('tooluse_Wq3Rt8Lm1Xk6Zp4Nv9Cs', 'issue_refund', helpDesk.refundArgs),
     usage(390, 53),
     done('tool-calls', undefined, {
       content: 'Checking order ORD-7781. ',
@@ -1031,7 +1031,9 @@ describe('openaiChat: the clean turn after a retry', () => {
     const released = seen.filter((e) => e.type === 'tool-call');
     expect(released).toHaveLength(1);
     expect(released[0]).toMatchObject({ id: 'call_7Hq2mWbK9sXv4RtY1nCz0LdE', attempt: 2 });
-    expect(released[0]?.effectKey).toBe(effectKey(turnId, { name: 'issue_refund', args: refundArgs }));
+    expect(released[0]?.effectKey).toBe(
+      effectKey(turnId, { name: 'issue_refund', args: helpDesk.refundArgs }),
+    );
   });
 
   it('a retryable in-stream error is retried; the half sentence of attempt 1 is reset away', () => {

@@ -14,7 +14,7 @@ import {
 } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
 import { openaiChat, toOpenAIChatMessages } from 'cleanturn/providers';
-import { refundArgs } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import { fromSSE, streamTurn } from 'cleanturn/transport';
 import { last, lastValueFrom, map, type Observable, share, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -263,7 +263,7 @@ describe('two steps against a strict Chat Completions server, step 1 cut and ret
         cachedInputTokens: 128,
         reasoningTokens: 18,
       });
-      expect(refunds).toEqual([refundArgs]);
+      expect(refunds).toEqual([helpDesk.refundArgs]);
       const { messages, text } = step2(requests);
       expect(messages).toEqual([
         user,
@@ -292,7 +292,7 @@ describe('two steps against a strict Chat Completions server, step 1 cut and ret
       expect(requests.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(first.turn.attempts.map((a) => a.outcome)).toEqual(['abandoned', 'completed']);
       expect(first.turn.reasoning).toBe(claudeFinal);
-      expect(refunds).toEqual([refundArgs]);
+      expect(refunds).toEqual([helpDesk.refundArgs]);
       const { messages, text } = step2(requests);
       expect(messages).toEqual([
         user,

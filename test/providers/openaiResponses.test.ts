@@ -9,7 +9,7 @@ import {
   type TurnEvent,
 } from 'cleanturn';
 import { openaiResponses, ProviderError } from 'cleanturn/providers';
-import { call, delta, finish, reasoning, refundArgs, text, usage } from 'cleanturn/testing';
+import { call, delta, finish, helpDesk, reasoning, text, usage } from 'cleanturn/testing';
 import { defer, from, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { OpenAIResponsesEvent, OpenAIResponsesInput } from '../../src/providers/openaiResponses.js';
@@ -111,7 +111,7 @@ const finishOf = (name: string, reason: FinishReason, raw = 'completed', items?:
 const expectations: Record<string, Expectation> = {
   'text-and-call.sse': { events: [
     text('Checking order'), text(' ORD-7781. '), usageOf(187, 29),
-    call('call_Zl5vIMnD7dVAjgU6FkhmiCZh', 'issue_refund', refundArgs), finishOf('text-and-call.sse', 'tool-calls'),
+    call('call_Zl5vIMnD7dVAjgU6FkhmiCZh', 'issue_refund', helpDesk.refundArgs), finishOf('text-and-call.sse', 'tool-calls'),
   ] },
   'no-arg-tool.sse': { events: [
     usageOf(88, 9), call('call_Pq9rS8tU7vW6xY5zA4bC3dE2', 'list_open_orders', {}), finishOf('no-arg-tool.sse', 'tool-calls'),
@@ -122,7 +122,7 @@ const expectations: Record<string, Expectation> = {
   'parallel-interleaved.sse': { events: [
     usageOf(240, 48, 128),
     call('call_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8', 'lookup_order', lookupArgs),
-    call('call_Ii9Jj8Kk7Ll6Mm5Nn4Oo3Pp2', 'issue_refund', refundArgs),
+    call('call_Ii9Jj8Kk7Ll6Mm5Nn4Oo3Pp2', 'issue_refund', helpDesk.refundArgs),
     finishOf('parallel-interleaved.sse', 'tool-calls'),
   ] },
   'truncated.sse': { events: [text('Checking order ORD-7781. ')] },
@@ -166,12 +166,12 @@ const expectations: Record<string, Expectation> = {
   ] },
   'reasoning-then-call.sse': { events: [
     reasoning('**Checking the order**\n\nThe customer wants a refund'), usageOf(310, 212, 0, 192),
-    call('call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', 'issue_refund', refundArgs), finishOf('reasoning-then-call.sse', 'tool-calls'),
+    call('call_Gh2Ij3Kl4Mn5Op6Qr7St8Uv9', 'issue_refund', helpDesk.refundArgs), finishOf('reasoning-then-call.sse', 'tool-calls'),
   ] },
   'reasoning-encrypted-summary-parts-then-call.sse': { events: [
     reasoning('**Checking the order**\n\nThe customer says the book'), reasoning(' arrived damaged.'),
     reasoning('\n\n**Refund policy**\n\nDamaged books'), reasoning(' are refunded in full.'),
-    usageOf(412, 230, 256, 192), call('call_AB6AaRZ1FYZB2RwS6A5vbdqn', 'issue_refund', refundArgs),
+    usageOf(412, 230, 256, 192), call('call_AB6AaRZ1FYZB2RwS6A5vbdqn', 'issue_refund', helpDesk.refundArgs),
     finishOf('reasoning-encrypted-summary-parts-then-call.sse', 'tool-calls'),
   ] },
   'compat-reasoning-text-deltas.sse': { events: [
@@ -206,7 +206,7 @@ const expectations: Record<string, Expectation> = {
   ] },
   'completed-output-and-streamed-calls.sse': { events: [
     usageOf(260, 51),
-    call('call_Uk3Vl4Wm5Xn6Yo7Zp8Aq9Br0', 'issue_refund', refundArgs),
+    call('call_Uk3Vl4Wm5Xn6Yo7Zp8Aq9Br0', 'issue_refund', helpDesk.refundArgs),
     call('call_Mc5Nd6Oe7Pf8Qg9Rh0Si1Tj2', 'lookup_order', lookupArgs),
     finishOf('completed-output-and-streamed-calls.sse', 'tool-calls'),
   ] },
@@ -789,7 +789,9 @@ describe('openaiResponses: the clean turn after a retry', () => {
     expect(seen.filter((e) => e.type === 'reset')).toHaveLength(1);
     const released = seen.filter((e) => e.type === 'tool-call');
     expect(released).toHaveLength(1);
-    expect(released[0]?.effectKey).toBe(effectKey(turnId, { name: 'issue_refund', args: refundArgs }));
+    expect(released[0]?.effectKey).toBe(
+      effectKey(turnId, { name: 'issue_refund', args: helpDesk.refundArgs }),
+    );
   });
 
   it('a retryable error event (flat shape) is retried; an insufficient_quota one (nested shape) is not', () => {

@@ -1,6 +1,7 @@
 // ProviderErrorCode is a closed union: a switch over it that names every code needs no default.
-import type { ProviderError, ProviderErrorCode } from 'cleanturn/providers';
+import type { ProviderError } from 'cleanturn/providers';
 import { describe, expectTypeOf, it } from 'vitest';
+import type { ProviderErrorCode } from '../../src/providers/errors.js';
 
 function what(code: ProviderErrorCode): string {
   switch (code) {

@@ -27,7 +27,7 @@ import {
   ProviderError,
   toGeminiContents,
 } from 'cleanturn/providers';
-import { refundArgs } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import { concatMap, defer, lastValueFrom, type Observable, tap, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -89,9 +89,9 @@ function expectCleanTurn(result: { events: TurnEvent[]; turn: TurnState }, text:
       type: 'tool-call',
       id: callId,
       name: 'issue_refund',
-      args: refundArgs,
+      args: helpDesk.refundArgs,
       attempt: 2,
-      effectKey: effectKey(turnId, { name: 'issue_refund', args: refundArgs }),
+      effectKey: effectKey(turnId, { name: 'issue_refund', args: helpDesk.refundArgs }),
     },
   ]);
   expect(events.filter((e) => e.type === 'reset')).toHaveLength(1);
@@ -344,7 +344,7 @@ describe('@google/genai: ai.models.generateContentStream()', () => {
             thought: true,
           },
           { text: 'Checking order ORD-7781. ' },
-          { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature },
+          { functionCall: { name: 'issue_refund', args: helpDesk.refundArgs }, thoughtSignature: signature },
         ],
       },
       {
@@ -403,7 +403,7 @@ describe('ai: streamText().fullStream with @ai-sdk/openai', () => {
           type: 'tool-call',
           toolCallId: 'call_Q2wE3rT4yU5iO6pA7sD8fG9h',
           toolName: 'issue_refund',
-          input: refundArgs,
+          input: helpDesk.refundArgs,
         },
       ],
     });

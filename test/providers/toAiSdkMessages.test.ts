@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { accumulateTurn, attemptPipeline, cleanTurn, type ToolResultLike, type TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
 import { aiSdkParts, ProviderError, toAiSdkMessages } from 'cleanturn/providers';
-import { refundArgs } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import { from, lastValueFrom, share, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { AiSdkOutput, AiSdkStreamPart } from '../../src/providers/aiSdkParts.js';
@@ -42,7 +42,7 @@ const refundCall = (id: string, more: object = {}) => ({
   type: 'tool-call',
   toolCallId: id,
   toolName: 'issue_refund',
-  input: refundArgs,
+  input: helpDesk.refundArgs,
   ...more,
 });
 
@@ -247,7 +247,7 @@ describe('toAiSdkMessages: the final attempt as ai@6 messages', () => {
       type: 'tool-call',
       id: 'c7',
       name: 'issue_refund',
-      args: refundArgs,
+      args: helpDesk.refundArgs,
       attempt: 2,
       effectKey: 'k7',
     } as const;

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { accumulateTurn, attemptPipeline, cleanTurn, type ToolResultLike, type TurnState } from 'cleanturn';
 import { anthropicMessages, ProviderError, toAnthropicMessages } from 'cleanturn/providers';
-import { at, call, finish, keyed, refundArgs, repeated, text } from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, repeated, text } from 'cleanturn/testing';
 import { from, last, lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { checkBlocks, extractBlocks, typescriptLanguages } from '../../scripts/readmeCode.js';
@@ -63,7 +63,7 @@ describe('toAnthropicMessages: the final attempt, then one tool_result per call'
             type: 'tool_use',
             id: 'toolu_01ThinkCall4Rt5Yu6Io7Pa8S',
             name: 'issue_refund',
-            input: refundArgs,
+            input: helpDesk.refundArgs,
           },
         ],
       },
@@ -208,14 +208,14 @@ describe('toAnthropicMessages: the final attempt, then one tool_result per call'
   });
 
   it('a finish without an output (a neutral source of your own): the turn text and its calls', () => {
-    const c = keyed(turnId, 2, call('call_7', 'issue_refund', refundArgs));
+    const c = keyed(turnId, 2, call('call_7', 'issue_refund', helpDesk.refundArgs));
     const turn = { finish: at(2, finish('tool-calls')), text: 'Refunding.', toolCalls: [c] };
     expect(toAnthropicMessages(turn, [executed(c, undefined)])).toEqual([
       {
         role: 'assistant',
         content: [
           { type: 'text', text: 'Refunding.' },
-          { type: 'tool_use', id: 'call_7', name: 'issue_refund', input: refundArgs },
+          { type: 'tool_use', id: 'call_7', name: 'issue_refund', input: helpDesk.refundArgs },
         ],
       },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_7', content: '{}' }] },
@@ -262,7 +262,7 @@ describe('toAnthropicMessages: a request the API would reject is a typed error',
     const turn = await refundTurn();
     const [refund] = turn.toolCalls as ReleasedCall[];
     const other = toolResult(
-      repeated(turnId, 1, call('toolu_other', 'issue_refund', refundArgs)),
+      repeated(turnId, 1, call('toolu_other', 'issue_refund', helpDesk.refundArgs)),
       'executed',
       {
         result: 1,
@@ -306,12 +306,17 @@ const refundTurnSync = {
     output: {
       format: 'anthropic-messages',
       content: [
-        { type: 'tool_use', id: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP', name: 'issue_refund', input: refundArgs },
+        {
+          type: 'tool_use',
+          id: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP',
+          name: 'issue_refund',
+          input: helpDesk.refundArgs,
+        },
       ],
     },
   },
   text: '',
-  toolCalls: [keyed(turnId, 1, call('toolu_01QE1WLsSVp5hy5Q3GmGTmjP', 'issue_refund', refundArgs))],
+  toolCalls: [keyed(turnId, 1, call('toolu_01QE1WLsSVp5hy5Q3GmGTmjP', 'issue_refund', helpDesk.refundArgs))],
 };
 
 describe("toAnthropicMessages: the doc comment's example", () => {

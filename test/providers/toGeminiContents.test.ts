@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { ToolResultLike, TurnEvent, TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
 import { geminiContent, ProviderError, toGeminiContents } from 'cleanturn/providers';
-import { refundArgs } from 'cleanturn/testing';
+import { helpDesk } from 'cleanturn/testing';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { GeminiChunk } from '../../src/providers/geminiContent.js';
@@ -53,7 +53,7 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
         parts: [
           { text: thinking, thought: true },
           { text: 'Checking order ORD-7781. ' },
-          { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature },
+          { functionCall: { name: 'issue_refund', args: helpDesk.refundArgs }, thoughtSignature: signature },
         ],
       },
       {
@@ -80,7 +80,7 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
     expect(contents[0]?.parts).toEqual([
       { text: thinking, thought: true },
       { text: 'Checking order ORD-7781. ' },
-      { functionCall: { name: 'issue_refund', args: refundArgs }, thoughtSignature: signature },
+      { functionCall: { name: 'issue_refund', args: helpDesk.refundArgs }, thoughtSignature: signature },
     ]);
     expect(contents[1]).toEqual({
       role: 'user',
@@ -120,7 +120,7 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
     expect(toGeminiContents(turn, ran(turn, [{ ok: true }]))).toEqual([
       {
         role: 'model',
-        parts: [{ functionCall: { id: 'fc_7d1e0b2a', name: 'issue_refund', args: refundArgs } }],
+        parts: [{ functionCall: { id: 'fc_7d1e0b2a', name: 'issue_refund', args: helpDesk.refundArgs } }],
       },
       {
         role: 'user',
@@ -205,7 +205,7 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
     const call = first[0]?.parts[2] as { functionCall: { args: Record<string, unknown> } };
     call.functionCall.args.amount = 'none';
     expect(toGeminiContents(turn, ran(turn, ['ok']))[0]?.parts[2]).toEqual({
-      functionCall: { name: 'issue_refund', args: refundArgs },
+      functionCall: { name: 'issue_refund', args: helpDesk.refundArgs },
       thoughtSignature: signature,
     });
   });
@@ -214,7 +214,7 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
     const turn = {
       finish: { type: 'finish', reason: 'tool-calls', attempt: 1 },
       text: 'Refunding. ',
-      toolCalls: [{ id: 'c1', name: 'issue_refund', args: refundArgs }],
+      toolCalls: [{ id: 'c1', name: 'issue_refund', args: helpDesk.refundArgs }],
     } as const;
     const call = { ...turn.toolCalls[0], type: 'tool-call', attempt: 1, effectKey: 'k1' } as ReleasedCall;
     expect(toGeminiContents(turn, [result(call, 'executed', { result: 'ok' })])).toEqual([
@@ -222,7 +222,7 @@ describe('toGeminiContents: the next request of a Gemini turn', () => {
         role: 'model',
         parts: [
           { text: 'Refunding. ' },
-          { functionCall: { id: 'c1', name: 'issue_refund', args: refundArgs } },
+          { functionCall: { id: 'c1', name: 'issue_refund', args: helpDesk.refundArgs } },
         ],
       },
       {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { accumulateTurn, attemptPipeline, cleanTurn, type TurnEvent, type TurnState } from 'cleanturn';
 import { executeTools, MemoryEffectLedger } from 'cleanturn/effects';
 import { openaiChat, ProviderError, toOpenAIChatMessages } from 'cleanturn/providers';
-import { at, call, finish, keyed, refundArgs, repeated } from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, repeated } from 'cleanturn/testing';
 import { from, last, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { checkBlocks, extractBlocks, typescriptLanguages } from '../../scripts/readmeCode.js';
@@ -180,7 +180,7 @@ describe('toOpenAIChatMessages: the assistant message as sent, then one tool mes
     const seen: TurnEvent[] = [];
     const turn = await lastValueFrom(source.pipe(retriedTurn(openaiChat(), turnId, seen), last()));
     const stale = toolResult(
-      keyed(turnId, 1, call('call_Tn5cR2vX8bQ1wE4yU7iO0pLk', 'issue_refund', refundArgs)),
+      keyed(turnId, 1, call('call_Tn5cR2vX8bQ1wE4yU7iO0pLk', 'issue_refund', helpDesk.refundArgs)),
       'executed',
       {
         result: 'first',
@@ -230,7 +230,7 @@ describe('toOpenAIChatMessages: the assistant message as sent, then one tool mes
 
 describe('toOpenAIChatMessages: a finish without output (a source of your own)', () => {
   it('builds the message from the text and the released calls, arguments as JSON, no reasoning', () => {
-    const c = keyed(turnId, 1, call('c1', 'issue_refund', refundArgs));
+    const c = keyed(turnId, 1, call('c1', 'issue_refund', helpDesk.refundArgs));
     const turn = { finish: at(1, finish('tool-calls')), text: 'Refunding.', toolCalls: [c] };
     expect(toOpenAIChatMessages(turn, [executed(c, 'ok')])).toEqual([
       {
@@ -245,7 +245,7 @@ describe('toOpenAIChatMessages: a finish without output (a source of your own)',
   });
 
   it('a repeat is a call to answer too; no text is content null', () => {
-    const r = repeated(turnId, 1, call('c2', 'issue_refund', refundArgs));
+    const r = repeated(turnId, 1, call('c2', 'issue_refund', helpDesk.refundArgs));
     const turn = { finish: at(1, finish('tool-calls')), text: '', toolCalls: [r] };
     expect(toOpenAIChatMessages(turn, [toolResult(r, 'replayed', { result: 'refunded' })])).toEqual([
       { role: 'assistant', content: null, tool_calls: [expect.objectContaining({ id: 'c2' })] },
@@ -259,7 +259,7 @@ describe('toOpenAIChatMessages: a request the provider would reject is a typed e
     const turn = await turnOf('parallel-interleaved.sse');
     const [lookup, refund] = turn.toolCalls as ReleasedCall[];
     if (lookup === undefined || refund === undefined) throw new Error('two calls expected');
-    const other = keyed(turnId, 1, call('call_other', 'issue_refund', refundArgs));
+    const other = keyed(turnId, 1, call('call_other', 'issue_refund', helpDesk.refundArgs));
     // biome-ignore format: a table
     const cases: [string, () => unknown, string | undefined][] = [
       ['not-finished', () => toOpenAIChatMessages({ ...turn, finish: undefined }, []), undefined],
@@ -279,7 +279,7 @@ describe('toOpenAIChatMessages: a request the provider would reject is a typed e
 
   it('a done turn given results: the results answer nothing the final attempt asked', async () => {
     const turn = await turnOf('usage-missing.sse');
-    const stray = keyed(turnId, 1, call('call_stray', 'issue_refund', refundArgs));
+    const stray = keyed(turnId, 1, call('call_stray', 'issue_refund', helpDesk.refundArgs));
     expect(errorOf(() => toOpenAIChatMessages(turn, [executed(stray, 'x')]))).toMatchObject({
       code: 'unknown-call',
     });

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { ToolResultLike, TurnState } from 'cleanturn';
 import { openaiResponses, ProviderError, toOpenAIResponsesInput } from 'cleanturn/providers';
-import { at, finish, keyed, refundArgs } from 'cleanturn/testing';
+import { at, finish, helpDesk, keyed } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
 import type {
   OpenAIResponsesEvent,
@@ -305,7 +305,12 @@ describe('toOpenAIResponsesInput: the next request of a Responses turn', () => {
   });
 
   it('without an output on the finish: the text as the assistant message, the released calls, their outputs', () => {
-    const call = at(1, { type: 'tool-call' as const, id: 'call_n', name: 'issue_refund', args: refundArgs });
+    const call = at(1, {
+      type: 'tool-call' as const,
+      id: 'call_n',
+      name: 'issue_refund',
+      args: helpDesk.refundArgs,
+    });
     const turn = { finish: { ...finish('tool-calls'), attempt: 1 }, text: 'Refunding.', toolCalls: [call] };
     const answer = result({ ...call, effectKey: 'k' }, 'executed', { result: 'ok' });
     expect(toOpenAIResponsesInput(turn, [answer])).toEqual([
@@ -314,7 +319,7 @@ describe('toOpenAIResponsesInput: the next request of a Responses turn', () => {
         type: 'function_call',
         call_id: 'call_n',
         name: 'issue_refund',
-        arguments: JSON.stringify(refundArgs),
+        arguments: JSON.stringify(helpDesk.refundArgs),
       },
       { type: 'function_call_output', call_id: 'call_n', output: 'ok' },
     ]);

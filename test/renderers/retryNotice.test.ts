@@ -10,7 +10,7 @@ import {
   type ViewEvent,
   viewReducer,
 } from 'cleanturn/renderers';
-import { at, call, finish, keyed, reasoning, refundArgs, reset, text } from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, reasoning, reset, text } from 'cleanturn/testing';
 import { defer, EMPTY, from, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
@@ -60,7 +60,7 @@ describe('the retry notice', () => {
   it('lasts from the reset until the new attempt shows text, reasoning or a call, or finishes', () => {
     const before = fold([at(1, text('Refunding the dam')), failed]);
     expect(before.notice?.type).toBe('retrying');
-    const k = keyed('turn-42', 2, call('c7', 'issue_refund', refundArgs));
+    const k = keyed('turn-42', 2, call('c7', 'issue_refund', helpDesk.refundArgs));
     for (const first of [at(2, text('Checking')), at(2, reasoning('Check')), k, at(2, finish())])
       expect(reduceView(before, first).notice).toBeUndefined();
     // The new attempt's usage says nothing to the user: the wait goes on.
@@ -153,7 +153,7 @@ describe("onReset: 'mark'", () => {
     const marked = fold(events.slice(0, 3), { onReset: 'mark' });
     expect(mark(marked, at(2, reasoning('Check'))).interrupted).toBeUndefined();
     expect(mark(marked, at(2, finish())).interrupted).toBeUndefined();
-    const k = keyed('turn-42', 2, call('c7', 'issue_refund', refundArgs));
+    const k = keyed('turn-42', 2, call('c7', 'issue_refund', helpDesk.refundArgs));
     expect(mark(marked, k).interrupted).toBe(marked.interrupted);
   });
 

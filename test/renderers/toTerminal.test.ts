@@ -1,18 +1,7 @@
 // The terminal renderer, checked on a fake terminal that interprets what it writes: the tests read the screen.
 import { cleanTurn, effectKey, naivePolicy } from 'cleanturn';
 import { toTerminal, type ViewEvent } from 'cleanturn/renderers';
-import {
-  at,
-  call,
-  finish,
-  helpDeskTurn,
-  keyed,
-  refundArgs,
-  repeated,
-  reset,
-  text,
-  usage,
-} from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, repeated, reset, text, usage } from 'cleanturn/testing';
 import { from, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { standardChecks } from '../support/standardChecks.js';
@@ -54,14 +43,14 @@ function rows(line: string, columns: number): string[] {
   return out.length === 0 ? [''] : out;
 }
 
-const c7 = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+const c7 = keyed(turnId, 2, call('c7', 'issue_refund', helpDesk.refundArgs));
 const refundLine = `⚙ issue_refund {"order_id":"ORD-7781","amount":"full"} [${effectKey(turnId, c7)}]`;
 const attempt2 = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
 
 describe('toTerminal on a TTY', () => {
   it('the help-desk turn: a reset takes the abandoned text off the screen, wrapped rows included', () => {
     const columns = 30;
-    const chunks = chunksOf(from(helpDeskTurn).pipe(cleanTurn({ turnId })), { tty: true, columns });
+    const chunks = chunksOf(from(helpDesk.turn).pipe(cleanTurn({ turnId })), { tty: true, columns });
     const { screens } = play(chunks, columns);
     const resetAt = chunks.findIndex((chunk) => chunk.includes('↺'));
 
@@ -84,7 +73,7 @@ describe('toTerminal on a TTY', () => {
   it('the same turn through the naive policy leaves both attempts glued on the screen', () => {
     // The fake terminal is not lenient: without a reset, the abandoned text stays where the user read it.
     const columns = 30;
-    const chunks = chunksOf(from(helpDeskTurn).pipe(naivePolicy()), { tty: true, columns });
+    const chunks = chunksOf(from(helpDesk.turn).pipe(naivePolicy()), { tty: true, columns });
     const { terminal } = play(chunks, columns);
     expect(terminal.screen.join('')).toContain('Refunding the damChecking order');
   });
@@ -175,7 +164,7 @@ describe('toTerminal on a TTY', () => {
 
   it('a repeat, whose key already ran, prints as already done; its replayed result as done', () => {
     const columns = 100;
-    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
+    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', helpDesk.refundArgs));
     const events: ViewEvent[] = [
       reset(2, 'connection reset'),
       at(2, text('Refund started.')),
@@ -274,7 +263,7 @@ describe('the fake terminal', () => {
 
 describe('toTerminal without a TTY (pipes, files, log tailers)', () => {
   it('prints a marker line on reset and starts over; no escape sequences', () => {
-    const chunks = chunksOf(from(helpDeskTurn).pipe(cleanTurn({ turnId })), {});
+    const chunks = chunksOf(from(helpDesk.turn).pipe(cleanTurn({ turnId })), {});
     const output = chunks.join('');
     expect(output).not.toContain('\x1b');
     expect(output).not.toContain('\r');
@@ -288,9 +277,10 @@ describe('toTerminal without a TTY (pipes, files, log tailers)', () => {
   });
 
   it('a log reader keeps what follows the last marker: the clean text', () => {
-    const output = chunksOf(from(helpDeskTurn).pipe(cleanTurn({ turnId })), { tty: false, columns: 20 }).join(
-      '',
-    );
+    const output = chunksOf(from(helpDesk.turn).pipe(cleanTurn({ turnId })), {
+      tty: false,
+      columns: 20,
+    }).join('');
     const lastAttempt = output.slice(output.lastIndexOf('↺'));
     expect(lastAttempt.split('\n').slice(1, 2)).toEqual([attempt2]);
   });

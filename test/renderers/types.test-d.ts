@@ -17,7 +17,6 @@ import {
   initialView,
   reduceView,
   retryMessage,
-  type ToolCallView,
   type TurnView,
   toTerminal,
   turnView,
@@ -33,6 +32,7 @@ import type {
   InterruptedAttempt,
   ResetPresentation,
   RetryNotice,
+  ToolCallView,
   ToolCallViewStatus,
   ViewOptions,
 } from '../../src/renderers/reduceView.js';

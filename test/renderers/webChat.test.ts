@@ -2,18 +2,7 @@
 // a framework component would be. The tests read the HTML the user would see.
 import { cleanTurn, effectKey, naivePolicy, resetOnlyPolicy, type ToolResultLike } from 'cleanturn';
 import { initialView, reduceView, type TurnView, turnView, type ViewEvent } from 'cleanturn/renderers';
-import {
-  at,
-  call,
-  finish,
-  helpDeskTurn,
-  keyed,
-  refundArgs,
-  repeated,
-  reset,
-  text,
-  usage,
-} from 'cleanturn/testing';
+import { at, call, finish, helpDesk, keyed, repeated, reset, text, usage } from 'cleanturn/testing';
 import { from, type Observable, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { PolicyEvent } from '../../src/types.js';
@@ -48,11 +37,11 @@ function snapshots(events$: Observable<ViewEvent>): TurnView[] {
 }
 
 const attempt2 = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
-const key = effectKey(turnId, { name: 'issue_refund', args: refundArgs });
+const key = effectKey(turnId, { name: 'issue_refund', args: helpDesk.refundArgs });
 
 describe('a web chat bubble fed by turnView()', () => {
   it('the help-desk turn: the bubble drops attempt 1 on reset, says it is retrying, and ends clean', () => {
-    const html = snapshots(from(helpDeskTurn).pipe(cleanTurn({ turnId }))).map(bubble);
+    const html = snapshots(from(helpDesk.turn).pipe(cleanTurn({ turnId }))).map(bubble);
 
     expect(html).toEqual([
       '<div class="bubble" data-attempt="1"><p>Checking order ORD-7781. </p></div>',
@@ -66,12 +55,14 @@ describe('a web chat bubble fed by turnView()', () => {
   });
 
   it('the final snapshot holds attempt 2 only: its text, the one refund c7 with its key, one reset', () => {
-    const last = snapshots(from(helpDeskTurn).pipe(cleanTurn({ turnId }))).at(-1);
+    const last = snapshots(from(helpDesk.turn).pipe(cleanTurn({ turnId }))).at(-1);
     expect(last).toEqual({
       attempt: 2,
       text: attempt2,
       reasoning: '',
-      toolCalls: [{ id: 'c7', name: 'issue_refund', args: refundArgs, effectKey: key, status: 'released' }],
+      toolCalls: [
+        { id: 'c7', name: 'issue_refund', args: helpDesk.refundArgs, effectKey: key, status: 'released' },
+      ],
       finished: true,
       finishReason: 'stop',
       resets: [reset(2, 'connection reset')],
@@ -80,12 +71,12 @@ describe('a web chat bubble fed by turnView()', () => {
   });
 
   it('the naive policy glues the attempts together in the same bubble; reset-only shows both refunds ran', () => {
-    const naive = snapshots(from(helpDeskTurn).pipe(naivePolicy())).at(-1);
+    const naive = snapshots(from(helpDesk.turn).pipe(naivePolicy())).at(-1);
     expect(naive?.text).toContain('Refunding the damChecking order');
     expect(naive?.toolCalls.map((c) => c.id)).toEqual(['c1', 'c7']);
 
     // Reset-only: the text is clean (c1 vanished from the view with attempt 1), though c1 already ran.
-    const resetOnly = snapshots(from(helpDeskTurn).pipe(resetOnlyPolicy())).at(-1);
+    const resetOnly = snapshots(from(helpDesk.turn).pipe(resetOnlyPolicy())).at(-1);
     expect(resetOnly?.text).toBe(attempt2);
     expect(resetOnly?.toolCalls.map((c) => [c.id, c.effectKey])).toEqual([['c7', undefined]]);
   });
@@ -102,7 +93,7 @@ describe('a web chat bubble fed by turnView()', () => {
 });
 
 describe('reduceView', () => {
-  const c7 = keyed(turnId, 2, call('c7', 'issue_refund', refundArgs));
+  const c7 = keyed(turnId, 2, call('c7', 'issue_refund', helpDesk.refundArgs));
   const run = (events: ViewEvent[], from: TurnView = initialView) => events.reduce(reduceView, from);
 
   it("keeps a refusal's message apart from the text", () => {
@@ -202,7 +193,7 @@ describe('reduceView', () => {
   });
 
   it('shows a repeat (its key already ran) as such, and its replayed result as completed', () => {
-    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', refundArgs));
+    const c9 = repeated(turnId, 2, call('c9', 'issue_refund', helpDesk.refundArgs));
     const shown = run([reset(2, 'connection reset'), c7, c9]);
     expect(shown.toolCalls.map((c) => [c.id, c.status, c.effectKey])).toEqual([
       ['c7', 'released', c7.effectKey],
@@ -214,7 +205,7 @@ describe('reduceView', () => {
   });
 
   it('reads the output of any policy: calls without an effect key have none', () => {
-    const plain: PolicyEvent = at(1, call('c1', 'issue_refund', refundArgs));
+    const plain: PolicyEvent = at(1, call('c1', 'issue_refund', helpDesk.refundArgs));
     expect(reduceView(initialView, plain).toolCalls[0]?.effectKey).toBeUndefined();
   });
 

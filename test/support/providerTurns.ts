@@ -1,7 +1,17 @@
 // What the provider adapter tests share: tables of recorded fixtures checked through the adapter (to a clean turn),
 // attempts replayed one per subscription, and the retrying pipeline from an adapter to the turn states.
 import { readdirSync } from 'node:fs';
-import { accumulateTurn, assembleToolCalls, attemptPipeline, cleanTurn, effectKey, type ProviderEvent, type TurnEvent, type TurnState, turnPipeline } from 'cleanturn';
+import {
+  accumulateTurn,
+  assembleToolCalls,
+  attemptPipeline,
+  cleanTurn,
+  effectKey,
+  type ProviderEvent,
+  type TurnEvent,
+  type TurnState,
+  turnPipeline,
+} from 'cleanturn';
 import { ProviderError } from 'cleanturn/providers';
 import { defer, from, type Observable, type OperatorFunction, pipe, tap } from 'rxjs';
 import { describe, expect, it } from 'vitest';

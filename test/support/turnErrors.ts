@@ -1,6 +1,7 @@
 // Checks of the core's errors by their code: a TurnError names its case in `code`.
-import { TurnError, type TurnErrorCode } from 'cleanturn';
+import { TurnError } from 'cleanturn';
 import { expect } from 'vitest';
+import type { TurnErrorCode } from '../../src/errors.js';
 
 /** Expects `value` to be a {@link TurnError} whose code is `code`. */
 export function expectTurnError(value: unknown, code: TurnErrorCode): asserts value is TurnError {

@@ -1,8 +1,9 @@
 // Types of the replay rule: what replaySafety returns, what streamTurn's replay callback is given, and the error.
 import type { CleanturnError } from 'cleanturn';
 import { openaiResponses } from 'cleanturn/providers';
-import { streamTurn, type TransportError, type TransportErrorCode } from 'cleanturn/transport';
+import { streamTurn, type TransportError } from 'cleanturn/transport';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { TransportErrorCode } from '../../src/transport/errors.js';
 import type { SseRequest } from '../../src/transport/fromSSE.js';
 import {
   type ReplayBasis,

@@ -1,6 +1,7 @@
 // The code union of TransportError is closed: a switch over it that names every code leaves nothing.
-import type { TransportError, TransportErrorCode } from 'cleanturn/transport';
+import type { TransportError } from 'cleanturn/transport';
 import { describe, expectTypeOf, test } from 'vitest';
+import type { TransportErrorCode } from '../../src/transport/errors.js';
 
 /** Every code, each named once: a code added to the union and not here fails `never` below. */
 function describeCode(code: TransportErrorCode): string {
