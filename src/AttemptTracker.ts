@@ -60,7 +60,7 @@ export class AttemptTracker {
    * finishes it.
    *
    * @param event An event of the turn, tagged with its attempt or not.
-   * @returns What the event means; see {@link AttemptStep}.
+   * @returns What the event means; see `AttemptStep`.
    */
   step(event: { readonly type: string; readonly attempt?: number }): AttemptStep {
     const { type } = event;

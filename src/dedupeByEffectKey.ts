@@ -53,7 +53,7 @@ export type WithEffectKeys<E> = E extends { type: 'tool-call' }
 
 /**
  * Stamps `effectKey` on each `tool-call`, and turns a call whose key was already released in this subscription
- * or is in `seen` into a repeat: a `tool-call-repeat` event ({@link RepeatedToolCall}) with the same fields.
+ * or is in `seen` into a repeat: a `tool-call-repeat` event (`RepeatedToolCall`) with the same fields.
  *
  * Keys come from meaning (turn id, tool name, canonical arguments), not from provider call ids, so the same
  * refund proposed by two attempts (`c1`, then `c7`) has one key, and only one of them is a `tool-call`: code

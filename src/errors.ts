@@ -121,7 +121,7 @@ export interface FailedAttempt {
 }
 
 /**
- * An error of the core operators; its {@link TurnErrorCode | code} names the case, and the fields that its code
+ * An error of the core operators; its code names the case, and the fields that its code
  * names are set (the others are `undefined`).
  *
  * Messages are one line:

@@ -96,7 +96,7 @@ export interface RequireUsableOptions {
  *   a = text "Refunding everything. "
  *   k = tool-call c1 issue_refund({"order_id":"ORD-7781","amount":"everything"})
  *   f = finish tool-calls
- *   # = error: UnusableAttemptError (the attempt is unusable (invalid-arguments): tool call c1 (issue_refund): amount must be "full" or "partial")
+ *   # = error: TurnError unusable (the attempt is unusable (invalid-arguments): tool call c1 (issue_refund): amount must be "full" or "partial")
  * ```
  *
  * Every case of `marbles/requireUsable.marbles.ts`, with pictures: `docs/operators/requireUsable.md`.

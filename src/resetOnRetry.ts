@@ -16,7 +16,7 @@ export type WithResets<E> = Exclude<E, { type: 'retry' }> | ResetEvent;
  * finish.
  *
  * The reset comes where the retry comes, that is, when the attempt failed and before any wait, and it carries the
- * retry's facts ({@link RetryFacts}: `delay`, `failedAttempt`, `outputStarted`, `retryCount`, `maxRetries`,
+ * retry's facts (`RetryFacts`: `delay`, `failedAttempt`, `outputStarted`, `retryCount`, `maxRetries`,
  * `errorName`, `status`), those that are present with their types, so that a UI can say "retrying in 3 s" at once.
  *
  * A `reset` tells every consumer to discard what earlier attempts delivered: buffers, rendered text, pending

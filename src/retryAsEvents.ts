@@ -78,7 +78,7 @@ const KEPT_FAILURES = 32;
  *
  * The event comes before the wait, so that every screen drops the abandoned attempt's output at once and can say
  * "retrying in 3 s". Everything the wait depends on is decided first: the cap, `shouldRetry`, the budget and the
- * delay; the event then carries the facts of the retry ({@link RetryFacts}): `delay` (milliseconds until the next
+ * delay; the event then carries the facts of the retry (`RetryFacts`): `delay` (milliseconds until the next
  * attempt starts, when known), `failedAttempt`, `outputStarted` (the failed attempt had emitted values),
  * `retryCount`, `maxRetries` (absent without a cap), the error's class (`errorName`) and HTTP `status`.
  *

@@ -117,7 +117,7 @@ const EPSILON = 1e-9;
  *   # = error: Error (connection reset)
  *   b = text "Refund"
  *   r = retry "connection reset", in 0 ms (retry 1 of 3)
- *   # = error: RetryBudgetExhaustedError (retry budget exhausted: gave up after 2 attempt(s): connection reset)
+ *   # = error: TurnError retries-exhausted (retry budget exhausted: gave up after 2 attempt(s): connection reset)
  * ```
  *
  * Every case of `marbles/retryBudget.marbles.ts`, with pictures: `docs/operators/retryBudget.md`.

@@ -143,7 +143,7 @@ export interface RunStepsOptions {
  * from step 1 answers a finished step's calls from the ledger instead of running them again.
  *
  * A step's turn is subscribed to once: its events go out stamped with `step`, and the same events feed the
- * executor and the turn state. When both complete, a `step-end` event says how the step ended ({@link StepOutcome})
+ * executor and the turn state. When both complete, a `step-end` event says how the step ended (`StepOutcome`)
  * and, on the last step, why the run ends (`end`); the next step starts after it. What the turn or the executor
  * errors with ends the run with that error; so does what `turn`, `execute` or `until` throws. Unsubscribing stops
  * the live step (its request is aborted by `streamTurn`).

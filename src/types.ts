@@ -123,10 +123,10 @@ export interface FinishEvent {
   responseId?: string;
   /**
    * The model paused the turn and goes on when its output is sent back unchanged (Anthropic `pause_turn` of a
-   * long server-tool run, `compaction`): the reason is `other`, and the turn is not over. See {@link nextStep}.
+   * long server-tool run, `compaction`): the reason is `other`, and the turn is not over. See `nextStep`.
    */
   paused?: boolean;
-  /** What the attempt produced in its provider's own shape, for the next request; see {@link ProviderOutput}. */
+  /** What the attempt produced in its provider's own shape, for the next request; see `ProviderOutput`. */
   output?: ProviderOutput;
 }
 
@@ -151,7 +151,7 @@ export interface RetryFacts {
   retryCount?: number;
   /** The most retries the turn makes; absent when there is no cap. */
   maxRetries?: number;
-  /** The class of the error that failed the attempt (`HttpStatusError`, `StallTimeoutError`…). */
+  /** The class of the error that failed the attempt (`TransportError`, `ProviderError`…). */
   errorName?: string;
   /** The HTTP status of the response that failed the attempt, when there was one (429, 503…). */
   status?: number;
@@ -243,7 +243,7 @@ export type Attempted<E> = E & { attempt: number };
 
 /**
  * Tells every consumer: discard everything that attempts before `attempt` delivered. It comes when the previous
- * attempt failed, before the wait for the next one: the facts of its `retry` ({@link RetryFacts}: the delay, the
+ * attempt failed, before the wait for the next one: the facts of its `retry` (`RetryFacts`: the delay, the
  * retry count and cap, the error's class and status) come with it, so that a UI can say "retrying in 3 s" at once.
  */
 export interface ResetEvent extends RetryFacts {

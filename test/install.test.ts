@@ -117,9 +117,9 @@ describe('installing from a clone that was never built', { timeout: 120_000 }, (
 
   it('the installed package runs the help-desk turn in ESM and in CommonJS: one refund, one key', () => {
     const turn = (load: string) => `${load}
-const events = testing.helpDeskTurn;
+const events = testing.helpDesk.turn;
 const out = [];
-rxjs.from(events).pipe(core.cleanTurn({ turnId: testing.helpDeskTurnId })).subscribe((e) => out.push(e));
+rxjs.from(events).pipe(core.cleanTurn({ turnId: testing.helpDesk.turnId })).subscribe((e) => out.push(e));
 const refunds = out.filter((e) => e.type === 'tool-call');
 console.log(JSON.stringify({ refunds: refunds.map((r) => [r.id, r.effectKey]), resets: out.filter((e) => e.type === 'reset').length }));
 `;

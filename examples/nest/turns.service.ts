@@ -1,16 +1,11 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { type BackoffOptions, type RunEvent, runSteps } from 'cleanturn';
-import {
-  executeTools,
-  MemoryEffectLedger,
-  type SyncEffectLedger,
-  type ToolHandlers,
-} from 'cleanturn/effects';
+import { type RunEvent, runSteps } from 'cleanturn';
+import { type EffectLedger, executeTools, MemoryEffectLedger, type ToolHandlers } from 'cleanturn/effects';
 import { openaiChat, toOpenAIChatMessages } from 'cleanturn/providers';
 import {
   memoryTurnLog,
-  type RunContext,
+  type StreamTurnOptions,
   streamTurn,
   type TurnLog,
   type TurnMessage,
@@ -26,6 +21,12 @@ import { Payments } from './payments.js';
  */
 export type TurnUpdate = RunEvent;
 
+/**
+ * A ledger that answers synchronously (`MemoryEffectLedger`, `SqliteEffectLedger`): its `seen(turnId)` is also
+ * `streamTurn`'s `seen`, so that a call whose effect is settled comes as a repeat.
+ */
+export type SyncLedger = EffectLedger & Pick<MemoryEffectLedger, 'seen'>;
+
 /** How the module reaches the model, where it records tool effects, and where its runs keep their events. */
 export interface TurnsOptions {
   /** The OpenAI Chat Completions API (`https://api.openai.com/v1`), or a server that speaks it. */
@@ -37,9 +38,9 @@ export interface TurnsOptions {
    * Where tool effects are recorded, once per effect key. Default: in memory. `new SqliteEffectLedger({ database:
    * 'effects.db' })` of `cleanturn/effects/sqlite` keeps them through a restart.
    */
-  ledger?: SyncEffectLedger;
+  ledger?: SyncLedger;
   /** The delay between attempts of a turn (`streamTurn`'s `backoff`). Default: `backoff()`'s defaults. */
-  backoff?: BackoffOptions | false;
+  backoff?: StreamTurnOptions['backoff'];
   /** The most steps (provider turns) of a run. Default 5. */
   maxSteps?: number;
   /**
@@ -81,7 +82,7 @@ const tools = [
 export class TurnsService implements OnModuleDestroy {
   /** Runs each run once, across the instances sharing the log, and keeps its events for the clients that reconnect. */
   readonly #turns: TurnServer<TurnUpdate>;
-  readonly #ledger: SyncEffectLedger;
+  readonly #ledger: SyncLedger;
   /** Ends this instance's connections, and those that come late, once it has handed its runs over. */
   readonly #closing = new ReplaySubject<void>(1);
 
@@ -128,7 +129,7 @@ export class TurnsService implements OnModuleDestroy {
   #run(
     turnId: string,
     message: string,
-    { signal, takeover }: RunContext<TurnUpdate>,
+    { signal, takeover }: { signal: AbortSignal; takeover?: { events: readonly TurnUpdate[] } },
   ): Observable<TurnUpdate> {
     const { baseUrl, apiKey, model = 'gpt-4.1', backoff, maxSteps = 5 } = this.options;
     const headers = {

@@ -6,7 +6,7 @@ import type { RetryFacts } from '../types.js';
  * fields).
  *
  * - `reset` (on the update that announces a reset: with ACP v1 the first, empty chunk of the new attempt's
- *   message; with v2 the `agent_message` replacement): an {@link AcpResetMeta}, with the wait until the next
+ *   message; with v2 the `agent_message` replacement): an `AcpResetMeta`, with the wait until the next
  *   attempt (`delay`) and the other facts of the retry when the reset has them. A v1 editor that knows it
  *   removes the message named in `supersedes` (or collapses it into a "retried" marker); one that does not
  *   shows both messages, the abandoned one first. A v2 editor needs nothing from it: the replacement has
@@ -35,7 +35,7 @@ export const acpMetaKeys = {
 
 /**
  * The value under `_meta['cleanturn/reset']`: a retry happened, and what it voids. It also carries the facts of the
- * reset ({@link RetryFacts}), each only when the reset had it: `delay` (milliseconds until the next attempt
+ * reset (`RetryFacts`), each only when the reset had it: `delay` (milliseconds until the next attempt
  * starts, so that an editor can say "retrying in 3 s" at once), `failedAttempt`, `outputStarted`, `retryCount`,
  * `maxRetries`, `errorName` and `status`.
  *

@@ -74,7 +74,7 @@ export type AcpV2Notification = UpdateSessionNotification;
  *
  * ACP v1 cannot take back a chunk. On `reset` it starts a new message at once, with an empty chunk whose
  * `_meta['cleanturn/reset']` is `{ attempt, reason, supersedes }` and the facts of the retry that the reset
- * carries (`delay` until the next attempt, `retryCount`, `maxRetries`, `status`…: {@link AcpResetMeta}): an editor that
+ * carries (`delay` until the next attempt, `retryCount`, `maxRetries`, `status`…: `AcpResetMeta`): an editor that
  * knows the key drops the superseded message (or collapses it into a "retried" marker); one that does not
  * shows the abandoned text above the new message. With `protocol: 'v2'` the draft's message replacement
  * clears the abandoned text in place, and every v2 editor drops it; an

@@ -64,6 +64,10 @@ export class MemoryEffectLedger implements SyncEffectLedger {
     );
   }
 
+  /**
+   * Claims the key for the caller, for `leaseMs`: `claimed` with a token when nobody holds it (or a lease ran out),
+   * else the record as it stands (`completed`, `failed`, or `in-progress` with when its lease ends).
+   */
   claim(scope: string, key: string, options: ClaimOptions): ClaimResult {
     const leaseMs = checkDuration('MemoryEffectLedger', 'leaseMs', options.leaseMs);
     const now = Date.now();
@@ -72,27 +76,24 @@ export class MemoryEffectLedger implements SyncEffectLedger {
     return this.#apply(scope, key, now, { type: 'claim', token, leaseMs, retentionMs: this.#retentionMs });
   }
 
+  /** Records the effect's result under the caller's claim; throws a `lease-lost` `EffectError` if it lost the claim. */
   complete(scope: string, key: string, token: string, result: unknown): void {
     const payload = encodeResult(result);
-    const answer = this.#apply(scope, key, Date.now(), {
-      type: 'complete',
-      token,
-      payload,
-      retentionMs: this.#retentionMs,
-    });
-    settled(answer, scope, key);
+    const retentionMs = this.#retentionMs;
+    settled(
+      this.#apply(scope, key, Date.now(), { type: 'complete', token, payload, retentionMs }),
+      scope,
+      key,
+    );
   }
 
+  /** Records the effect's failure under the caller's claim; throws a `lease-lost` `EffectError` if it lost the claim. */
   fail(scope: string, key: string, token: string, error: SerializedError): void {
-    const answer = this.#apply(scope, key, Date.now(), {
-      type: 'fail',
-      token,
-      error,
-      retentionMs: this.#retentionMs,
-    });
-    settled(answer, scope, key);
+    const retentionMs = this.#retentionMs;
+    settled(this.#apply(scope, key, Date.now(), { type: 'fail', token, error, retentionMs }), scope, key);
   }
 
+  /** Gives the caller's claim back unsettled, so that the next claim runs the effect; `lease-lost` if it lost it. */
   release(scope: string, key: string, token: string): void {
     settled(this.#apply(scope, key, Date.now(), { type: 'release', token }), scope, key);
   }
@@ -115,6 +116,7 @@ export class MemoryEffectLedger implements SyncEffectLedger {
     });
   }
 
+  /** The key's record as it stands, or `undefined` when there is none (never claimed, released, or expired). */
   get(scope: string, key: string): EffectRecord | undefined {
     return decide(this.#scopes.get(scope)?.get(key), Date.now(), { type: 'get' }).answer;
   }

@@ -62,7 +62,7 @@ export type EffectLedgerOperation =
   | 'create table';
 
 /**
- * An error of `cleanturn/effects` and its ledgers; its {@link EffectErrorCode | code} names the case, and the fields
+ * An error of `cleanturn/effects` and its ledgers; its code names the case, and the fields
  * that its code names are set (the others are `undefined`).
  *
  * - `lease-lost`: a ledger write was fenced off: the caller's lease expired and another holder has claimed (or

@@ -300,7 +300,7 @@ export interface ToolFailedEvent extends ToolResultBase {
   cause?: unknown;
   /**
    * Present (and `true`) only when this run's lease was lost while its handler ran (see
-   * {@link ToolExecutedEvent.leaseLost}): `error` is then an `EffectError` `lease-lost` (with the handler's own error as
+   * `ToolExecutedEvent.leaseLost`): `error` is then an `EffectError` `lease-lost` (with the handler's own error as
    * `cause`) when the handler failed after being aborted, and the failure was not recorded (another holder's
    * record stands).
    */

@@ -70,3 +70,12 @@ export function checkOneOf<T extends string>(
   const what = quoted.length < 2 ? quoted.join('') : `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`;
   checkOption((choices as readonly unknown[]).includes(value), operator, option, what, value);
 }
+
+/**
+ * Refuses an option that is given and is not a function.
+ *
+ * @throws UsageError `<operator>: <option> must be <what>, not <value>`.
+ */
+export function checkOptionalFunction(operator: string, option: string, value: unknown, what: string): void {
+  checkOption(value === undefined || typeof value === 'function', operator, option, what, value);
+}

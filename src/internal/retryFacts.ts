@@ -1,6 +1,6 @@
 import type { RetryFacts } from '../types.js';
 
-/** The type of each fact of a retry ({@link RetryFacts}), in its order. */
+/** The type of each fact of a retry (`RetryFacts`), in its order. */
 const FACT_TYPES = {
   delay: 'number',
   failedAttempt: 'number',

@@ -41,7 +41,7 @@ export type ProviderErrorCode =
   | 'not-a-result';
 
 /**
- * An error of `cleanturn/providers`; its {@link ProviderErrorCode | code} names the case, and the fields that its
+ * An error of `cleanturn/providers`; its code names the case, and the fields that its
  * code names are set (the others are `undefined`). Three families of cases:
  *
  * - `upstream`: the provider reported an error inside a stream (an `error` event or payload, or an SDK's error for
@@ -171,14 +171,10 @@ export function providerPayloadError(
  */
 export function nextRequestError(
   builder: string,
-  code:
-    | 'not-finished'
-    | 'wrong-format'
-    | 'unanswered'
-    | 'unknown-call'
-    | 'answered-twice'
-    | 'still-running'
-    | 'not-a-result',
+  code: Exclude<
+    ProviderErrorCode,
+    'upstream' | 'not-a-payload' | 'invalid-field' | 'unsafe-path' | 'unknown-reference'
+  >,
   message: string,
   callId?: string,
 ): ProviderError {

@@ -12,6 +12,14 @@ export interface FinishedTurn {
   readonly finish: (FinishEvent & { readonly attempt?: number }) | undefined;
 }
 
+/** What a builder reads of a turn whose finish may carry no output: a `TurnState` of `accumulateTurn()` fits. */
+export interface TextTurn extends FinishedTurn {
+  /** The final attempt's text, for a finish without output. */
+  readonly text: string;
+  /** The final attempt's released calls, for a finish without output. */
+  readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly args: unknown }[];
+}
+
 /** What a builder reads of a call of the final attempt, whatever the format. */
 export interface OutputCall {
   /** The provider's call id. */

@@ -1,6 +1,6 @@
-import type { FinishEvent, ToolResultLike } from '../types.js';
+import type { ToolResultLike } from '../types.js';
 import type { AiSdkOutput } from './aiSdkParts.js';
-import { answersFor, type CallAnswer, outputOf } from './nextRequest.js';
+import { answersFor, type CallAnswer, outputOf, type TextTurn } from './nextRequest.js';
 
 const builder = 'toAiSdkMessages';
 
@@ -60,11 +60,7 @@ type Json = Extract<ResultPart['output'], { type: 'json' }>['value'];
  * @returns The messages to append, in order.
  */
 export function toAiSdkMessages(
-  turn: {
-    readonly finish: (FinishEvent & { readonly attempt?: number }) | undefined;
-    readonly text: string;
-    readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly args: unknown }[];
-  },
+  turn: TextTurn,
   results: readonly ToolResultLike[],
 ): (
   | { role: 'assistant'; content: AiSdkOutput['content'][number][] }

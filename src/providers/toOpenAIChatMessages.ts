@@ -1,14 +1,6 @@
 import type { ToolResultLike } from '../types.js';
-import { answersFor, type FinishedTurn, outputOf, resultText } from './nextRequest.js';
+import { answersFor, outputOf, resultText, type TextTurn } from './nextRequest.js';
 import type { OpenAIChatOutput, OpenAIChatReasoningDetail } from './openaiChat.js';
-
-/** What {@link toOpenAIChatMessages} reads of a turn: a `TurnState` of `accumulateTurn()` fits. */
-interface ChatTurn extends FinishedTurn {
-  /** The final attempt's text, for a finish without output. */
-  readonly text: string;
-  /** The final attempt's released calls, for a finish without output. */
-  readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly args: unknown }[];
-}
 
 /** The assistant message of the next request: the final attempt as the provider sent it. */
 interface ChatAssistantMessage {
@@ -70,7 +62,7 @@ const builder = 'toOpenAIChatMessages';
  *   `results` is not a `tool-result` (`not-a-result`).
  */
 export function toOpenAIChatMessages(
-  turn: ChatTurn,
+  turn: TextTurn,
   results: readonly ToolResultLike[],
 ): (ChatAssistantMessage | ChatToolMessage)[] {
   const output = outputOf<OpenAIChatOutput>(builder, turn, 'openai-chat');
@@ -109,7 +101,7 @@ function fromOutput(output: OpenAIChatOutput): ChatAssistantMessage {
 }
 
 /** The message of a finish without output: the turn's text and released calls, arguments as JSON. */
-function fromTurn(turn: ChatTurn): ChatAssistantMessage {
+function fromTurn(turn: TextTurn): ChatAssistantMessage {
   const assistant: ChatAssistantMessage = { role: 'assistant', content: turn.text === '' ? null : turn.text };
   if (turn.toolCalls.length > 0) {
     assistant.tool_calls = turn.toolCalls.map((call) => ({

@@ -1,6 +1,6 @@
-import type { FinishEvent, ToolResultLike } from '../types.js';
+import type { ToolResultLike } from '../types.js';
 import { nextRequestError } from './errors.js';
-import { answersFor, type OutputCall, outputOf, resultText } from './nextRequest.js';
+import { answersFor, type OutputCall, outputOf, resultText, type TextTurn } from './nextRequest.js';
 import type { OpenAIResponsesOutput } from './openaiResponses.js';
 
 const builder = 'toOpenAIResponsesInput';
@@ -232,14 +232,7 @@ type OutputItem = OpenAIResponsesOutput['items'][number];
  * @param results The executor's `tool-result`s of the turn (`executeTools` of `cleanturn/effects`).
  * @returns The input items to append, in order.
  */
-export function toOpenAIResponsesInput(
-  turn: {
-    readonly finish: (FinishEvent & { readonly attempt?: number }) | undefined;
-    readonly text: string;
-    readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly args: unknown }[];
-  },
-  results: readonly ToolResultLike[],
-): InputItem[] {
+export function toOpenAIResponsesInput(turn: TextTurn, results: readonly ToolResultLike[]): InputItem[] {
   const output = outputOf<OpenAIResponsesOutput>(builder, turn, 'openai-responses');
   const items = output === undefined ? neutralItems(turn) : output.items.flatMap(inputOf);
   const calls: OutputCall[] = [];

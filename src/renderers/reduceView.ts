@@ -49,7 +49,7 @@ export interface ToolCallView {
 
 /**
  * A message a UI shows beside the text: a retry is under way. It carries the facts of its reset that a person
- * reads ({@link RetryFacts}: how long the wait is, which retry of how many, the HTTP status and the error's
+ * reads (`RetryFacts`: how long the wait is, which retry of how many, the HTTP status and the error's
  * class), each one only when the reset had it; {@link retryMessage} says it in words: "retrying in 3 s (HTTP 503),
  * retry 1 of 2".
  *
@@ -88,7 +88,7 @@ export interface InterruptedAttempt {
  */
 export interface ViewOptions {
   /**
-   * What a reset does with what the abandoned attempt showed ({@link ResetPresentation}):
+   * What a reset does with what the abandoned attempt showed (`ResetPresentation`):
    * - `'rollback'` (the default): its text and reasoning disappear at the reset;
    * - `'mark'`: they move to {@link TurnView.interrupted}, never into `text`, until the new attempt's first text
    *   or reasoning (or its finish) replaces them.

@@ -27,7 +27,7 @@ export interface ToTerminalOptions {
    */
   columns?: number;
   /**
-   * What a reset does with the abandoned attempt's lines ({@link ResetPresentation}): `'rollback'` (the default)
+   * What a reset does with the abandoned attempt's lines (`ResetPresentation`): `'rollback'` (the default)
    * erases them on a TTY; `'mark'` keeps them, struck through on a TTY, under a `✗ attempt 1 interrupted` line.
    * Without a TTY nothing is erased either way; `'mark'` adds the interrupted line.
    */

@@ -78,7 +78,7 @@ export type TransportErrorCode =
   | 'turn-log-timeout';
 
 /**
- * An error of `cleanturn/transport` and `cleanturn/transport/redis`; its {@link TransportErrorCode | code} names the
+ * An error of `cleanturn/transport` and `cleanturn/transport/redis`; its code names the
  * case, and the fields that its code names are set (the others are `undefined`).
  *
  * - `http-status`: the message is one line: the status, its text, then what the provider said (its error message,

@@ -130,7 +130,7 @@ interface HttpErrorResponseLike {
  * import { inject } from '@angular/core';
  * import { defer } from 'rxjs';
  * import { attemptPipeline, turnPipeline } from 'cleanturn';
- * import { type OpenAIChatChunk, openaiChat } from 'cleanturn/providers';
+ * import { openaiChat } from 'cleanturn/providers';
  * import { httpClientSSE, sseJson } from 'cleanturn/transport';
  *
  * const http = inject(HttpClient); // in an injection context: a component's or a service's field
@@ -139,7 +139,7 @@ interface HttpErrorResponseLike {
  *   http.post('/api/chat/completions', body, { observe: 'events', reportProgress: true, responseType: 'text' }),
  * ).pipe(
  *   httpClientSSE(),
- *   sseJson<OpenAIChatChunk>(),
+ *   sseJson(),
  *   attemptPipeline(openaiChat()),
  *   turnPipeline({ turnId: 'turn-42', retry: { count: 2 } }),
  * );

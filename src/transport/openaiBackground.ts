@@ -43,9 +43,9 @@ export interface OpenAIBackgroundOptions {
   baseUrl?: string | URL;
   /** Headers of both requests: `authorization`, and `openai-organization` or `openai-project` if you use them. */
   headers?: HeadersInit;
-  /** See {@link ResumeRequests.maxResumes}. */
+  /** See `ResumeRequests.maxResumes`. */
   maxResumes?: number;
-  /** See {@link ResumeRequests.delay}. */
+  /** See `ResumeRequests.delay`. */
   delay?: number;
 }
 

@@ -103,7 +103,7 @@ export interface StreamTurnOptions<I = unknown> {
    * two failures. The reset before the attempt makes a switch of model safe: the user never reads two
    * generations glued together, and the calls of an abandoned attempt never run. Called when the attempt
    * starts, synchronously; what it throws fails the attempt like any error (throw one with `retryable: false`,
-   * e.g. when no provider is left, to end the turn). What it returns must be an {@link AttemptPlan} (not a
+   * e.g. when no provider is left, to end the turn). What it returns must be an `AttemptPlan` (not a
    * Promise of one): anything else (`undefined`, `{}`, an adapter that is not a function) ends the turn at once
    * with a `UsageError`, without a retry and without a request.
    */
@@ -145,7 +145,7 @@ export interface StreamTurnOptions<I = unknown> {
   stallTimeout?: number;
   /**
    * The turn's timers, in milliseconds: `totalMs` for the whole turn, `attemptMs` for each attempt, `chunkMs`
-   * between two pieces of a response (see {@link TurnTimeouts}).
+   * between two pieces of a response (see `TurnTimeouts`).
    */
   timeout?: TurnTimeouts;
   /**
@@ -234,7 +234,7 @@ export interface StreamTurnOptions<I = unknown> {
  *
  * Options of the wrong shape (a `turnId` that is not a string, an `adapter` that is not a function, a negative
  * `stallTimeout`…) throw a `UsageError` from `streamTurn` itself. A `plan` that returns something other than an
- * {@link AttemptPlan} ends the turn with a `UsageError` when that attempt starts: no retry, no reset, no request.
+ * `AttemptPlan` ends the turn with a `UsageError` when that attempt starts: no retry, no reset, no request.
  *
  * ## Example
  * ```ts
@@ -547,7 +547,7 @@ function planOf<I>(options: StreamTurnOptions<I>): (attempt: number) => AttemptP
 }
 
 /**
- * What a plan returned, if it is an {@link AttemptPlan}; else a `UsageError` (not retryable: the plan would return
+ * What a plan returned, if it is an `AttemptPlan`; else a `UsageError` (not retryable: the plan would return
  * the same again), thrown when the attempt starts, so that the turn ends at once, before any request.
  */
 function checkedPlan(chosen: unknown): AttemptPlan {

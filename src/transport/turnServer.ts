@@ -31,7 +31,7 @@ import { checkTurnId, type TurnFailure, type TurnLog, type TurnLogEntry } from '
  * so that it is printable ASCII without `:` whatever the turn id holds, never starts a line of its own, and is sent
  * back unchanged as the `Last-Event-ID` header. `type` says what `data` (JSON, one line) holds: an event of the clean
  * turn (`turn`), the turn's end (`end`, `{ "outcome": "completed" }`), or why it failed (`failed`, a
- * {@link TurnFailure}: the turn failed, or the log cannot give it, for good). Not `error`, which a browser's
+ * `TurnFailure`: the turn failed, or the log cannot give it, for good). Not `error`, which a browser's
  * `EventSource` keeps for its own connection errors. A failed message for a turn id that cannot be served (a
  * `TransportError` `turn-id-*`) has the id `''`.
  */

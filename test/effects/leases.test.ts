@@ -30,7 +30,8 @@ import { type RedisServer, startRedisServer } from './redisServer.js';
 const turnId = 'turn-leases';
 let calls = 0;
 /** A refund call with a key of its own, so that tests sharing a server never meet. */
-const freshRefund = () => keyed(turnId, 1, call(`c${++calls}`, 'issue_refund', { ...helpDesk.refundArgs, n: calls }));
+const freshRefund = () =>
+  keyed(turnId, 1, call(`c${++calls}`, 'issue_refund', { ...helpDesk.refundArgs, n: calls }));
 
 /** Waits for `condition`, asking every 10 ms; fails after `deadlineMs`. */
 async function until(condition: () => boolean | Promise<boolean>, deadlineMs = 10_000): Promise<void> {

@@ -1,4 +1,4 @@
-import { checkOption } from '../../internal/options.js';
+import { checkOption, checkOptionalFunction } from '../../internal/options.js';
 import { withinTime } from '../../internal/wait.js';
 import { isWellFormed } from '../../internal/wellFormed.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
@@ -284,13 +284,7 @@ export class PostgresEffectLedger implements EffectLedger {
       'a plain SQL identifier (letters, digits, _; optionally schema.table)',
       table,
     );
-    checkOption(
-      options.now === undefined || typeof options.now === 'function',
-      LEDGER,
-      'now',
-      'a function answering epoch ms',
-      options.now,
-    );
+    checkOptionalFunction(LEDGER, 'now', options.now, 'a function answering epoch ms');
     this.#pool = options.pool;
     this.#retentionMs = duration('retentionMs', options.retentionMs ?? DEFAULT_RETENTION_MS);
     this.#createTable = options.createTable ?? true;

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { checkOneOf, checkOption } from '../../internal/options.js';
+import { checkOneOf, checkOption, checkOptionalFunction } from '../../internal/options.js';
 import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
 import { withinTime } from '../../internal/wait.js';
 import { DEFAULT_RETENTION_MS } from '../defaults.js';
@@ -347,13 +347,7 @@ export class RedisEffectLedger implements EffectLedger {
     );
     this.#marker =
       this.#persistence === 'ignore' || this.#client.isCluster ? undefined : `${this.#prefix}:marker`;
-    checkOption(
-      options.now === undefined || typeof options.now === 'function',
-      LEDGER,
-      'now',
-      'a function answering epoch milliseconds',
-      options.now,
-    );
+    checkOptionalFunction(LEDGER, 'now', options.now, 'a function answering epoch milliseconds');
     this.#now = options.now;
   }
 
