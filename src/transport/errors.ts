@@ -591,14 +591,9 @@ function statusMessage(status: number, statusText: string, body: string): string
 
 /** The provider's own message in a JSON error body, or undefined when it has none (or is not JSON, or was cut). */
 function providerMessage(body: string): string | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { error, message } = parsed as { error?: unknown; message?: unknown };
+  const parsed = jsonObject(body);
+  if (parsed === undefined) return undefined;
+  const { error, message } = parsed;
   const inner =
     typeof error === 'object' && error !== null ? (error as { message?: unknown }).message : error;
   for (const candidate of [inner, message])
@@ -612,14 +607,9 @@ function providerMessage(body: string): string | undefined {
  * JSON or was cut.
  */
 function bodyCodes(body: string): unknown[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return [];
-  }
-  if (typeof parsed !== 'object' || parsed === null) return [];
-  const { error, code, type } = parsed as { error?: unknown; code?: unknown; type?: unknown };
+  const parsed = jsonObject(body);
+  if (parsed === undefined) return [];
+  const { error, code, type } = parsed;
   const inner = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : {};
   return [inner.code, inner.type, inner.status, code, type];
 }
@@ -630,3 +620,14 @@ function bodyCodes(body: string): unknown[] {
  * runner that goes on with it. Internal to the transport entry point.
  */
 export const HANDED_OVER: Error = new Error('the turn was handed over to another runner');
+
+/** A body parsed as a JSON object, or `undefined` when it is not one (not JSON, cut, or another JSON value). */
+function jsonObject(body: string): Record<string, unknown> | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+}

@@ -5,7 +5,6 @@ import {
   httpStatusError,
   remoteTurnError,
   retryAfterOf,
-  sseDataError,
   turnStoppedError,
 } from './errors.js';
 import {
@@ -17,6 +16,7 @@ import {
   toFetchArgs,
 } from './fromSSE.js';
 import type { SseReconnectOptions } from './reconnect.js';
+import { parseSseData } from './sseJson.js';
 import { describeFailure } from './sseResponse.js';
 import type { TurnFailure } from './turnLog.js';
 
@@ -86,8 +86,8 @@ export function fromTurnSSE<E = TurnEvent>(
         try {
           if (message.event === 'end') subscriber.complete();
           else if (message.event === 'failed')
-            subscriber.error(remoteError(parse<TurnFailure>(message.data)));
-          else if (message.event === 'turn') subscriber.next(parse<E>(message.data));
+            subscriber.error(remoteError(parseSseData<TurnFailure>(message.data)));
+          else if (message.event === 'turn') subscriber.next(parseSseData<E>(message.data));
         } catch (error) {
           subscriber.error(error);
         }
@@ -169,12 +169,4 @@ export async function stopTurn(request: SseRequest, options: StopTurnOptions = {
     body.slice(0, 4096),
     retryAfterOf(response.headers),
   );
-}
-
-function parse<T>(data: string): T {
-  try {
-    return JSON.parse(data) as T;
-  } catch (error) {
-    throw sseDataError(data, error);
-  }
 }

@@ -41,14 +41,8 @@ export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
             subscriber.complete();
             return;
           }
-          let parsed: T;
-          try {
-            parsed = JSON.parse(data) as T;
-          } catch (error) {
-            subscriber.error(sseDataError(data, error));
-            return;
-          }
-          subscriber.next(parsed);
+          // A payload that is not JSON throws an sse-data error: subscribeLinked makes it the stream's error.
+          subscriber.next(parseSseData<T>(data));
         },
         error(error) {
           subscriber.error(error);
@@ -59,4 +53,16 @@ export function sseJson<T = unknown>(): OperatorFunction<SseMessage, T> {
       });
     });
   };
+}
+
+/**
+ * An SSE `data` payload parsed as JSON, or an `sse-data` `TransportError` that keeps the payload.
+ * @internal
+ */
+export function parseSseData<T>(data: string): T {
+  try {
+    return JSON.parse(data) as T;
+  } catch (error) {
+    throw sseDataError(data, error);
+  }
 }
