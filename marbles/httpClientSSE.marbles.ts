@@ -92,7 +92,7 @@ export default defineMarbles({
     },
     {
       title:
-        'a 429 (an HttpErrorResponse with its body) becomes a retryable HttpStatusError with the wait the server asked for; the body is not read as SSE',
+        'a 429 (an HttpErrorResponse with its body) becomes a retryable TransportError http-status with the wait the server asked for; the body is not read as SSE',
       source: /*   */ '-s-h-p-#',
       values: {
         s: sent,
@@ -107,7 +107,8 @@ export default defineMarbles({
       subscriptions: '^------!',
     },
     {
-      title: 'status 0, a stream that broke (or a request that failed), becomes a retryable ConnectionError',
+      title:
+        'status 0, a stream that broke (or a request that failed), becomes a retryable TransportError connection',
       source: /*   */ '-s-h-p-#',
       values: { s: sent, h: head(200, 'OK', eventStream), p: progress('data: Checking order\n\ndata: ORD-') },
       error: cut,
@@ -120,7 +121,7 @@ export default defineMarbles({
     },
     {
       title:
-        "a 200 that is not an event stream (a captive portal's page) fails with a non-retryable NotEventStreamError and the start of the page",
+        "a 200 that is not an event stream (a captive portal's page) fails with a non-retryable TransportError not-event-stream and the start of the page",
       source: /*   */ '-s-h-p-(r|)',
       values: { s: sent, h: head(200, 'OK', html), p: progress(portal), r: response(portal, html) },
       label: 'httpClientSSE()',
@@ -149,7 +150,7 @@ export default defineMarbles({
     },
     {
       title:
-        "a second HttpSentEvent after a message was emitted is the request sent again (an interceptor's retry()): a retryable ResponseRestartError, not two responses spliced into one stream",
+        "a second HttpSentEvent after a message was emitted is the request sent again (an interceptor's retry()): a retryable TransportError response-resent/-rewritten, not two responses spliced into one stream",
       source: /*   */ '-s-h-p-s-h-t-(u|)',
       // biome-ignore format: an aligned value table
       values: {
@@ -168,7 +169,7 @@ export default defineMarbles({
     },
     {
       title:
-        'progress text shorter than what was read does not continue it: after a message was emitted, a retryable ResponseRestartError',
+        'progress text shorter than what was read does not continue it: after a message was emitted, a retryable TransportError response-resent/-rewritten',
       source: /*   */ '-s-h-p-w-(u|)',
       // biome-ignore format: an aligned value table
       values: {
@@ -187,7 +188,7 @@ export default defineMarbles({
     },
     {
       title:
-        'a final body that differs from the progress text read so far is another text: a retryable ResponseRestartError, and nothing of the body is emitted',
+        'a final body that differs from the progress text read so far is another text: a retryable TransportError response-resent/-rewritten, and nothing of the body is emitted',
       source: /*   */ '-s-h-p-(x|)',
       // biome-ignore format: an aligned value table
       values: {

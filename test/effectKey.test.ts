@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { CleanturnError, effectKey, isRetryable, type TurnError } from 'cleanturn';
 import { call, helpDesk } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
-import { expectTurnError } from './support/turnErrors.js';
+import { expectTurnError } from './support/errors.js';
 
 /** Plain JSON data: what RFC 8785 canonicalizes. */
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

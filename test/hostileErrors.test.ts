@@ -16,7 +16,7 @@ import { streamTurn, type TurnReport } from 'cleanturn/transport';
 import { concat, defer, from, lastValueFrom, type OperatorFunction, of, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { describeError } from '../src/internal/describeError.js';
-import { expectTurnError } from './support/turnErrors.js';
+import { expectTurnError } from './support/errors.js';
 
 const trap = (): never => {
   throw new Error('a trap of the proxy');

@@ -27,11 +27,11 @@ describe('one line', () => {
     oneLine(turnStoppedError(reason).message);
   });
 
-  it('TurnStoppedError: a reason a page long is shortened', () => {
+  it('TransportError turn-stopped: a reason a page long is shortened', () => {
     expect(turnStoppedError('x'.repeat(10_000)).message.length).toBeLessThan(400);
   });
 
-  it("UnsafeReplayError: a provider's message with line breaks", () => {
+  it("TransportError unsafe-replay: a provider's message with line breaks", () => {
     const request = {
       url: 'https://api.openai.com/v1/responses',
       init: {

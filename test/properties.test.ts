@@ -41,7 +41,7 @@ import type {
   UsageEvent,
 } from '../src/types.js';
 import { type Collected, collect } from './support/collect.js';
-import { expectTurnError } from './support/turnErrors.js';
+import { expectTurnError } from './support/errors.js';
 
 // Property-based tests: random turns with random retries, checked against the rules of DESIGN.md.
 // Everything runs on synchronous sources (`from(events)`), so no assertion depends on time.

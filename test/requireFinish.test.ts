@@ -12,7 +12,7 @@ import { defer, type Observable, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { missingFinishError } from '../src/errors.js';
-import { expectTurnError } from './support/turnErrors.js';
+import { expectTurnError } from './support/errors.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -26,7 +26,7 @@ import type { AssembledEvent } from '../src/assembleToolCalls.js';
 import { unusableAttemptError } from '../src/errors.js';
 import type { GeminiChunk } from '../src/providers/geminiContent.js';
 import { attemptsOf } from './support/attemptsOf.js';
-import { expectTurnError } from './support/turnErrors.js';
+import { expectTurnError } from './support/errors.js';
 
 const newScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

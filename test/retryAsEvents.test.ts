@@ -25,7 +25,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { effectKeyError, missingFinishError, retriesExhaustedError } from '../src/errors.js';
 import type { RetryAsEventsOptions } from '../src/retryAsEvents.js';
 import { attemptsOf } from './support/attemptsOf.js';
-import { expectTurnError, turnErrorWith } from './support/turnErrors.js';
+import { expectTurnError, turnErrorWith } from './support/errors.js';
 import { withoutFacts } from './support/withoutFacts.js';
 
 // The facts a retry event carries (delay, retry count…) have their own tests below; the rest of this file is about

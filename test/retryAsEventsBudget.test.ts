@@ -15,7 +15,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { retriesExhaustedError } from '../src/errors.js';
 import { attemptsOf } from './support/attemptsOf.js';
-import { expectTurnError, turnErrorWith } from './support/turnErrors.js';
+import { expectTurnError, turnErrorWith } from './support/errors.js';
 import { withoutFacts } from './support/withoutFacts.js';
 
 // The budget decides whether a retry comes, not what it says: retry events are compared without their facts.

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import stringify from 'fast-json-stable-stringify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeSha256Hex16, sha256Hex16, sha256Hex16Portable } from '../src/internal/sha256.js';
-import { expectTurnError } from './support/turnErrors.js';
+import { expectTurnError } from './support/errors.js';
 
 /** The reference: node:crypto over the UTF-8 bytes, as the design defines the key. */
 const reference = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16);

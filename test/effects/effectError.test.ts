@@ -18,6 +18,7 @@ import {
   ledgerTimeoutError,
 } from '../../src/effects/redis/errors.js';
 import { ledgerBusyError, ledgerClosedError, ledgerReadOnlyError } from '../../src/effects/sqlite/errors.js';
+import { fromAnotherCopy } from '../support/errors.js';
 
 describe('EffectError', () => {
   it.each([
@@ -87,21 +88,15 @@ describe('EffectError', () => {
   });
 
   it('instanceof holds for an error made by another copy of the class', () => {
-    const foreign = Object.assign(new Error('effect k of turn-1: the lease was lost to another holder'), {
-      name: 'EffectError',
+    const foreign = fromAnotherCopy(['CleanturnError', 'EffectError'], {
+      message: 'effect k of turn-1: the lease was lost to another holder',
       code: 'lease-lost',
       retryable: false,
-    });
-    Object.defineProperty(foreign, Symbol.for('cleanturn.error.kinds'), {
-      value: ['CleanturnError', 'EffectError'],
     });
     expect(foreign).toBeInstanceOf(EffectError);
     expect(foreign).toBeInstanceOf(CleanturnError);
     expect(new Error('plain')).not.toBeInstanceOf(EffectError);
-    const other = new Error('another area');
-    Object.defineProperty(other, Symbol.for('cleanturn.error.kinds'), {
-      value: ['CleanturnError', 'TransportError'],
-    });
+    const other = fromAnotherCopy(['CleanturnError', 'TransportError']);
     expect(other).not.toBeInstanceOf(EffectError);
   });
 });

@@ -302,7 +302,7 @@ describe('examples/nest: a run of steps over @Sse() that the browser resumes', {
     await until(() => nest.get(TurnsService).running === 0, 'the run to end on the server');
   });
 
-  it('a reconnect to a turn the server does not know: a RemoteTurnError, no reconnect, no provider request', async () => {
+  it('a reconnect to a turn the server does not know: a TransportError remote-turn, no reconnect, no provider request', async () => {
     const fake = await startProvider();
     const nest = await startApp(fake.url);
     const wire = recordingFetch();

@@ -20,10 +20,10 @@ import type { ProviderErrorCode } from '../../src/providers/errors.js';
 import { upstreamProviderError } from '../../src/providers/errors.js';
 import type { FinishEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
+import { expectTurnError } from '../support/errors.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
-import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/anthropic/', import.meta.url));

@@ -19,10 +19,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { upstreamProviderError } from '../../src/providers/errors.js';
 import type { GeminiChunk, GeminiOutput } from '../../src/providers/geminiContent.js';
 import { collect } from '../support/collect.js';
+import { expectTurnError } from '../support/errors.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
-import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/gemini/', import.meta.url));

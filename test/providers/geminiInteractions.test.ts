@@ -21,10 +21,10 @@ import type {
   GeminiInteractionsOutput,
 } from '../../src/providers/geminiInteractions.js';
 import { collect } from '../support/collect.js';
+import { expectTurnError } from '../support/errors.js';
 import { attempts, type FixtureCase, fixtureChecks, retriedTurn } from '../support/providerTurns.js';
 import { readPayloads } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
-import { expectTurnError } from '../support/turnErrors.js';
 
 const turnId = 'turn-42';
 const dir = fileURLToPath(new URL('../fixtures/gemini-interactions/', import.meta.url));

@@ -17,10 +17,10 @@ import { describe, expect, it } from 'vitest';
 import type { OpenAIChatChunk, OpenAIChatInput, OpenAIChatOutput } from '../../src/providers/openaiChat.js';
 import type { FinishEvent, UsageEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
+import { expectTurnError } from '../support/errors.js';
 import { attempts, type Expectation, expectationChecks, retriedTurn } from '../support/providerTurns.js';
 import { parseSse } from '../support/sse.js';
 import { nothing, standardChecks } from '../support/standardChecks.js';
-import { expectTurnError } from '../support/turnErrors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/openai-chat');
 /** A fixture's payloads as the adapter reads them, the `[DONE]` sentinel passed on as the string it is. */

@@ -15,10 +15,10 @@ import { describe, expect, it } from 'vitest';
 import type { OpenAIResponsesEvent, OpenAIResponsesInput } from '../../src/providers/openaiResponses.js';
 import type { FinishEvent, UsageEvent } from '../../src/types.js';
 import { collect } from '../support/collect.js';
+import { expectTurnError } from '../support/errors.js';
 import { attempts, type Expectation, expectationChecks, retriedTurn } from '../support/providerTurns.js';
 import { readSseJson } from '../support/sse.js';
 import { standardChecks } from '../support/standardChecks.js';
-import { expectTurnError } from '../support/turnErrors.js';
 
 const fixtures = join(import.meta.dirname, '../fixtures/openai-responses');
 const payloads = (name: string) => readSseJson(join(fixtures, name)) as OpenAIResponsesInput[];

@@ -4,6 +4,7 @@ import { CleanturnError, isRetryable } from 'cleanturn';
 import { ProviderError } from 'cleanturn/providers';
 import { describe, expect, it } from 'vitest';
 import { nextRequestError, providerPayloadError, upstreamProviderError } from '../../src/providers/errors.js';
+import { fromAnotherCopy } from '../support/errors.js';
 
 describe('ProviderError', () => {
   it.each([
@@ -105,22 +106,16 @@ describe('ProviderError', () => {
   });
 
   it('instanceof holds for an error made by another copy of the class', () => {
-    const foreign = Object.assign(new Error('gemini: The model is overloaded.'), {
-      name: 'ProviderError',
+    const foreign = fromAnotherCopy(['CleanturnError', 'ProviderError'], {
+      message: 'gemini: The model is overloaded.',
       code: 'upstream',
       upstreamCode: 'UNAVAILABLE',
       retryable: true,
     });
-    Object.defineProperty(foreign, Symbol.for('cleanturn.error.kinds'), {
-      value: ['CleanturnError', 'ProviderError'],
-    });
     expect(foreign).toBeInstanceOf(ProviderError);
     expect(foreign).toBeInstanceOf(CleanturnError);
     expect(new Error('plain')).not.toBeInstanceOf(ProviderError);
-    const other = new Error('another area');
-    Object.defineProperty(other, Symbol.for('cleanturn.error.kinds'), {
-      value: ['CleanturnError', 'TransportError'],
-    });
+    const other = fromAnotherCopy(['CleanturnError', 'TransportError']);
     expect(other).not.toBeInstanceOf(ProviderError);
   });
 });

@@ -85,7 +85,7 @@ export interface Expectation {
   events: ProviderEvent[];
   /** The fields of the error it ends with (a ProviderError unless `errorClass` says otherwise); otherwise it completes. */
   error?: { retryable: boolean; code: string | undefined; message: string } & Record<string, unknown>;
-  /** The class of that error, when it is not a ProviderError (a ProviderPayloadError for a payload it cannot read). */
+  /** The class of that error, when it is not a ProviderError (a ProviderError payload for a payload it cannot read). */
   errorClass?: new (
     ...args: never[]
   ) => Error;

@@ -34,7 +34,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-describe('HttpStatusError: the status and what the provider said, on one line', () => {
+describe('TransportError http-status: the status and what the provider said, on one line', () => {
   it.each([
     [
       'OpenAI',

@@ -131,7 +131,7 @@ describe('fromSSE', () => {
     expect(parseRetryAfter(null)).toBeUndefined();
   });
 
-  it('a refused connection is a retryable ConnectionError', async () => {
+  it('a refused connection is a retryable TransportError connection', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
         const address = probe.address();
@@ -144,7 +144,7 @@ describe('fromSSE', () => {
     expect((error as TransportError).retryable).toBe(true);
   });
 
-  it('a socket reset mid-stream is a retryable ConnectionError after the events that arrived', async () => {
+  it('a socket reset mid-stream is a retryable TransportError connection after the events that arrived', async () => {
     const url = await serve({ body: 'data: a\n\ndata: b\n\ndata: c\n\n', destroyAfter: 12 });
     const seen: string[] = [];
     const error = await new Promise((resolve) => {
@@ -160,7 +160,7 @@ describe('fromSSE', () => {
     expect((error as TransportError).retryable).toBe(true);
   });
 
-  it('silence longer than stallTimeout errors with StallError and aborts the request', async () => {
+  it('silence longer than stallTimeout errors with TransportError stall and aborts the request', async () => {
     const url = await serve({ body: 'data: a\n\ndata: b\n\n', stallAfter: 9 });
     const seen: string[] = [];
     const error = await new Promise((resolve) => {
@@ -218,7 +218,7 @@ describe('sseJson', () => {
     expect(server?.aborted).toBe(1);
   });
 
-  it('errors with a retryable SseDataError on a payload that is not JSON', async () => {
+  it('errors with a retryable TransportError sse-data on a payload that is not JSON', async () => {
     const url = await serve({ body: 'data: {"x":\n\n' });
     const error = await lastValueFrom(fromSSE(() => url).pipe(sseJson())).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);

@@ -221,7 +221,7 @@ describe('streamTurn with geminiBackground: a cut Interactions stream goes on af
     expect((gemini.interactions[0] as Interaction).cancelled).toBe(true);
   });
 
-  it('an interaction the server does not know on resume (404): a ResumeError not-found, then a new attempt', async () => {
+  it('an interaction the server does not know on resume (404): a TransportError resume-not-found, then a new attempt', async () => {
     gemini = await startGemini((c) => (c === 0 ? { cutAfter: 4 } : c === 1 ? { status: 404 } : {}));
     const { events, state } = await run(gemini);
     const reset = events.find((e) => e.type === 'reset');

@@ -68,7 +68,7 @@ async function measure(response: ScriptedResponse, options: Parameters<typeof fr
   }
 }
 
-describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
+describe('memory is bounded: a typed, non-retryable TransportError sse-limit-*', () => {
   // Generous: the limit is 16 Mi characters, the parser joins what it holds, and garbage is collected late.
   // Without a limit these bodies grew the heap by hundreds of MB (584 MB, then a RangeError).
   const bound = 200;
@@ -137,7 +137,7 @@ describe('memory is bounded: a typed, non-retryable SseLimitError', () => {
 });
 
 describe('error bodies are read in part', () => {
-  it('an endless 503 body gives HttpStatusError at once, with the status, retry-after and the body start', async () => {
+  it('an endless 503 body gives TransportError http-status at once, with the status, retry-after and the body start', async () => {
     const body = repeated('{"error":"overloaded"}', HOSTILE_BYTES);
     const started = performance.now();
     // A long stall timeout: the error must not wait for it.
@@ -159,7 +159,7 @@ describe('error bodies are read in part', () => {
     expect(performance.now() - started).toBeLessThan(30_000);
   });
 
-  it('an error body that stops arriving still gives HttpStatusError, not a StallError', async () => {
+  it('an error body that stops arriving still gives TransportError http-status, not a TransportError stall', async () => {
     const { error } = await measure(
       {
         status: 429,
@@ -191,7 +191,7 @@ describe('error bodies are read in part', () => {
 });
 
 describe('a 2xx that is not an event stream', () => {
-  it('a captive portal answers 200 text/html: NotEventStreamError naming the type, not retryable', async () => {
+  it('a captive portal answers 200 text/html: TransportError not-event-stream naming the type, not retryable', async () => {
     const { error, messages } = await measure({
       headers: { 'content-type': 'text/html; charset=utf-8' },
       body: '<!doctype html><html><title>Sign in to Hotel Wi-Fi</title></html>',
@@ -254,7 +254,7 @@ describe('a 2xx that is not an event stream', () => {
     expect(untyped.map((m) => m.data)).toEqual(['b']);
   });
 
-  it('a 204 No Content is a NotEventStreamError, not a retryable connection error', async () => {
+  it('a 204 No Content is a TransportError not-event-stream, not a retryable connection error', async () => {
     const { error } = await measure({ status: 204, body: '' });
     expect(error).toBeInstanceOf(TransportError);
     expect(error).toMatchObject({ code: 'not-event-stream' });

@@ -358,7 +358,7 @@ describe('toSSE never writes a line break or NUL into a field', () => {
     ['event', { id: 'a:0', type: 'turn\u0000', data: '{}' }],
     ['data', { id: 'a:0', type: 'turn', data: '{"a":"\u0000"}' }],
   ] as [string, TurnMessage][])(
-    'refuses a message whose %s has one, with SseFieldError',
+    'refuses a message whose %s has one, with TransportError sse-field',
     (field, message) => {
       const error = (() => {
         try {

@@ -155,7 +155,7 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     ]);
   });
 
-  it('a 429 with retry-after-ms is a retryable HttpStatusError with retryAfterMs; a delay that honours it waits', async () => {
+  it('a 429 with retry-after-ms is a retryable TransportError http-status with retryAfterMs; a delay that honours it waits', async () => {
     const { server, post } = await setUp([
       {
         status: 429,
@@ -189,7 +189,7 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     expect((second?.receivedAt ?? 0) - (first?.receivedAt ?? 0)).toBeGreaterThanOrEqual(280);
   });
 
-  it('a 401 is not retried: the turn fails with its HttpStatusError after one request', async () => {
+  it('a 401 is not retried: the turn fails with its TransportError http-status after one request', async () => {
     const { server, post } = await setUp([
       { status: 401, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid api key"}' },
       whole,
@@ -202,7 +202,7 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     expect(turn.events).toEqual([]);
   });
 
-  it('an HTML page with status 200 is a NotEventStreamError with the start of the page, not retried', async () => {
+  it('an HTML page with status 200 is a TransportError not-event-stream with the start of the page, not retried', async () => {
     const page = '<html><body>Sign in to use the Wi-Fi</body></html>';
     const { server, post } = await setUp([{ headers: { 'content-type': 'text/html' }, body: page }, whole]);
     const turn = await runTurn(post);
@@ -212,7 +212,7 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     expect(server.requests).toHaveLength(1);
   });
 
-  it('a connection refused is a retryable ConnectionError; every attempt fails, then the turn gives up', async () => {
+  it('a connection refused is a retryable TransportError connection; every attempt fails, then the turn gives up', async () => {
     const { server, post } = await setUp([whole]);
     await server.close(); // nothing listens on the port any more
     const turn = await runTurn(post, { count: 1 });
@@ -244,7 +244,7 @@ describe("httpClientSSE with Angular's HttpClient (withFetch) against a real ser
     expect(await closedByClient(server)).toBe(1);
   });
 
-  it('a line that never ends passes maxBufferSize: SseLimitError, and the request is cancelled', async () => {
+  it('a line that never ends passes maxBufferSize: TransportError sse-limit-*, and the request is cancelled', async () => {
     const { server, post } = await setUp([
       {
         body: '',
@@ -292,7 +292,7 @@ describe("httpClientSSE behind an interceptor's retry() (a real HttpClient, with
   /** A short whole answer, shorter than what attempt 1 showed before its cut. */
   const short = chatTranscript([{ text: 'One moment.' }]);
 
-  it('a request sent again after events were emitted fails with ResponseRestartError, not a spliced stream', async () => {
+  it('a request sent again after events were emitted fails with TransportError response-resent/-rewritten, not a spliced stream', async () => {
     const { server, post } = await setUp(
       [
         { body: attempt1.body, destroyAfter: attempt1.after('text:Refunding the dam'), chunkSize: 50 },
@@ -426,7 +426,7 @@ describe('httpClientSSE', () => {
     expect(await run([{ type: 0 }, response])).toEqual([{ event: undefined, data: 'a' }]);
   });
 
-  it('a 204, or a 200 without a body, is a NotEventStreamError without a body', async () => {
+  it('a 204, or a 200 without a body, is a TransportError not-event-stream without a body', async () => {
     await expect(run([head(204, 'text/event-stream')])).rejects.toThrow(/HTTP 204 without a body/);
     const empty = { type: 4, status: 200, statusText: 'OK', headers: new Headers(), body: null };
     await expect(run([empty])).rejects.toMatchObject({ name: 'TransportError', code: 'not-event-stream' });
@@ -478,7 +478,7 @@ describe('httpClientSSE', () => {
     };
     const sse = head(200, 'text/event-stream');
 
-    it('progress text that shrinks after events were emitted: ResponseRestartError rewritten', async () => {
+    it('progress text that shrinks after events were emitted: TransportError response-rewritten', async () => {
       const result = await outcome([
         sse,
         progress('data: A1\n\ndata: A1 more\n\n'),

@@ -6,7 +6,7 @@
 // recorded, right after a step ended) and starts a new process in its place (a restarted instance). A reader of
 // the dead runner's run takes it over on another process once the lease lapses.
 //
-// Checked for every run: it completes once, or fails typed (RunnerLostError) past its takeover budget; each step's
+// Checked for every run: it completes once, or fails typed (TransportError runner-lost) past its takeover budget; each step's
 // text and reasoning, as the reader ends with it, are exactly one attempt's (the final one), never two glued; the
 // refund's effect is applied once per effect key, and its handler runs again only for a key whose run was killed
 // between the effect and its record; no provider request repeats a step whose end the log held; and no reader

@@ -132,7 +132,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('a Responses request bound to a conversation, cut mid-stream', () => {
-  it('is not sent again: the turn ends with UnsafeReplayError, without a reset, and the server got one request', async () => {
+  it('is not sent again: the turn ends with TransportError unsafe-replay, without a reset, and the server got one request', async () => {
     server = await startServer([
       { body: cutResponse.body, destroyAfter: cutResponse.cut },
       { body: wholeResponse.body },
@@ -216,7 +216,7 @@ describe('a Responses request bound to a conversation, cut mid-stream', () => {
     expect(failing.events.filter((e) => e.type === 'reset')).toEqual([]);
   });
 
-  it('past the retry cap the turn ends with RetriesExhaustedError, and the callback is not asked about it', async () => {
+  it('past the retry cap the turn ends with TurnError retries-exhausted, and the callback is not asked about it', async () => {
     server = await startServer([{ body: cutResponse.body, destroyAfter: cutResponse.cut }]);
     const asked: number[] = [];
     const turn = await runTurn({

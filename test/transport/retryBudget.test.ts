@@ -112,7 +112,7 @@ function attemptsByTurn(requests: TestServer['requests'], failed: ReadonlySet<nu
 }
 
 describe('streamTurn({ budget })', () => {
-  it('a refused retry fails the turn with RetryBudgetExhaustedError after one request; the report has its reason', async () => {
+  it('a refused retry fails the turn with TurnError retries-exhausted after one request; the report has its reason', async () => {
     server = await startServer([overloaded, whole]);
     const budget = retryBudget({ percentCanRetry: 0, minRetriesPerSec: 0 });
     const turn = await runTurn(server.url, 0, { budget });

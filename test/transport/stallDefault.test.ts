@@ -56,7 +56,7 @@ function silentTurn(server: ReturnType<typeof silentServer>, options: Partial<St
 }
 
 describe('the default stall timeout', () => {
-  it('bare fromSSE gives up on a silent server after 60 s, with a StallError, and aborts the request', async () => {
+  it('bare fromSSE gives up on a silent server after 60 s, with a TransportError stall, and aborts the request', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const server = silentServer();
     const end = watch(fromSSE(() => 'https://silent.invalid/', { fetch: server.fetch }));

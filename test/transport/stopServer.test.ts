@@ -138,7 +138,7 @@ describe('turnServer: a dropped connection is not a stop', () => {
 });
 
 describe('turnServer.stop and stopTurn', () => {
-  it('a stop request stops the run: its provider request is aborted, and the reader ends with TurnStoppedError', async () => {
+  it('a stop request stops the run: its provider request is aborted, and the reader ends with TransportError turn-stopped', async () => {
     const llm = await provider([trickle(200, 20)]);
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
     const http = await turnsHttp(turns, llm.url);
@@ -223,7 +223,7 @@ describe('turnServer.stop and stopTurn', () => {
     expect(await turns.stop('turn-4')).toBe(false);
   });
 
-  it('stopTurn says what the server answered: false for a 404, an HttpStatusError for a 500', async () => {
+  it('stopTurn says what the server answered: false for a 404, an TransportError http-status for a 500', async () => {
     const srv = await provider([
       { status: 404, body: '' },
       { status: 500, body: 'oops' },

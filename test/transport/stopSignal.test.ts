@@ -1,5 +1,5 @@
 // streamTurn({ signal }): a user's stop. Against real loopback servers: a stop aborts the live attempt's request,
-// cancels a pending retry wait and a background response, and ends the turn with a TurnStoppedError (not
+// cancels a pending retry wait and a background response, and ends the turn with a TransportError turn-stopped (not
 // retryable, never retried) that carries the signal's reason; onReport says `stopped`. An already-aborted signal
 // sends nothing; the abort listener is removed when the turn ends.
 import { getEventListeners } from 'node:events';
@@ -85,7 +85,7 @@ async function until(check: () => boolean, limitMs = 5_000): Promise<void> {
 }
 
 describe('streamTurn({ signal })', () => {
-  it('a stop mid-stream aborts the request and errors with TurnStoppedError carrying the reason; no retry', async () => {
+  it('a stop mid-stream aborts the request and errors with TransportError turn-stopped carrying the reason; no retry', async () => {
     server = await startServer([streaming]);
     const srv = server;
     const controller = new AbortController();

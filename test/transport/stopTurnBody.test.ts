@@ -39,7 +39,7 @@ it.each([202, 404])(
   5_000,
 );
 
-it('a 500 whose body never ends: an HttpStatusError with the start of the body', async () => {
+it('a 500 whose body never ends: an TransportError http-status with the start of the body', async () => {
   const url = await endless(500);
   const error = await stopTurn(url).catch((thrown: unknown) => thrown);
   expect(error).toBeInstanceOf(TransportError);

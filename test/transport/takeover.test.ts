@@ -98,7 +98,7 @@ describe('turnServer: a run whose runner was lost is taken over by a reader', ()
     await b.close();
   });
 
-  it('past its takeover bounds (max 0), the reader ends the turn as failed with a RunnerLostError', async () => {
+  it('past its takeover bounds (max 0), the reader ends the turn as failed with a TransportError runner-lost', async () => {
     const log = memoryTurnLog<RunEvent>({ leaseMs: LEASE });
     const a = turnServer({ log });
     const b = turnServer({ log: memoryTurnLogView(log), takeover: { max: 0 } });

@@ -98,7 +98,7 @@ function run(
 }
 
 describe('timeout.chunkMs (and stallTimeout, its older name)', () => {
-  it('aborts an attempt whose server stalls after its headers, with a retryable StallError', async () => {
+  it('aborts an attempt whose server stalls after its headers, with a retryable TransportError stall', async () => {
     server = await startServer([stallsAfterHeaders]);
     const ended = await run(server, { retry: 0, timeout: { chunkMs: 200 } });
     expect(ended.error).toBeInstanceOf(TransportError);
@@ -126,7 +126,7 @@ describe('timeout.chunkMs (and stallTimeout, its older name)', () => {
   });
 
   it('counts SSE comments as progress: a server that sends only comments is no stall', async () => {
-    // Comments every 20 ms for the 400 ms attempt, with chunkMs 150: no StallError, the attempt's cap ends it.
+    // Comments every 20 ms for the 400 ms attempt, with chunkMs 150: no TransportError stall, the attempt's cap ends it.
     server = await startServer([forever(': keep-alive\n\n', 20)]);
     const ended = await run(server, { retry: 0, timeout: { chunkMs: 150, attemptMs: 400 } });
     expect(ended.error).toBeInstanceOf(TransportError);
@@ -174,7 +174,7 @@ describe('timeout.attemptMs', () => {
 });
 
 describe('timeout.totalMs', () => {
-  it('ends the turn across its retries with a TurnTimeoutError, not retried', async () => {
+  it('ends the turn across its retries with a TransportError turn-timeout, not retried', async () => {
     // Every attempt stalls after 100 ms; 20 retries would take 2 s; the turn has 450 ms.
     server = await startServer([stallsAfterHeaders]);
     const srv = server;

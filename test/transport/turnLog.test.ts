@@ -155,7 +155,7 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     expect(await all(log.read(turnId, 3))).toEqual([]);
   });
 
-  it('errors with TurnNotFoundError for a turn it does not know', async () => {
+  it('errors with TransportError turn-not-found for a turn it does not know', async () => {
     const { log } = make();
     const turnId = freshTurn();
     const error = await all(log.read(turnId, -1)).catch((e: unknown) => e);
@@ -175,7 +175,7 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
     await expect(log.append(turnId, event(2))).rejects.toThrow(/must not follow the end of turn/);
   });
 
-  it("errors with TurnNotFoundError 'trimmed' when the entries asked for were trimmed", async () => {
+  it('errors with TransportError turn-trimmed when the entries asked for were trimmed', async () => {
     const { log } = make({ maxEntries: 10 });
     const turnId = freshTurn();
     await log.claim(turnId);
@@ -266,7 +266,7 @@ function turnLogContract(make: (options?: LogOptions) => Harness): void {
       }
     });
 
-    it('a claimed turn without entries, after seq 0: TurnNotFoundError ahead', async () => {
+    it('a claimed turn without entries, after seq 0: TransportError turn-ahead', async () => {
       const { log } = make();
       const turnId = freshTurn();
       await log.claim(turnId);
@@ -448,7 +448,7 @@ describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
       }
     });
 
-    it('errors its readers with TurnNotFoundError when the turn expires while they wait', async () => {
+    it('errors its readers with TransportError turn-not-found when the turn expires while they wait', async () => {
       const log = redisTurnLog<string>({ client, prefix: 'expiring', ttlMs: 300, blockMs: 100 });
       await log.claim('t');
       await log.append('t', event(0));
@@ -461,7 +461,7 @@ describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {
       await until(async () => (await connections()) === before);
     });
 
-    it('gives up after commandTimeoutMs with TurnLogTimeoutError, and never closes the client', async () => {
+    it('gives up after commandTimeoutMs with TransportError turn-log-timeout, and never closes the client', async () => {
       const dead = new Redis({ port: await freePort(), lazyConnect: true, retryStrategy: () => 50 });
       dead.on('error', () => {});
       try {

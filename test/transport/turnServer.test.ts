@@ -73,7 +73,7 @@ describe('turnServer + fromTurnSSE', () => {
     expect(server.runs()).toBe(1);
   });
 
-  it('a turn that fails on the server fails the client with RemoteTurnError, as retryable as the server said', async () => {
+  it('a turn that fails on the server fails the client with TransportError remote-turn, as retryable as the server said', async () => {
     const turns = turnServer<TurnEvent>({ log: memoryTurnLog() });
     const server = await startTurnHttpServer(turns, () => {
       const source = new Subject<TurnEvent>();

@@ -217,7 +217,7 @@ describe('streamTurn({ usable }) over loopback', () => {
     expect(seen.text).toBe(sentence);
   });
 
-  it('an answer that stays unusable past the cap ends the turn with RetriesExhaustedError whose records say why', async () => {
+  it('an answer that stays unusable past the cap ends the turn with TurnError retries-exhausted whose records say why', async () => {
     const server = await chatServer(refusalBody, emptyBody);
     const error = await turnError(server, { usable: true, retry: 1 });
     expect(server.requests).toHaveLength(2);

@@ -1,5 +1,5 @@
 // The options the renderers share: how a reset presents the abandoned attempt, read and checked in one place.
-import { UsageError } from 'cleanturn';
+import { checkOneOf, checkOption } from '../../internal/options.js';
 
 /**
  * How a view presents what an abandoned attempt showed, once its `reset` arrives:
@@ -11,14 +11,6 @@ import { UsageError } from 'cleanturn';
  */
 export type ResetPresentation = 'rollback' | 'mark';
 
-/** A value as an error message names it: strings quoted, objects by their kind. */
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null) return 'null';
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
-  return String(value);
-}
-
 /**
  * The presentation that `options.onReset` asks for: `rollback` when absent.
  *
@@ -26,10 +18,8 @@ function describe(value: unknown): string {
  */
 export function resetPresentation(operator: string, options: unknown): ResetPresentation {
   if (options === undefined) return 'rollback';
-  if (typeof options !== 'object' || options === null)
-    throw new UsageError(operator, 'options', `must be an object, not ${describe(options)}`);
-  const onReset = (options as { onReset?: unknown }).onReset;
-  if (onReset === undefined || onReset === 'rollback') return 'rollback';
-  if (onReset === 'mark') return 'mark';
-  throw new UsageError(operator, 'onReset', `must be 'rollback' or 'mark', not ${describe(onReset)}`);
+  checkOption(typeof options === 'object' && options !== null, operator, 'options', 'an object', options);
+  const { onReset = 'rollback' } = options as { onReset?: unknown };
+  checkOneOf(operator, 'onReset', onReset, ['rollback', 'mark']);
+  return onReset;
 }
