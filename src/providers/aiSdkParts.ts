@@ -11,18 +11,9 @@ import type {
 import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, upstreamProviderError } from './errors.js';
-import {
-  type AdapterOptions,
-  argsObjectField,
-  countField,
-  type FieldSite,
-  invalidField,
-  isRecord,
-  nameField,
-  nonEmptyText,
-  objectField,
-  stringField,
-} from './shared.js';
+import type { FieldSite } from './read.js';
+import * as read from './read.js';
+import { type AdapterOptions, isRecord, nonEmptyText } from './shared.js';
 
 /**
  * A piece of answer text (`text-delta`) or of reasoning (`reasoning-delta`): `text` in `streamText` parts, `delta`
@@ -343,7 +334,7 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
         this.finishStep(part as AiSdkFinishStepPart);
         return;
       case 'response-metadata': // a model's own stream part (`doStream`), as middleware sees it
-        this.responseId = stringField((part as { id?: unknown }).id, site(part, 'id')) ?? this.responseId;
+        this.responseId = read.string((part as { id?: unknown }).id, site(part, 'id')) ?? this.responseId;
         return;
       case 'finish':
         this.finish(part as AiSdkFinishPart);
@@ -412,10 +403,10 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
       return;
     }
     const id = callId(call);
-    const tool = nameField(call.toolName, { operator, payload: call, field: 'toolName' });
+    const tool = read.name(call.toolName, { operator, payload: call, field: 'toolName' });
     if (call.type === 'tool-input-error' || call.invalid === true) throw this.invalidCall(id, tool, call);
     if (this.callIds.has(id)) return;
-    const args = argsObjectField(call.input, { operator, payload: call, field: 'input' });
+    const args = read.argsObject(call.input, { operator, payload: call, field: 'input' });
     this.callIds.add(id);
     this.emitted = true;
     this.pending.push({ type: 'tool-call', id, name: tool, args });
@@ -438,7 +429,7 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
     this.release();
     this.endStep();
     const { usage, response } = part;
-    const id = stringField(objectField(response, site(part, 'response'))?.id, site(part, 'response.id'));
+    const id = read.string(read.object(response, site(part, 'response'))?.id, site(part, 'response.id'));
     if (id !== undefined) this.responseId = id;
     const counts = readUsage(usage, part, 'usage');
     if (counts === undefined) return;
@@ -452,8 +443,8 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
     this.endStep();
     const total = readUsage(part.totalUsage, part, 'totalUsage');
     if (total !== undefined && !same(total, this.steps)) this.usage(total);
-    const finishReason = stringField(part.finishReason, site(part, 'finishReason'));
-    const raw = stringField(part.rawFinishReason, site(part, 'rawFinishReason'));
+    const finishReason = read.string(part.finishReason, site(part, 'finishReason'));
+    const raw = read.string(part.rawFinishReason, site(part, 'rawFinishReason'));
     // Anthropic's pause_turn (the SDK says stop) and compaction: the turn goes on when the output goes back.
     const paused = !this.stepHadCall && (raw === 'pause_turn' || raw === 'compaction');
     const event: FinishEvent = {
@@ -499,7 +490,7 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
   /** A call the provider ran (a server tool): never released, kept in the output with its result. */
   private providerCall(call: AiSdkToolCallPart): void {
     const id = callId(call);
-    const tool = nameField(call.toolName, { operator, payload: call, field: 'toolName' });
+    const tool = read.name(call.toolName, { operator, payload: call, field: 'toolName' });
     if (this.calls.has(id)) return;
     const input = call.input === undefined ? {} : json(call.input, call, 'input');
     this.record({ type: 'tool-call', toolCallId: id, toolName: tool, input, providerExecuted: true }, call);
@@ -544,7 +535,7 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
             };
         break;
       case 'tool-output-error': {
-        const text = stringField(part.errorText, site(part, 'errorText')) ?? 'the tool failed';
+        const text = read.string(part.errorText, site(part, 'errorText')) ?? 'the tool failed';
         output = byProvider ? { type: 'error-json', value: text } : { type: 'error-text', value: text };
         break;
       }
@@ -731,20 +722,20 @@ const countNames = ['input', 'output', 'cached', 'reasoning'] as const;
 
 /** The counts of a usage object (`usage`, `totalUsage`): the v6 details first, the older flat names after. */
 function readUsage(value: unknown, part: unknown, field: string): Counts | undefined {
-  const usage = objectField(value, site(part, field));
+  const usage = read.object(value, site(part, field));
   if (usage === undefined) return undefined;
   const at = (path: string) => site(part, `${field}.${path}`);
-  const input = objectField(usage.inputTokenDetails, at('inputTokenDetails'));
-  const output = objectField(usage.outputTokenDetails, at('outputTokenDetails'));
+  const input = read.object(usage.inputTokenDetails, at('inputTokenDetails'));
+  const output = read.object(usage.outputTokenDetails, at('outputTokenDetails'));
   return {
-    input: countField(usage.inputTokens, at('inputTokens')),
-    output: countField(usage.outputTokens, at('outputTokens')),
+    input: read.count(usage.inputTokens, at('inputTokens')),
+    output: read.count(usage.outputTokens, at('outputTokens')),
     cached:
-      countField(input?.cacheReadTokens, at('inputTokenDetails.cacheReadTokens')) ??
-      countField(usage.cachedInputTokens, at('cachedInputTokens')),
+      read.count(input?.cacheReadTokens, at('inputTokenDetails.cacheReadTokens')) ??
+      read.count(usage.cachedInputTokens, at('cachedInputTokens')),
     reasoning:
-      countField(output?.reasoningTokens, at('outputTokenDetails.reasoningTokens')) ??
-      countField(usage.reasoningTokens, at('reasoningTokens')),
+      read.count(output?.reasoningTokens, at('outputTokenDetails.reasoningTokens')) ??
+      read.count(usage.reasoningTokens, at('reasoningTokens')),
   };
 }
 
@@ -777,7 +768,7 @@ function json(value: unknown, part: unknown, field: string): JsonValue {
 
 /** A part's `providerMetadata` (an object, or an error), for the `providerOptions` of its message part. */
 function providerOptionsOf(part: { providerMetadata?: unknown }): Metadata | undefined {
-  const value = objectField(part.providerMetadata, site(part, 'providerMetadata'));
+  const value = read.object(part.providerMetadata, site(part, 'providerMetadata'));
   return value === undefined ? undefined : { value, part };
 }
 
@@ -814,5 +805,5 @@ function callId(part: { toolCallId?: unknown }): string {
 
 /** The `invalid-field` error of `field` of `payload`, which is not `expected`. */
 function invalid(payload: unknown, field: string, expected: string): ProviderError {
-  return invalidField(site(payload, field), expected, isRecord(payload) ? payload[field] : undefined);
+  return read.invalid(site(payload, field), expected, isRecord(payload) ? payload[field] : undefined);
 }

@@ -4,20 +4,9 @@ import type { FinishEvent, ProviderEvent, ProviderOutput, UsageEvent } from '../
 import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
-import {
-  type AdapterOptions,
-  argsObjectField,
-  countField,
-  type FieldSite,
-  indexField,
-  invalidField,
-  isRecord,
-  listField,
-  nameField,
-  nonEmptyText,
-  objectField,
-  stringField,
-} from './shared.js';
+import type { FieldSite } from './read.js';
+import * as read from './read.js';
+import { type AdapterOptions, isRecord, nonEmptyText } from './shared.js';
 
 /** Token counts as Anthropic reports them: cumulative; a missing or null field means "unchanged". */
 export interface AnthropicUsage {
@@ -145,19 +134,6 @@ type AnthropicContentBlock =
     }
   | { readonly type: 'tool_use'; readonly id: string; readonly name: string; readonly input: unknown }
   | { readonly type: string; readonly [field: string]: unknown };
-
-/**
- * An Anthropic error as the `retryable` option sees it.
- *
- * @inline
- */
-export interface AnthropicErrorInfo {
-  /** `overloaded_error`, `invalid_request_error`…, when the error has one. */
-  type: string | undefined;
-  /** The HTTP status, for an error the SDK raised from a failed response (undefined inside a stream). */
-  status: number | undefined;
-  message: string;
-}
 
 /**
  * Turns an Anthropic Messages stream into neutral {@link ProviderEvent}s.
@@ -303,8 +279,8 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
   next(event: AnthropicStreamEvent): void {
     switch (event.type) {
       case 'message_start': {
-        const message = objectField((event as AnthropicMessageStartEvent).message, this.at(event, 'message'));
-        const id = stringField(message?.id, this.at(event, 'message.id'));
+        const message = read.object((event as AnthropicMessageStartEvent).message, this.at(event, 'message'));
+        const id = read.string(message?.id, this.at(event, 'message.id'));
         if (this.messageId === null) {
           this.messageId = id;
           this.emitUsage(message?.usage, event, 'message.usage');
@@ -328,8 +304,8 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
       }
       case 'message_delta': {
         const { delta, usage } = event as AnthropicMessageDeltaEvent;
-        const stop = objectField(delta, this.at(event, 'delta'))?.stop_reason;
-        this.stopReason = stringField(stop, this.at(event, 'delta.stop_reason')) ?? this.stopReason;
+        const stop = read.object(delta, this.at(event, 'delta'))?.stop_reason;
+        this.stopReason = read.string(stop, this.at(event, 'delta.stop_reason')) ?? this.stopReason;
         this.emitUsage(usage, event, 'usage');
         return;
       }
@@ -366,7 +342,7 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
     const index = this.index(event);
     const { content_block: start } = event;
     const type = this.type(isRecord(start) ? start.type : undefined, event, 'content_block.type');
-    const id = type === 'tool_use' ? stringField(start.id, this.at(event, 'content_block.id')) : undefined;
+    const id = type === 'tool_use' ? read.string(start.id, this.at(event, 'content_block.id')) : undefined;
     const open = this.blocks.get(index);
     if (open !== undefined) {
       if (open.type === type && open.id === id) return; // a duplicate start of the same block
@@ -376,8 +352,8 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
     const block: Block = { index, type, id, input: undefined, content, json: undefined };
     switch (type) {
       case 'tool_use': {
-        const name = nameField(start.name, this.at(event, 'content_block.name'));
-        const input = argsObjectField(start.input, this.at(event, 'content_block.input')) as object;
+        const name = read.name(start.name, this.at(event, 'content_block.name'));
+        const input = read.argsObject(start.input, this.at(event, 'content_block.input')) as object;
         content.input = input;
         block.input = Object.keys(input).length === 0 ? undefined : JSON.stringify(input);
         this.blocks.set(index, block);
@@ -387,8 +363,8 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
         return;
       }
       case 'text': {
-        const text = stringField(start.text, this.at(event, 'content_block.text')) ?? '';
-        const citations = listField(content.citations, this.at(event, 'content_block.citations'));
+        const text = read.string(start.text, this.at(event, 'content_block.text')) ?? '';
+        const citations = read.list(content.citations, this.at(event, 'content_block.citations'));
         content.text = text;
         if (citations !== undefined) content.citations = [...citations]; // appended to by citations_delta
         this.blocks.set(index, block);
@@ -396,8 +372,8 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
         return;
       }
       case 'thinking': {
-        const thinking = stringField(start.thinking, this.at(event, 'content_block.thinking')) ?? '';
-        stringField(start.signature, this.at(event, 'content_block.signature'));
+        const thinking = read.string(start.thinking, this.at(event, 'content_block.thinking')) ?? '';
+        read.string(start.signature, this.at(event, 'content_block.signature'));
         content.thinking = thinking;
         this.blocks.set(index, block);
         if (thinking !== '') this.sink.event({ type: 'reasoning', text: thinking });
@@ -405,7 +381,7 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
       }
       case 'redacted_thinking':
         if (typeof start.data !== 'string') {
-          throw invalidField(this.at(event, 'content_block.data'), 'a string', start.data);
+          throw read.invalid(this.at(event, 'content_block.data'), 'a string', start.data);
         }
         this.blocks.set(index, block); // encrypted thinking: nothing to show, all to send back
         return;
@@ -441,7 +417,7 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
         return;
       }
       case 'citations_delta': {
-        const citation = objectField(delta.citation, this.at(event, 'delta.citation'));
+        const citation = read.object(delta.citation, this.at(event, 'delta.citation'));
         if (citation === undefined || block.type !== 'text') return;
         const citations = content.citations as unknown[] | undefined;
         if (citations === undefined) content.citations = [citation];
@@ -461,13 +437,13 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
       case 'compaction_delta': {
         // Each delta carries the block's final values, as the SDK reads it: assigned, not appended.
         const summary =
-          delta.content === null ? null : stringField(delta.content, this.at(event, 'delta.content'));
+          delta.content === null ? null : read.string(delta.content, this.at(event, 'delta.content'));
         if (block.type !== 'compaction') return;
         if (summary !== undefined) content.content = summary;
         if ('encrypted_content' in delta) {
           const { encrypted_content: sealed } = delta;
           content.encrypted_content =
-            sealed === null ? null : stringField(sealed, this.at(event, 'delta.encrypted_content'));
+            sealed === null ? null : read.string(sealed, this.at(event, 'delta.encrypted_content'));
         }
         return;
       }
@@ -500,7 +476,7 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
 
   /** A string field of a delta: the usual string as it is; anything else read (and checked) as a string field. */
   private text(value: unknown, payload: unknown, field: string): string | undefined {
-    return typeof value === 'string' ? value : stringField(value, this.at(payload, field));
+    return typeof value === 'string' ? value : read.string(value, this.at(payload, field));
   }
 
   /** The open block a delta or stop refers to, or an `unknown-reference` error. */
@@ -514,7 +490,7 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
   }
 
   private index(event: { index: unknown }): number {
-    const index = indexField(event.index, this.at(event, 'index'));
+    const index = read.index(event.index, this.at(event, 'index'));
     if (index !== undefined) return index;
     throw unreadable('invalid-field', 'expected a block index, got nothing', 'index', event);
   }
@@ -533,9 +509,9 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
 
   /** Usage at `field` of `payload`: each count that is a number replaces the one before (null: unchanged). */
   private emitUsage(value: unknown, payload: unknown, field: string): void {
-    const reported = objectField(value, this.at(payload, field));
+    const reported = read.object(value, this.at(payload, field));
     if (reported === undefined) return;
-    const details = objectField(
+    const details = read.object(
       reported.output_tokens_details,
       this.at(payload, `${field}.output_tokens_details`),
     );
@@ -545,7 +521,7 @@ export class AnthropicMessagesDecoder implements Decoder<AnthropicStreamEvent> {
       const from = key === 'thinking_tokens' ? details : reported;
       const count = from?.[key];
       const path = key === 'thinking_tokens' ? `${field}.output_tokens_details.${key}` : `${field}.${key}`;
-      const number = typeof count === 'number' ? count : countField(count, this.at(payload, path));
+      const number = typeof count === 'number' ? count : read.count(count, this.at(payload, path));
       if (number === undefined) continue;
       usage[key as CountField] = number;
       changed = true;
@@ -620,4 +596,17 @@ function spliced(what: string, payload: unknown): ProviderError {
     upstreamCode: 'spliced_stream',
     payload,
   });
+}
+
+/**
+ * An Anthropic error as the `retryable` option sees it.
+ *
+ * @inline
+ */
+export interface AnthropicErrorInfo {
+  /** `overloaded_error`, `invalid_request_error`…, when the error has one. */
+  type: string | undefined;
+  /** The HTTP status, for an error the SDK raised from a failed response (undefined inside a stream). */
+  status: number | undefined;
+  message: string;
 }

@@ -4,7 +4,7 @@ import { isInstance } from '../internal/describeError.js';
 import { subscribeLinked } from '../internal/subscribeLinked.js';
 import type { FinishEvent, ProviderEvent } from '../types.js';
 import { providerPayloadError } from './errors.js';
-import { kindOf } from './shared.js';
+import { kindOf } from './read.js';
 
 /** Where a {@link Decoder} puts what it read. */
 export interface DecoderSink {

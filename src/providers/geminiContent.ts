@@ -1,25 +1,13 @@
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
-import type { FinishReason, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
+import type { FinishReason, ProviderEvent, ProviderOutput } from '../types.js';
 import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
-import {
-  type AdapterOptions,
-  argsObjectField,
-  countField,
-  entryField,
-  type FieldSite,
-  indexField,
-  invalidField,
-  isObject,
-  isRecord,
-  listField,
-  nameField,
-  nonEmptyText,
-  objectField,
-  stringField,
-} from './shared.js';
+import type { FieldSite } from './read.js';
+import * as read from './read.js';
+import { type AdapterOptions, isObject, isRecord, jsonCopy, nonEmptyText } from './shared.js';
+import { type UsageCounts, UsageTotals } from './usageTotals.js';
 
 /**
  * A path-addressed piece of streamed arguments (Vertex AI with `streamFunctionCallArguments: true`): where it
@@ -136,17 +124,6 @@ export interface GeminiOutput extends ProviderOutput {
 /** The neutral id of the `n`-th `functionCall` of an attempt (from 0): the provider's `id`, or `gemini-call-<n>`. */
 export function geminiCallId(id: string | undefined, n: number): string {
   return id || `gemini-call-${n}`;
-}
-
-/**
- * A Gemini error as the `retryable` option sees it: HTTP status (`error.code`, `ApiError.status`), gRPC name.
- *
- * @inline
- */
-export interface GeminiErrorInfo {
-  code: number | undefined;
-  status: string | undefined;
-  message: string;
 }
 
 /**
@@ -267,12 +244,7 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
   /** The chunks' `responseId`, the last non-empty one. */
   private responseId: string | undefined;
   /** The usage counts last emitted: a `usage` event goes out only when one changes. */
-  private readonly last: Record<UsageKey, number | undefined> = {
-    inputTokens: undefined,
-    outputTokens: undefined,
-    cachedInputTokens: undefined,
-    reasoningTokens: undefined,
-  };
+  private readonly usageTotals = new UsageTotals();
   /** The output's parts so far, in stream order. */
   private readonly parts: GeminiOutputPart[] = [];
   /** The text or thought part still open: its fragments join until a signature or the other kind ends it. */
@@ -300,8 +272,8 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
     this.content(candidate);
     const metadata: unknown = chunk.usageMetadata;
     if (isObject(metadata)) this.usage(metadata);
-    else objectField(metadata, { operator, payload: chunk, field: 'usageMetadata' });
-    const id = stringField(chunk.responseId, { operator, payload: chunk, field: 'responseId' });
+    else read.object(metadata, { operator, payload: chunk, field: 'usageMetadata' });
+    const id = read.string(chunk.responseId, { operator, payload: chunk, field: 'responseId' });
     if (id) this.responseId = id;
     this.finishReason(chunk, candidate);
   }
@@ -380,17 +352,17 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
     const given: unknown = chunk.candidates;
     const list = Array.isArray(given)
       ? given
-      : listField(given, { operator, payload: chunk, field: 'candidates' });
+      : read.list(given, { operator, payload: chunk, field: 'candidates' });
     let candidate: GeminiCandidate | undefined;
     for (let i = 0; list !== undefined && i < list.length && candidate === undefined; i++) {
       this.at = i;
       const entry = list[i];
-      const c = isObject(entry) ? entry : entryField(entry, this.site('', false));
+      const c = isObject(entry) ? entry : read.entry(entry, this.site('', false));
       const rawIndex = c.index;
       const index =
         typeof rawIndex === 'number' || rawIndex === undefined || rawIndex === null
           ? rawIndex
-          : indexField(rawIndex, this.site('index', false));
+          : read.index(rawIndex, this.site('index', false));
       if ((index ?? 0) === 0) candidate = c as GeminiCandidate;
     }
     return candidate;
@@ -399,9 +371,9 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
   /** The candidate's `content.parts`, each read in order (none without a candidate). */
   private content(candidate: GeminiCandidate | undefined): void {
     const rawContent: unknown = candidate?.content;
-    const content = isObject(rawContent) ? rawContent : objectField(rawContent, this.site('content', false));
+    const content = isObject(rawContent) ? rawContent : read.object(rawContent, this.site('content', false));
     const rawParts: unknown = content?.parts;
-    const parts = Array.isArray(rawParts) ? rawParts : listField(rawParts, this.site('content.parts', false));
+    const parts = Array.isArray(rawParts) ? rawParts : read.list(rawParts, this.site('content.parts', false));
     for (let i = 0; parts !== undefined && i < parts.length; i++) {
       this.partAt = i;
       this.part(parts[i]);
@@ -410,16 +382,16 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
 
   /** One part: a `functionCall`, a text or thought fragment, or a part kept as it came; its signature with it. */
   private part(entry: unknown): void {
-    const part = (isObject(entry) ? entry : entryField(entry, this.site('', true))) as GeminiPart;
+    const part = (isObject(entry) ? entry : read.entry(entry, this.site('', true))) as GeminiPart;
     const { functionCall: fc, text, thought } = part;
-    const signature = stringField(part.thoughtSignature, this.site('thoughtSignature')) || undefined;
+    const signature = read.string(part.thoughtSignature, this.site('thoughtSignature')) || undefined;
     if (thought !== undefined && thought !== null && typeof thought !== 'boolean') {
-      throw invalidField(this.site('thought'), 'a boolean', thought);
+      throw read.invalid(this.site('thought'), 'a boolean', thought);
     }
     if (fc !== undefined && fc !== null) this.functionCall(fc, signature);
     else if (typeof text === 'string') this.addText(text, thought === true, signature);
     else {
-      if (text !== undefined) stringField(text, this.site('text'));
+      if (text !== undefined) read.string(text, this.site('text'));
       this.keepPart(part, signature);
     }
   }
@@ -433,10 +405,10 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
     const rawFeedback: unknown = chunk.promptFeedback;
     const feedback = isObject(rawFeedback)
       ? rawFeedback
-      : objectField(rawFeedback, { operator, payload: chunk, field: 'promptFeedback' });
+      : read.object(rawFeedback, { operator, payload: chunk, field: 'promptFeedback' });
     const blocked = candidate === undefined ? feedback?.blockReason : undefined;
     if (typeof raw === 'string') this.reported = { raw, blocked: false };
-    else if (raw !== undefined) stringField(raw, this.site('finishReason', false));
+    else if (raw !== undefined) read.string(raw, this.site('finishReason', false));
     else if (typeof blocked === 'string') this.reported = { raw: blocked, blocked: true };
   }
 
@@ -564,11 +536,11 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
       }
       if (fc.args === undefined || fc.args === null) return; // a stray empty part: nothing to read
     }
-    const name = nameField(fc.name, this.site('functionCall.name'));
-    const id = stringField(fc.id, this.site('functionCall.id'));
+    const name = read.name(fc.name, this.site('functionCall.name'));
+    const id = read.string(fc.id, this.site('functionCall.id'));
     this.closeStreamed(); // a new call starts: the open one is complete
     if (willContinue !== true)
-      this.emitCall(id, name, argsObjectField(fc.args, this.site('functionCall.args')), signature);
+      this.emitCall(id, name, read.argsObject(fc.args, this.site('functionCall.args')), signature);
     else {
       const call: StreamedCall = { id, name, args: {}, signature };
       this.streamed = call;
@@ -585,12 +557,12 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
       const value = metadata[key];
       return typeof value === 'number'
         ? value
-        : countField(value, { operator, payload: this.payload, field: `usageMetadata.${key}` });
+        : read.count(value, { operator, payload: this.payload, field: `usageMetadata.${key}` });
     };
     const prompt = count('promptTokenCount');
     const candidates = count('candidatesTokenCount');
     const thoughts = count('thoughtsTokenCount');
-    const counts: Record<UsageKey, number | undefined> = {
+    const counts: UsageCounts = {
       inputTokens: prompt !== undefined ? prompt + (count('toolUsePromptTokenCount') ?? 0) : undefined,
       outputTokens:
         typeof candidates === 'number' || typeof thoughts === 'number'
@@ -599,28 +571,12 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
       cachedInputTokens: count('cachedContentTokenCount'),
       reasoningTokens: thoughts,
     };
-    const last = this.last;
-    if (usageKeys.every((key) => counts[key] === undefined || counts[key] === last[key])) return;
-    const event: UsageEvent = { type: 'usage' };
-    for (const key of usageKeys) {
-      const value = counts[key];
-      if (value !== undefined) event[key] = last[key] = value;
-    }
-    this.sink.event(event);
+    const event = this.usageTotals.next(counts);
+    if (event !== undefined) this.sink.event(event);
   }
 }
 
 const ownData = { writable: true, enumerable: true, configurable: true } as const;
-/** The counts of a `usage` event, in the order they are compared. */
-type UsageKey = 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'reasoningTokens';
-const usageKeys: readonly UsageKey[] = [
-  'inputTokens',
-  'outputTokens',
-  'cachedInputTokens',
-  'reasoningTokens',
-];
-/** A copy of JSON data the output owns: the chunk's objects stay the source's. */
-const jsonCopy = (value: unknown): unknown => JSON.parse(JSON.stringify(value) ?? 'null');
 /** A path step that cannot reach a prototype. */
 const isSafe = (step: string | number) =>
   step !== '__proto__' && step !== 'constructor' && step !== 'prototype';
@@ -674,4 +630,15 @@ function parseJsonPath(jsonPath: string): (string | number)[] | undefined {
     else path.push((single ?? double ?? '').replace(/\\(.)/g, '$1'));
   }
   return path.length > 0 ? path : undefined;
+}
+
+/**
+ * A Gemini error as the `retryable` option sees it: HTTP status (`error.code`, `ApiError.status`), gRPC name.
+ *
+ * @inline
+ */
+export interface GeminiErrorInfo {
+  code: number | undefined;
+  status: string | undefined;
+  message: string;
 }

@@ -1,26 +1,14 @@
 import type { OperatorFunction } from 'rxjs';
 import { isInstance, readProperty, readString } from '../internal/describeError.js';
-import type { FinishEvent, FinishReason, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
+import type { FinishEvent, FinishReason, ProviderEvent, ProviderOutput } from '../types.js';
 import { isRetryableUpstream } from '../upstreamErrors.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, providerPayloadError, upstreamProviderError } from './errors.js';
 import { geminiCallId } from './geminiContent.js';
-import {
-  type AdapterOptions,
-  argsObjectField,
-  countField,
-  entryField,
-  type FieldSite,
-  indexField,
-  invalidField,
-  isObject,
-  isRecord,
-  listField,
-  nameField,
-  nonEmptyText,
-  objectField,
-  stringField,
-} from './shared.js';
+import type { FieldSite } from './read.js';
+import * as read from './read.js';
+import { type AdapterOptions, isObject, isRecord, jsonCopy, nonEmptyText } from './shared.js';
+import { type UsageCounts, UsageTotals } from './usageTotals.js';
 
 /**
  * Token counts of an interaction, as the lifecycle events, `step.stop` and the events' `metadata.total_usage`
@@ -174,19 +162,6 @@ export interface GeminiInteractionsOutput extends ProviderOutput {
 }
 
 /**
- * A Gemini Interactions error as the `retryable` option sees it.
- *
- * @inline
- */
-export interface GeminiInteractionsErrorInfo {
-  /** The error's `code` (a word or a URI), or the interaction's status (`failed`, `cancelled`) when it gave none. */
-  code: string | undefined;
-  /** The HTTP status of the SDK's error, when it is one. */
-  status: number | undefined;
-  message: string;
-}
-
-/**
  * Turns a Gemini Interactions API stream (`interactions.create({ …, stream: true })`) into neutral
  * {@link ProviderEvent}s: what an SSE `data:` line parses to, or what the official SDK's stream yields. It reads
  * the step events (`step.start`, `step.delta`, `step.stop`) and the older content events (`content.start`,
@@ -324,13 +299,8 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
   // The interaction's id, and a `failed` or `cancelled` status an update reported.
   private interactionId: string | undefined;
   private failedStatus: { status: string; event: GeminiInteractionsEvent } | undefined;
-  // The usage last emitted.
-  private readonly last: Record<UsageKey, number | undefined> = {
-    inputTokens: undefined,
-    outputTokens: undefined,
-    cachedInputTokens: undefined,
-    reasoningTokens: undefined,
-  };
+  /** The usage counts last emitted: a `usage` event goes out only when one changes. */
+  private readonly usageTotals = new UsageTotals();
   // Where the field being read is, for the readers' errors: one object, re-aimed at each read.
   private readonly site: FieldSite = { operator, payload: undefined, field: '' };
 
@@ -342,13 +312,13 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
   next(event: GeminiInteractionsEvent): void {
     const type: unknown = event.event_type;
     if (typeof type !== 'string')
-      throw invalidField(this.at(event, 'event_type'), 'an event type (a string)', type);
-    const id = stringField(event.event_id, this.at(event, 'event_id'));
+      throw read.invalid(this.at(event, 'event_type'), 'an event type (a string)', type);
+    const id = read.string(event.event_id, this.at(event, 'event_id'));
     if (id !== undefined && id !== '') {
       if (this.seen.has(id)) return;
       this.seen.add(id);
     }
-    const metadata = objectField(event.metadata, this.at(event, 'metadata'));
+    const metadata = read.object(event.metadata, this.at(event, 'metadata'));
     if (metadata !== undefined) this.usage(event, metadata.total_usage, 'metadata.total_usage');
     switch (type) {
       case 'interaction.created':
@@ -356,8 +326,8 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
         this.interaction(event);
         break;
       case 'interaction.status_update': {
-        this.identify(stringField(event.interaction_id, this.at(event, 'interaction_id')));
-        const status = stringField(event.status, this.at(event, 'status'));
+        this.identify(read.string(event.interaction_id, this.at(event, 'interaction_id')));
+        const status = read.string(event.status, this.at(event, 'status'));
         if (status === 'failed' || status === 'cancelled') this.failedStatus = { status, event };
         break;
       }
@@ -381,9 +351,9 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
         this.terminal(event, this.interaction(event) ?? {});
         break;
       case 'error': {
-        const body = objectField(event.error, this.at(event, 'error')) ?? {};
-        const code = stringField(body.code, this.at(event, 'error.code'));
-        const message = stringField(body.message, this.at(event, 'error.message'));
+        const body = read.object(event.error, this.at(event, 'error')) ?? {};
+        const code = read.string(body.code, this.at(event, 'error.code'));
+        const message = read.string(body.message, this.at(event, 'error.message'));
         throw this.providerError(
           { code: nonEmptyText(code), status: undefined, message: errorMessage(message, code) },
           event,
@@ -446,15 +416,15 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
 
   /** The interaction of a lifecycle event: its id is kept. */
   private interaction(event: GeminiInteractionsEvent): Record<string, unknown> | undefined {
-    const interaction = objectField(event.interaction, this.at(event, 'interaction'));
+    const interaction = read.object(event.interaction, this.at(event, 'interaction'));
     if (interaction !== undefined)
-      this.identify(stringField(interaction.id, this.at(event, 'interaction.id')));
+      this.identify(read.string(interaction.id, this.at(event, 'interaction.id')));
     return interaction;
   }
 
   /** The step index of a `step.*` / `content.*` event (absent: 0). */
   private index(event: GeminiInteractionsEvent): number {
-    return indexField(event.index, this.at(event, 'index')) ?? 0;
+    return read.index(event.index, this.at(event, 'index')) ?? 0;
   }
 
   /** Emits a text fragment and adds it to the output's `model_output` step. */
@@ -473,8 +443,8 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
     field: string,
     event: unknown,
   ): void {
-    const entry = entryField(item, this.at(event, field));
-    const text = stringField(entry.text, this.at(event, `${field}.text`));
+    const entry = read.entry(item, this.at(event, field));
+    const text = read.string(entry.text, this.at(event, `${field}.text`));
     if (entry.type === 'text' || (entry.type === undefined && text !== undefined)) {
       if (text) this.sink.event({ type: 'reasoning', text });
       step.out.summary.push({ type: 'text', text: text ?? '' });
@@ -484,26 +454,26 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
   /** A step (or older content) starts: a text, a thought, a function call, or a provider tool's step. */
   private start(event: GeminiInteractionsEvent, field: 'step' | 'content'): void {
     const index = this.index(event);
-    const given = objectField(event[field], this.at(event, field));
-    if (given === undefined) throw invalidField(this.at(event, field), 'an object', given);
-    const kind = stringField(given.type, this.at(event, `${field}.type`));
-    const signature = stringField(given.signature, this.at(event, `${field}.signature`)) || undefined;
+    const given = read.object(event[field], this.at(event, field));
+    if (given === undefined) throw read.invalid(this.at(event, field), 'an object', given);
+    const kind = read.string(given.type, this.at(event, `${field}.type`));
+    const signature = read.string(given.signature, this.at(event, `${field}.signature`)) || undefined;
     const signed = signature === undefined ? {} : { signature };
     if (kind === 'model_output' || kind === 'text') {
       const step: Step = { kind: 'text', out: { type: 'model_output', content: [], ...signed } };
       this.steps.set(index, step);
-      if (kind === 'text') this.text(step, stringField(given.text, this.at(event, `${field}.text`)) ?? '');
+      if (kind === 'text') this.text(step, read.string(given.text, this.at(event, `${field}.text`)) ?? '');
       const content =
-        kind === 'model_output' ? listField(given.content, this.at(event, `${field}.content`)) : undefined;
+        kind === 'model_output' ? read.list(given.content, this.at(event, `${field}.content`)) : undefined;
       for (let i = 0; content !== undefined && i < content.length; i++) {
-        const item = entryField(content[i], this.at(event, `${field}.content[${i}]`));
-        const text = stringField(item.text, this.at(event, `${field}.content[${i}].text`));
+        const item = read.entry(content[i], this.at(event, `${field}.content[${i}]`));
+        const text = read.string(item.text, this.at(event, `${field}.content[${i}].text`));
         if (item.type === 'text' && text !== undefined) this.text(step, text);
       }
     } else if (kind === 'thought') {
       const step: Step = { kind: 'thought', out: { type: 'thought', summary: [], ...signed } };
       this.steps.set(index, step);
-      const summary = listField(given.summary, this.at(event, `${field}.summary`));
+      const summary = read.list(given.summary, this.at(event, `${field}.summary`));
       for (let i = 0; summary !== undefined && i < summary.length; i++) {
         this.summary(step, summary[i], `${field}.summary[${i}]`, event);
       }
@@ -521,10 +491,10 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
     field: string,
     event: unknown,
   ): Extract<Step, { kind: 'call' }> {
-    const name = nameField(given.name, this.at(event, `${field}.name`));
-    const id = stringField(given.id, this.at(event, `${field}.id`)) || undefined;
-    const args = argsObjectField(given.arguments, this.at(event, `${field}.arguments`));
-    const signature = stringField(given.signature, this.at(event, `${field}.signature`)) || undefined;
+    const name = read.name(given.name, this.at(event, `${field}.name`));
+    const id = read.string(given.id, this.at(event, `${field}.id`)) || undefined;
+    const args = read.argsObject(given.arguments, this.at(event, `${field}.arguments`));
+    const signature = read.string(given.signature, this.at(event, `${field}.signature`)) || undefined;
     const out = {
       type: 'function_call' as const,
       id: geminiCallId(id, this.calls++),
@@ -560,11 +530,11 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
 
   private delta(event: GeminiInteractionsEvent): void {
     const index = this.index(event);
-    const delta = entryField(event.delta, this.at(event, 'delta'));
-    switch (stringField(delta.type, this.at(event, 'delta.type'))) {
+    const delta = read.entry(event.delta, this.at(event, 'delta'));
+    switch (read.string(delta.type, this.at(event, 'delta.type'))) {
       case 'text': {
         const step = this.stepOf(index, 'text', event);
-        const text = stringField(delta.text, this.at(event, 'delta.text')) ?? '';
+        const text = read.string(delta.text, this.at(event, 'delta.text')) ?? '';
         if (step.kind === 'text') this.text(step, text);
         break;
       }
@@ -576,13 +546,13 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
         break;
       }
       case 'thought_signature': {
-        const signature = stringField(delta.signature, this.at(event, 'delta.signature')) || undefined;
+        const signature = read.string(delta.signature, this.at(event, 'delta.signature')) || undefined;
         const step = this.steps.get(index) ?? this.stepOf(index, 'thought', event);
         if (signature !== undefined) step.out.signature = signature;
         break;
       }
       case 'arguments_delta': {
-        const piece = stringField(delta.arguments, this.at(event, 'delta.arguments'));
+        const piece = read.string(delta.arguments, this.at(event, 'delta.arguments'));
         const step = this.steps.get(index);
         if (step?.kind !== 'call' || step.emitted) {
           const problem = 'an arguments_delta for a step that is not an open function call';
@@ -622,7 +592,7 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
           payload: text,
         });
       }
-      const args = argsObjectField(parsed, { operator, payload: text, field: 'delta.arguments' });
+      const args = read.argsObject(parsed, { operator, payload: text, field: 'delta.arguments' });
       step.out.arguments = args as Record<string, unknown>;
     }
     const { id, name, arguments: args } = step.out;
@@ -632,40 +602,35 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
 
   /** Usage totals at `field` of `event`, emitted when the counts change. */
   private usage(event: GeminiInteractionsEvent, value: unknown, field: string): void {
-    const usage = objectField(value, this.at(event, field));
+    const usage = read.object(value, this.at(event, field));
     if (usage === undefined) return;
     const count = (key: keyof GeminiInteractionsUsage) =>
-      countField(usage[key], this.at(event, `${field}.${key}`));
+      read.count(usage[key], this.at(event, `${field}.${key}`));
     const input = count('total_input_tokens');
     const output = count('total_output_tokens');
     const thoughts = count('total_thought_tokens');
-    const counts: Record<UsageKey, number | undefined> = {
+    const counts: UsageCounts = {
       inputTokens: input === undefined ? undefined : input + (count('total_tool_use_tokens') ?? 0),
       outputTokens:
         output === undefined && thoughts === undefined ? undefined : (output ?? 0) + (thoughts ?? 0),
       cachedInputTokens: count('total_cached_tokens'),
       reasoningTokens: thoughts,
     };
-    if (usageKeys.every((key) => counts[key] === undefined || counts[key] === this.last[key])) return;
-    const neutral: UsageEvent = { type: 'usage' };
-    for (const key of usageKeys) {
-      const count = counts[key];
-      if (count !== undefined) neutral[key] = this.last[key] = count;
-    }
-    this.sink.event(neutral);
+    const neutral = this.usageTotals.next(counts);
+    if (neutral !== undefined) this.sink.event(neutral);
   }
 
   /** The completion: calls only in its steps, the open calls, its usage, then the finish (or the failure). */
   private terminal(event: GeminiInteractionsEvent, interaction: GeminiInteraction): void {
-    const status = stringField(interaction.status, this.at(event, 'interaction.status'));
-    const errors = listField(interaction.errors, this.at(event, 'interaction.errors'));
+    const status = read.string(interaction.status, this.at(event, 'interaction.status'));
+    const errors = read.list(interaction.errors, this.at(event, 'interaction.errors'));
     const given = status ?? this.failedStatus?.status;
     if (given === 'failed' || given === 'cancelled') throw this.statusError(given, errors, event);
-    const steps = listField(interaction.steps, this.at(event, 'interaction.steps')) ?? [];
+    const steps = read.list(interaction.steps, this.at(event, 'interaction.steps')) ?? [];
     for (let i = 0; i < steps.length; i++) {
-      const step = entryField(steps[i], this.at(event, `interaction.steps[${i}]`));
+      const step = read.entry(steps[i], this.at(event, `interaction.steps[${i}]`));
       if (step.type !== 'function_call') continue;
-      const id = stringField(step.id, this.at(event, `interaction.steps[${i}].id`));
+      const id = read.string(step.id, this.at(event, `interaction.steps[${i}].id`));
       if (id !== undefined && this.emitted.has(id)) continue;
       const call = this.call(step, `interaction.steps[${i}]`, event);
       this.steps.set(Math.max(-1, ...this.steps.keys()) + 1, call);
@@ -690,18 +655,6 @@ export class GeminiInteractionsDecoder implements Decoder<GeminiInteractionsEven
   }
 }
 
-/** The counts of a `usage` event, in the order they are compared. */
-type UsageKey = 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'reasoningTokens';
-const usageKeys: readonly UsageKey[] = [
-  'inputTokens',
-  'outputTokens',
-  'cachedInputTokens',
-  'reasoningTokens',
-];
-
-/** A copy of JSON data the output owns: the event's objects stay the source's. */
-const jsonCopy = (value: unknown): unknown => JSON.parse(JSON.stringify(value) ?? 'null');
-
 /**
  * The words `isRetryableUpstream` reads of an error code: the code, and the last segment of a URI code in the
  * table's spelling (`…/errors/resource-exhausted` → `resource_exhausted`).
@@ -716,4 +669,17 @@ function codeWords(code: string | undefined): string[] {
 /** An error event's message, else its code, else a generic one. */
 function errorMessage(message: string | undefined, code: string | undefined): string {
   return nonEmptyText(message) ?? nonEmptyText(code) ?? 'the stream reported an error';
+}
+
+/**
+ * A Gemini Interactions error as the `retryable` option sees it.
+ *
+ * @inline
+ */
+export interface GeminiInteractionsErrorInfo {
+  /** The error's `code` (a word or a URI), or the interaction's status (`failed`, `cancelled`) when it gave none. */
+  code: string | undefined;
+  /** The HTTP status of the SDK's error, when it is one. */
+  status: number | undefined;
+  message: string;
 }

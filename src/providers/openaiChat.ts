@@ -9,19 +9,9 @@ import type {
 } from '../types.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type OpenAIErrorBody, type OpenAIErrorInfo, openaiError, sdkErrorBody } from './openaiErrors.js';
-import {
-  type AdapterOptions,
-  argumentsField,
-  countField,
-  entryField,
-  type FieldSite,
-  indexField,
-  isObject,
-  isRecord,
-  listField,
-  objectField,
-  stringField,
-} from './shared.js';
+import type { FieldSite } from './read.js';
+import * as read from './read.js';
+import { type AdapterOptions, isObject, isRecord } from './shared.js';
 
 /** A function name and argument fragment, as a tool-call delta (or the deprecated `function_call`) carries them. */
 export interface OpenAIChatFunctionDelta {
@@ -320,9 +310,9 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
     this.chunk = chunk;
     if (this.responseId === undefined) {
       const id = chunk.id;
-      const read = typeof id === 'string' ? id : stringField(id, this.site('id'));
-      if (read !== undefined && read !== '') {
-        this.responseId = read;
+      const given = typeof id === 'string' ? id : read.string(id, this.site('id'));
+      if (given !== undefined && given !== '') {
+        this.responseId = given;
         this.changed = true;
       }
     }
@@ -331,11 +321,11 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
       for (let i = 0; i < choices.length; i++) {
         const entry: unknown = choices[i];
         const choice = (
-          isObject(entry) ? entry : entryField(entry, this.site(`choices[${i}]`))
+          isObject(entry) ? entry : read.entry(entry, this.site(`choices[${i}]`))
         ) as OpenAIChatChoice;
         if ((this.index(choice.index, i, -1) ?? 0) === this.followed) this.choice(choice, i);
       }
-    } else if (choices !== undefined && choices !== null) listField(choices, this.site('choices'));
+    } else if (choices !== undefined && choices !== null) read.list(choices, this.site('choices'));
     // The finish goes to the sink with the output as it is now; the usage chunk that follows ends the stream.
     if (this.reason !== undefined && this.changed) {
       this.changed = false;
@@ -346,7 +336,7 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
       const event = this.usage(usage);
       if (Object.keys(event).length > 1) this.sink.event(event);
       if (this.reason !== undefined) this.sink.end(); // the usage chunk is the last one
-    } else if (usage !== undefined && usage !== null) objectField(usage, this.site('usage'));
+    } else if (usage !== undefined && usage !== null) read.object(usage, this.site('usage'));
   }
 
   /** `[DONE]` without a finish reason: the attempt finished all the same (Snowflake Cortex never sends one). */
@@ -376,32 +366,32 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
           this.changed = true;
           this.sink.event({ type: 'text', text: content });
         }
-      } else this.read(stringField, content, i, -1, '.delta.content');
+      } else this.field(read.string, content, i, -1, '.delta.content');
       if (typeof refusal === 'string') {
         if (refusal !== '') {
           this.refusal = (this.refusal ?? '') + refusal;
           this.changed = true;
         }
-      } else this.read(stringField, refusal, i, -1, '.delta.refusal');
+      } else this.field(read.string, refusal, i, -1, '.delta.refusal');
       const calls = delta.tool_calls;
       if (Array.isArray(calls)) {
         for (let j = 0; j < calls.length; j++) {
           const entry: unknown = calls[j];
           const call = (
-            isObject(entry) ? entry : entryField(entry, this.site(`choices[${i}].delta.tool_calls[${j}]`))
+            isObject(entry) ? entry : read.entry(entry, this.site(`choices[${i}].delta.tool_calls[${j}]`))
           ) as OpenAIChatToolCallDelta;
           this.fragment(this.index(call.index, i, j), call.id, call.function, i, j);
         }
-      } else this.read(listField, calls, i, -1, '.delta.tool_calls');
+      } else this.field(read.list, calls, i, -1, '.delta.tool_calls');
       if (isObject(delta.function_call)) {
         this.fragment(0, undefined, delta.function_call, i, -2);
-      } else this.read(objectField, delta.function_call, i, -1, '.delta.function_call');
-    } else this.read(objectField, delta, i, -1, '.delta');
+      } else this.field(read.object, delta.function_call, i, -1, '.delta.function_call');
+    } else this.field(read.object, delta, i, -1, '.delta');
     const reason = choice.finish_reason;
     if (typeof reason === 'string') {
       this.reason = reason;
       this.changed = true;
-    } else this.read(stringField, reason, i, -1, '.finish_reason');
+    } else this.field(read.string, reason, i, -1, '.finish_reason');
   }
 
   /**
@@ -414,14 +404,14 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
     const content =
       typeof rawContent === 'string'
         ? rawContent
-        : this.read(stringField, rawContent, i, -1, '.delta.reasoning_content');
+        : this.field(read.string, rawContent, i, -1, '.delta.reasoning_content');
     const reasoning =
       typeof rawReasoning === 'string'
         ? rawReasoning
-        : this.read(stringField, rawReasoning, i, -1, '.delta.reasoning');
+        : this.field(read.string, rawReasoning, i, -1, '.delta.reasoning');
     const details = Array.isArray(rawDetails)
       ? rawDetails
-      : this.read(listField, rawDetails, i, -1, '.delta.reasoning_details');
+      : this.field(read.list, rawDetails, i, -1, '.delta.reasoning_details');
     let shown = false;
     if (details !== undefined) {
       this.details ??= [];
@@ -452,13 +442,13 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
   /** Merges one piece of `reasoning_details` into the entries so far; returns the text it shows, if any. */
   private detail(entry: unknown, i: number, k: number): string | undefined {
     const at = `.delta.reasoning_details[${k}]`;
-    const piece = isObject(entry) ? entry : entryField(entry, this.site(`choices[${i}]${at}`));
+    const piece = isObject(entry) ? entry : read.entry(entry, this.site(`choices[${i}]${at}`));
     const type = piece.type;
-    const index = this.read(indexField, piece.index, i, -1, `${at}.index`);
+    const index = this.field(read.index, piece.index, i, -1, `${at}.index`);
     for (const field of JOINED) {
       const value = piece[field];
       if (value !== undefined && value !== null && typeof value !== 'string')
-        this.read(stringField, value, i, -1, `${at}.${field}`);
+        this.field(read.string, value, i, -1, `${at}.${field}`);
     }
     const details = this.details as Record<string, unknown>[];
     if (typeof type !== 'string' || !MERGED_TYPES.has(type)) {
@@ -502,19 +492,19 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
     i: number,
     j: number,
   ): void {
-    const id = (typeof rawId === 'string' ? rawId : this.read(stringField, rawId, i, j, '.id')) || undefined;
+    const id = (typeof rawId === 'string' ? rawId : this.field(read.string, rawId, i, j, '.id')) || undefined;
     let callName: string | undefined;
     let argsDelta = '';
-    if (!isObject(fn)) this.read(objectField, fn, i, j, j === -2 ? '' : '.function');
+    if (!isObject(fn)) this.field(read.object, fn, i, j, j === -2 ? '' : '.function');
     else {
       const { name: rawName, arguments: rawArgs } = fn;
       callName =
-        (typeof rawName === 'string' ? rawName : this.read(stringField, rawName, i, j, '.function.name')) ||
+        (typeof rawName === 'string' ? rawName : this.field(read.string, rawName, i, j, '.function.name')) ||
         undefined;
       argsDelta =
         (typeof rawArgs === 'string'
           ? rawArgs
-          : this.read(argumentsField, rawArgs, i, j, '.function.arguments')) ?? '';
+          : this.field(read.args, rawArgs, i, j, '.function.arguments')) ?? '';
     }
     let index: number;
     if (given !== undefined) index = given;
@@ -597,11 +587,11 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
       prompt_tokens_details: promptDetails,
       completion_tokens_details: completionDetails,
     } = usage;
-    const input = typeof prompt === 'number' ? prompt : countField(prompt, this.site('usage.prompt_tokens'));
+    const input = typeof prompt === 'number' ? prompt : read.count(prompt, this.site('usage.prompt_tokens'));
     const output =
       typeof completion === 'number'
         ? completion
-        : countField(completion, this.site('usage.completion_tokens'));
+        : read.count(completion, this.site('usage.completion_tokens'));
     if (input !== undefined) event.inputTokens = input;
     if (output !== undefined) event.outputTokens = output;
     const cached = this.detailCount(promptDetails, 'prompt_tokens_details', 'cached_tokens');
@@ -613,23 +603,23 @@ class OpenAIChatDecoder implements Decoder<OpenAIChatChunk> {
 
   /** A count of a usage details object (`usage.<details>.<count>`); absent when the details or the count are. */
   private detailCount(details: unknown, field: string, count: string): number | undefined {
-    const read = isObject(details) ? details : objectField(details, this.site(`usage.${field}`));
-    if (read === undefined) return undefined;
-    const value = read[count];
-    return typeof value === 'number' ? value : countField(value, this.site(`usage.${field}.${count}`));
+    const object = isObject(details) ? details : read.object(details, this.site(`usage.${field}`));
+    if (object === undefined) return undefined;
+    const value = object[count];
+    return typeof value === 'number' ? value : read.count(value, this.site(`usage.${field}.${count}`));
   }
 
-  /** An index: a non-negative integer as it is; anything else through `indexField`. */
+  /** An index: a non-negative integer as it is; anything else through `read.index`. */
   private index(value: unknown, i: number, j: number): number | undefined {
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
-    return this.read(indexField, value, i, j, '.index');
+    return this.field(read.index, value, i, j, '.index');
   }
 
   /**
    * A field read by a shared reader (absent is undefined), which names it if it cannot read it: `choices[i]` +
    * `suffix`, within `tool_calls[j]` (`j` ≥ 0) or `function_call` (`j` = -2). Positions stay numbers until then.
    */
-  private read<T>(
+  private field<T>(
     reader: (value: unknown, site: FieldSite) => T | undefined,
     value: unknown,
     i: number,

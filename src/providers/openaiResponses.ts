@@ -1,28 +1,11 @@
 import type { OperatorFunction } from 'rxjs';
-import type {
-  FinishEvent,
-  FinishReason,
-  ProviderEvent,
-  ProviderOutput,
-  ToolCallDeltaEvent,
-  UsageEvent,
-} from '../types.js';
+import type { FinishEvent, FinishReason, ProviderEvent, ProviderOutput, UsageEvent } from '../types.js';
 import { type Decoder, type DecoderSink, decodeWith } from './decodeWith.js';
 import { type ProviderError, providerPayloadError } from './errors.js';
 import { type OpenAIErrorBody, type OpenAIErrorInfo, openaiError, sdkErrorBody } from './openaiErrors.js';
-import {
-  type AdapterOptions,
-  argumentsField,
-  countField,
-  type FieldSite,
-  indexField,
-  invalidField,
-  isRecord,
-  listField,
-  nameField,
-  objectField,
-  stringField,
-} from './shared.js';
+import type { FieldSite } from './read.js';
+import * as read from './read.js';
+import { type AdapterOptions, isRecord } from './shared.js';
 
 /** An output item, as `response.output_item.added`/`.done` and the final `response.output` carry it. */
 export interface OpenAIResponsesItem {
@@ -250,7 +233,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     if (typeof sequence === 'number' && sequence <= this.sequence) return;
     if (typeof sequence === 'number') this.sequence = sequence;
     if (typeof event.type !== 'string')
-      throw invalidField(this.at(event, 'type'), 'an event type (a string)', event.type);
+      throw read.invalid(this.at(event, 'type'), 'an event type (a string)', event.type);
     switch (event.type) {
       case 'response.created':
       case 'response.queued':
@@ -262,15 +245,15 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
         this.textDelta(event);
         break;
       case 'response.refusal.done':
-        this.refusal ??= stringField(event.refusal, this.at(event, 'refusal')) || undefined;
+        this.refusal ??= read.string(event.refusal, this.at(event, 'refusal')) || undefined;
         break;
       case 'response.reasoning_summary_text.delta':
       case 'response.reasoning_text.delta':
-        this.reason(event, stringField(event.delta, this.at(event, 'delta')), true);
+        this.reason(event, read.string(event.delta, this.at(event, 'delta')), true);
         break;
       case 'response.reasoning_summary_text.done':
       case 'response.reasoning_text.done':
-        this.reason(event, stringField(event.text, this.at(event, 'text')), false);
+        this.reason(event, read.string(event.text, this.at(event, 'text')), false);
         break;
       case 'response.output_item.added':
       case 'response.output_item.done':
@@ -280,11 +263,11 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
         this.argumentsDelta(event);
         break;
       case 'response.function_call_arguments.done':
-        this.whole(this.ref(event), argumentsField(event.arguments, this.at(event, 'arguments')));
+        this.whole(this.ref(event), read.args(event.arguments, this.at(event, 'arguments')));
         break;
       case 'response.completed':
       case 'response.incomplete':
-        this.terminal(event, objectField(event.response, this.at(event, 'response')) ?? {});
+        this.terminal(event, read.object(event.response, this.at(event, 'response')) ?? {});
         break;
       case 'response.failed':
         throw this.failed(event);
@@ -302,14 +285,14 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   /** A lifecycle event (`response.created`, `.queued`, `.in_progress`): the response id it gives. */
   private lifecycle(event: OpenAIResponsesEvent): void {
-    const response = objectField(event.response, this.at(event, 'response'));
-    const id = response && stringField(response.id, this.at(event, 'response.id'));
+    const response = read.object(event.response, this.at(event, 'response'));
+    const id = response && read.string(response.id, this.at(event, 'response.id'));
     if (id) this.responseId = id;
   }
 
   /** A fragment of answer text (a `text` event) or of a refusal (kept for the finish). */
   private textDelta(event: OpenAIResponsesEvent): void {
-    const text = stringField(event.delta, this.at(event, 'delta'));
+    const text = read.string(event.delta, this.at(event, 'delta'));
     if (text && event.type === 'response.output_text.delta') this.sink.event({ type: 'text', text });
     else if (text) this.refusal = (this.refusal ?? '') + text;
   }
@@ -323,7 +306,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   /** A fragment of a call's arguments, as a `tool-call-delta` of the call it refers to. */
   private argumentsDelta(event: OpenAIResponsesEvent): void {
     const call = this.ref(event);
-    const argsDelta = stringField(event.delta, this.at(event, 'delta'));
+    const argsDelta = read.string(event.delta, this.at(event, 'delta'));
     if (argsDelta) this.sink.event({ type: 'tool-call-delta', index: call.index, argsDelta });
     if (argsDelta) call.streamed = true;
   }
@@ -355,11 +338,11 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
    */
   private reason(event: OpenAIResponsesEvent, text: string | undefined, fragment: boolean): void {
     const summary = event.type.startsWith('response.reasoning_summary');
-    const item = stringField(event.item_id, this.at(event, 'item_id'));
-    const output = indexField(event.output_index, this.at(event, 'output_index'));
+    const item = read.string(event.item_id, this.at(event, 'item_id'));
+    const output = read.index(event.output_index, this.at(event, 'output_index'));
     const index = summary
-      ? indexField(event.summary_index, this.at(event, 'summary_index'))
-      : indexField(event.content_index, this.at(event, 'content_index'));
+      ? read.index(event.summary_index, this.at(event, 'summary_index'))
+      : read.index(event.content_index, this.at(event, 'content_index'));
     const part = `${item ?? output ?? ''}/${summary ? 'summary' : 'content'}/${index ?? 0}`;
     if (!text || (!fragment && this.reasoned.has(part))) return;
     this.reasoned.add(part);
@@ -370,7 +353,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   /** An item of `output_item.added` or `.done`: where it sits in the output, and its whole copy. */
   private announce(item: Record<string, unknown>, event: OpenAIResponsesEvent): void {
-    const output = indexField(event.output_index, this.at(event, 'output_index'));
+    const output = read.index(event.output_index, this.at(event, 'output_index'));
     const key = output ?? (typeof item.id === 'string' ? item.id : `#${this.slots.size}`);
     let slot = this.slots.get(key);
     if (slot === undefined) {
@@ -390,8 +373,8 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   /** The call an argument event refers to; the stream must have added it. */
   private ref(event: OpenAIResponsesEvent): Call {
-    const item = stringField(event.item_id, this.at(event, 'item_id'));
-    const call = this.find(item, indexField(event.output_index, this.at(event, 'output_index')));
+    const item = read.string(event.item_id, this.at(event, 'item_id'));
+    const call = this.find(item, read.index(event.output_index, this.at(event, 'output_index')));
     if (call !== undefined) return call;
     const field = item === undefined ? 'output_index' : 'item_id';
     const problem = 'an argument event for an item never added';
@@ -400,8 +383,8 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
 
   /** An output item at `path` of `payload`: an object whose `type`, if any, is a string. */
   private entry(value: unknown, payload: unknown, path: string): Record<string, unknown> | undefined {
-    const item = objectField(value, this.at(payload, path));
-    if (item !== undefined) stringField(item.type, this.at(payload, `${path}.type`));
+    const item = read.object(value, this.at(payload, path));
+    if (item !== undefined) read.string(item.type, this.at(payload, `${path}.type`));
     return item;
   }
 
@@ -417,22 +400,21 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   ): Record<string, unknown> | undefined {
     const item = this.entry(value, payload, path);
     if (item?.type !== 'function_call') return item;
-    const output = indexField(index, this.at(payload, 'output_index'));
-    const id = stringField(item.id, this.at(payload, `${path}.id`));
-    const args = argumentsField(item.arguments, this.at(payload, `${path}.arguments`)) ?? '';
+    const output = read.index(index, this.at(payload, 'output_index'));
+    const id = read.string(item.id, this.at(payload, `${path}.id`));
+    const args = read.args(item.arguments, this.at(payload, `${path}.arguments`)) ?? '';
     const known = this.find(id, output);
     if (known !== undefined) {
       this.whole(known, args);
       return item;
     }
-    const name = nameField(item.name, this.at(payload, `${path}.name`));
-    const callId = stringField(item.call_id, this.at(payload, `${path}.call_id`));
+    const name = read.name(item.name, this.at(payload, `${path}.name`));
+    const callId = read.string(item.call_id, this.at(payload, `${path}.call_id`));
     const call: Call = { index: this.calls++, item: id, streamed: args !== '' };
     if (id !== undefined) this.byItem.set(id, call);
     if (output !== undefined) this.byOutput.set(output, call);
-    const event: ToolCallDeltaEvent = { type: 'tool-call-delta', index: call.index, name, argsDelta: args };
-    if (callId) event.id = callId;
-    this.sink.event(event);
+    const delta = { type: 'tool-call-delta', index: call.index, name, argsDelta: args } as const;
+    this.sink.event(callId ? { ...delta, id: callId } : delta);
     return item;
   }
 
@@ -459,8 +441,8 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   private usage(event: OpenAIResponsesEvent, usage: Record<string, unknown>): UsageEvent {
     const neutral: UsageEvent = { type: 'usage' };
     const count = (value: unknown, field: string) =>
-      countField(value, this.at(event, `response.usage.${field}`));
-    const details = (field: string) => objectField(usage[field], this.at(event, `response.usage.${field}`));
+      read.count(value, this.at(event, `response.usage.${field}`));
+    const details = (field: string) => read.object(usage[field], this.at(event, `response.usage.${field}`));
     const input = count(usage.input_tokens, 'input_tokens');
     const output = count(usage.output_tokens, 'output_tokens');
     const cached = count(
@@ -479,10 +461,10 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
   /** The terminal event: the calls only in its output, its usage, the finish with the output, and the end. */
   private terminal(event: OpenAIResponsesEvent, response: OpenAIResponsesResponse): void {
     const completed = event.type === 'response.completed';
-    const output = listField(response.output, this.at(event, 'response.output'));
-    const usage = objectField(response.usage, this.at(event, 'response.usage'));
-    const details = objectField(response.incomplete_details, this.at(event, 'response.incomplete_details'));
-    const id = stringField(response.id, this.at(event, 'response.id')) || this.responseId;
+    const output = read.list(response.output, this.at(event, 'response.output'));
+    const usage = read.object(response.usage, this.at(event, 'response.usage'));
+    const details = read.object(response.incomplete_details, this.at(event, 'response.incomplete_details'));
+    const id = read.string(response.id, this.at(event, 'response.id')) || this.responseId;
     const items: Record<string, unknown>[] = [];
     for (let i = 0; output !== undefined && i < output.length; i++) {
       const path = `response.output[${i}]`;
@@ -492,7 +474,7 @@ export class OpenAIResponsesDecoder implements Decoder<OpenAIResponsesEvent> {
     }
     if (usage !== undefined) this.sink.event(this.usage(event, usage));
     const reasonField = this.at(event, 'response.incomplete_details.reason');
-    const why = completed || details === undefined ? undefined : stringField(details.reason, reasonField);
+    const why = completed || details === undefined ? undefined : read.string(details.reason, reasonField);
     let reason: FinishReason = why === 'max_output_tokens' ? 'length' : 'other';
     if (why === 'content_filter') reason = 'content-filter';
     else if (completed) reason = this.calls > 0 ? 'tool-calls' : this.refusal ? 'content-filter' : 'stop';
