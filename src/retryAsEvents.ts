@@ -10,7 +10,7 @@ import {
   take,
 } from 'rxjs';
 import { describeError, isRetryable } from './errors.js';
-import { RestartLoop } from './internal/restartLoop.js';
+import { Resubscriber } from './internal/resubscriber.js';
 import {
   type AskedWait,
   askWait,
@@ -201,20 +201,17 @@ class RetrySession<T> {
   readonly #failures = new FailureLog(KEPT_FAILURES);
   /** The live attempt's subscription. */
   #inner: Subscription | null = null;
-  /** A pending wait before the next attempt. */
-  #waiting: Subscription | null = null;
-  /** Starts attempts: one more after each that asks for another before it has returned. */
-  readonly #restarts = new RestartLoop(
-    () => this.#subscribeAttempt(),
-    () => this.subscriber.closed,
-  );
+  /** Starts attempts, after the wait each retry asks for; one more after each that asks before it has returned. */
+  readonly #attempts: Resubscriber;
 
   /** A subscription to `source` that emits into `subscriber`; nothing starts before {@link start}. */
   constructor(
     private readonly policy: RetryPolicy,
     private readonly source: Observable<T>,
     private readonly subscriber: Subscriber<T | RetryEvent>,
-  ) {}
+  ) {
+    this.#attempts = new Resubscriber(() => this.#subscribeAttempt(), subscriber);
+  }
 
   /**
    * Deposits in the budget, if any: the first attempt of this subscription is load that the budget is a share of.
@@ -233,15 +230,14 @@ class RetrySession<T> {
    * synchronous failure): a loop in place of a recursion that would grow the stack with every attempt.
    */
   start(): void {
-    this.#restarts.run();
+    this.#attempts.run();
   }
 
   /** Ends the live attempt or the wait, and forgets the records. */
   close(): void {
     this.#inner?.unsubscribe();
-    this.#waiting?.unsubscribe();
+    this.#attempts.close();
     this.#inner = null;
-    this.#waiting = null;
     this.#failures.clear();
   }
 
@@ -323,8 +319,7 @@ class RetrySession<T> {
     this.subscriber.next(retryEvent(failure, { delay: wait.ms, retryCount: this.#retryCount, count }));
     // A consumer may unsubscribe on the retry event itself (take, takeWhile): start nothing then.
     if (this.subscriber.closed) return;
-    if (wait.notifier === undefined) this.start();
-    else this.#startAfter(wait.notifier);
+    this.#attempts.again(wait.notifier);
   }
 
   /**
@@ -339,28 +334,6 @@ class RetrySession<T> {
       this.subscriber.error(thrown);
       return null;
     }
-  }
-
-  /**
-   * Starts the next attempt on the notifier's first value; the result errors with its error, and completes when
-   * it completes without a value.
-   */
-  #startAfter(notifier: Observable<unknown>): void {
-    let fired = false;
-    const subscription = notifier.subscribe({
-      next: () => {
-        fired = true;
-        this.#waiting = null;
-        this.start();
-      },
-      error: (thrown: unknown) => this.subscriber.error(thrown),
-      complete: () => {
-        if (!fired) this.subscriber.complete();
-      },
-    });
-    // A notifier that fired synchronously is done, and may have started the next attempt, which may be
-    // waiting on a delay of its own by now: keep that one.
-    if (!fired) this.#waiting = subscription;
   }
 }
 

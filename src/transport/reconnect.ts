@@ -1,6 +1,7 @@
 import { Observable, type Subscription } from 'rxjs';
 import { isRetryable } from '../errors.js';
 import { checkInteger, checkNumber } from '../internal/options.js';
+import { Resubscriber } from '../internal/resubscriber.js';
 import { wait as longWait } from '../internal/wait.js';
 import { connectionError } from './errors.js';
 import type { SseMessage, SseRequest, SseRequestFactory } from './fromSSE.js';
@@ -46,7 +47,6 @@ export function reconnecting(
     let idle = 0;
     let ended = false;
     let live: Subscription | undefined;
-    let wait: Subscription | undefined;
 
     const open = (): void => {
       const after = lastId;
@@ -66,31 +66,41 @@ export function reconnecting(
         },
       });
     };
+    const connections = new Resubscriber(open, subscriber);
 
     const cut = (error: unknown): void => {
       live = undefined;
-      // A cut after the last message loses nothing.
-      if (ended) {
-        subscriber.complete();
-        return;
+      const verdict = reconnectVerdict(error, { ended, lastId, fromStart, idle, count });
+      if (verdict === 'complete') subscriber.complete();
+      else if (verdict === 'fail') subscriber.error(error);
+      else {
+        idle++;
+        connections.again(longWait(delay));
       }
-      if (!isRetryable(error) || (lastId === undefined && !fromStart) || idle >= count) {
-        subscriber.error(error);
-        return;
-      }
-      idle++;
-      wait = longWait(delay).subscribe(() => {
-        wait = undefined;
-        open();
-      });
     };
 
     subscriber.add(() => {
-      wait?.unsubscribe();
+      connections.close();
       live?.unsubscribe();
     });
-    open();
+    connections.run();
   });
+}
+
+/**
+ * What a cut means: `complete` after the last message (a cut then loses nothing); `fail` with the cut's error
+ * when it is not retryable, when no message had an id yet (unless `fromStart`: the server could only start
+ * over), or after `count` reconnects in a row that brought no message; else `reconnect`.
+ */
+function reconnectVerdict(
+  error: unknown,
+  facts: { ended: boolean; lastId: string | undefined; fromStart: boolean; idle: number; count: number },
+): 'complete' | 'fail' | 'reconnect' {
+  if (facts.ended) return 'complete';
+  if (!isRetryable(error) || (facts.lastId === undefined && !facts.fromStart) || facts.idle >= facts.count) {
+    return 'fail';
+  }
+  return 'reconnect';
 }
 
 /** The reconnect options, with their defaults, checked. */

@@ -13,7 +13,7 @@ import {
 } from 'rxjs';
 import { describeError, isRetryable } from '../errors.js';
 import { checkInteger, checkNumber, checkOneOf } from '../internal/options.js';
-import { RestartLoop } from '../internal/restartLoop.js';
+import { Resubscriber } from '../internal/resubscriber.js';
 import type { ProviderEvent, ResumeEvent, ResumeFrom } from '../types.js';
 import { isRetryableUpstream } from '../upstreamErrors.js';
 import { resumeError } from './errors.js';
@@ -300,17 +300,13 @@ class ResumeSession {
   /** Resumes since an event last arrived. */
   #idle = 0;
   #cancelled = false;
-  /** The live connection, or the wait before the next one. */
+  /** The live connection. */
   #live: Connection | undefined;
-  #wait: Subscription | undefined;
   /**
-   * Makes connections: a connection cut while it subscribes (a synchronous source) connects again from the loop,
-   * not from inside the cut, so the stack does not grow with the resumes.
+   * Makes connections, after the wait of a resume: a connection cut while it subscribes (a synchronous source)
+   * connects again from the loop, not from inside the cut, so the stack does not grow with the resumes.
    */
-  readonly #connections = new RestartLoop(
-    () => this.#connect(true),
-    () => this.subscriber.closed,
-  );
+  readonly #connections: Resubscriber;
 
   constructor(
     private readonly settings: ResumeSettings,
@@ -319,6 +315,7 @@ class ResumeSession {
     this.#format = settings.format === 'responses' ? responsesFormat() : interactionsFormat();
     this.#id = settings.resumeFrom?.responseId;
     this.#expected = settings.resumeFrom === undefined ? [] : visibleOf(settings.resumeFrom.delivered);
+    this.#connections = new Resubscriber(() => this.#connect(true), subscriber);
     const adapter = settings.adapter as OperatorFunction<unknown, ProviderEvent>;
     this.#output = this.#payloads.pipe(adapter).subscribe({
       next: (event) => this.#emit(event),
@@ -335,7 +332,7 @@ class ResumeSession {
   /** Ends the subscription's connections, and cancels a response abandoned before its end. */
   close(): void {
     this.#output.unsubscribe();
-    this.#wait?.unsubscribe();
+    this.#connections.close();
     const connection = this.#live;
     this.#live = undefined;
     connection?.stop.next();
@@ -434,49 +431,24 @@ class ResumeSession {
   #cut(connection: Connection, error: unknown): void {
     if (this.#live !== connection || this.subscriber.closed) return;
     this.#live = undefined;
-    const id = this.#id;
-    const { maxResumes, resumeFrom } = this.settings;
-    const failure = this.#unresumable(connection, error);
-    if (failure !== undefined) {
-      this.subscriber.error(failure);
-      return;
-    }
-    if (
-      id === undefined ||
-      (this.#format.after < 0 && resumeFrom === undefined) ||
-      this.#ended ||
-      maxResumes === 0
-    ) {
-      // Nothing to resume from: the attempt ends as the cut ends it (a clean close without a finish completes,
-      // for requireFinish to fail).
-      if (error === undefined) this.#payloads.complete();
-      else this.subscriber.error(error);
-      return;
-    }
-    if (this.#idle >= maxResumes) {
-      this.subscriber.error(resumeError('repeated', id, this.#format.after, { resumes: this.#idle }, error));
-      return;
-    }
-    this.#resume(error);
+    const { maxResumes, resumeFrom, delay } = this.settings;
+    const verdict = resumeVerdict(error, {
+      id: this.#id,
+      after: this.#format.after,
+      resumeFrom: resumeFrom !== undefined,
+      ended: this.#ended,
+      unanswered: connection.resuming && !connection.delivered,
+      idle: this.#idle,
+      maxResumes,
+      delay,
+    });
+    if (verdict.kind === 'fail') this.subscriber.error(verdict.error);
+    else if (verdict.kind === 'end') this.#payloads.complete();
+    else this.#resume(error, verdict.pause);
   }
 
-  /**
-   * Why a cut cannot be resumed at all: a resume the server answered with a status that says the response is gone
-   * (`not-found`, `expired`), or an error that no new connection can pass.
-   */
-  #unresumable(connection: Connection, error: unknown): unknown {
-    if (error === undefined) return undefined;
-    const id = this.#id;
-    if (connection.resuming && !connection.delivered && id !== undefined) {
-      const status = statusOf(error);
-      if (status !== undefined && unresumable(status))
-        return resumeError(status === 404 ? 'not-found' : 'expired', id, this.#format.after, {}, error);
-    }
-    return isRetryable(error) ? undefined : error;
-  }
-
-  /** Says so (a `resume`), then connects again: at once after a cut, later after resumes that delivered nothing. */
-  #resume(error: unknown): void {
+  /** Says so (a `resume`), then connects again after `pause` milliseconds (0: at once). */
+  #resume(error: unknown, pause: number): void {
     this.#idle++;
     const { after, cursor } = this.#format;
     const reason = error === undefined ? 'the stream closed before the response ended' : describeError(error);
@@ -484,20 +456,60 @@ class ResumeSession {
       cursor === undefined ? { type: 'resume', after, reason } : { type: 'resume', after, cursor, reason };
     this.subscriber.next(resume);
     if (this.subscriber.closed) return;
-    const idle = this.#idle;
-    const pause = idle > 1 ? Math.min(this.settings.delay * 2 ** (idle - 2), MAX_DELAY) : 0;
-    if (pause === 0) this.#reconnect();
-    else
-      this.#wait = timer(pause).subscribe(() => {
-        this.#wait = undefined;
-        this.#reconnect();
-      });
+    this.#connections.again(pause === 0 ? undefined : timer(pause));
   }
+}
 
-  /** Connects again (from the loop, when a connection is being made). */
-  #reconnect(): void {
-    this.#connections.run();
+/** What a {@link resumeVerdict} knows of the stream when its connection is cut. */
+interface CutFacts {
+  /** The response's id, once an event named it. */
+  id: string | undefined;
+  /** The format's position (`after`): negative before the first event that has one. */
+  after: number;
+  /** Whether the stream goes on with a response named by `resumeFrom`. */
+  resumeFrom: boolean;
+  /** Whether a terminal event arrived. */
+  ended: boolean;
+  /** Whether the cut connection was a resume that delivered nothing yet. */
+  unanswered: boolean;
+  /** Resumes since an event last arrived. */
+  idle: number;
+  maxResumes: number;
+  /** The first pause between resumes that deliver nothing, in milliseconds. */
+  delay: number;
+}
+
+/**
+ * What a cut means, from the cut's error (undefined: a clean close) and the stream's facts: a failure; the
+ * attempt's end as the cut ends it, when there is nothing to resume from (a clean close completes, for
+ * `requireFinish` to fail); or a resume after a pause (0 for the first in a row, then doubling from `delay`).
+ * A resume the server answers with a status that says the response is gone fails `not-found` or `expired`; an
+ * error no new connection can pass fails as it is; past `maxResumes` resumes in a row that delivered nothing,
+ * `repeated`.
+ */
+function resumeVerdict(
+  error: unknown,
+  facts: CutFacts,
+): { kind: 'fail'; error: unknown } | { kind: 'end' } | { kind: 'resume'; pause: number } {
+  const { id, after, idle } = facts;
+  if (error !== undefined) {
+    const status = facts.unanswered && id !== undefined ? statusOf(error) : undefined;
+    if (id !== undefined && status !== undefined && unresumable(status)) {
+      return {
+        kind: 'fail',
+        error: resumeError(status === 404 ? 'not-found' : 'expired', id, after, {}, error),
+      };
+    }
+    if (!isRetryable(error)) return { kind: 'fail', error };
   }
+  if (id === undefined || (after < 0 && !facts.resumeFrom) || facts.ended || facts.maxResumes === 0) {
+    return error === undefined ? { kind: 'end' } : { kind: 'fail', error };
+  }
+  if (idle >= facts.maxResumes) {
+    return { kind: 'fail', error: resumeError('repeated', id, after, { resumes: idle }, error) };
+  }
+  const pause = idle > 0 ? Math.min(facts.delay * 2 ** (idle - 1), MAX_DELAY) : 0;
+  return { kind: 'resume', pause };
 }
 
 /** A text or reasoning fragment that a response read again must deliver in its turn. */
