@@ -6,7 +6,7 @@
 //   npx tsx scripts/docDiagrams.ts --check  exit 1 if a doc comment is stale
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { MarbleSpec } from 'cleanturn/testing';
+import type { MarbleSpec } from '../src/testing/marbles.js';
 import { renderCaseText } from './marbleText.js';
 import { loadSpecs } from './readme.js';
 

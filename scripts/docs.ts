@@ -8,7 +8,7 @@
 //   npx tsx scripts/docs.ts --check  exit 1 if anything is stale (test/docs.test.ts does the same)
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { MarbleSpec } from 'cleanturn/testing';
+import type { MarbleSpec } from '../src/testing/marbles.js';
 import { type DocComment, findDocComments } from './docComments.js';
 import { marbleSvgPath, renderCaseSvg } from './marbleSvg.js';
 import { renderCaseText } from './marbleText.js';

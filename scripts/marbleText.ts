@@ -1,5 +1,5 @@
 // Renders marble specs as text diagrams with a legend: the same source as the tests run.
-import type { MarbleCase, MarbleSpec } from 'cleanturn/testing';
+import type { MarbleCase, MarbleSpec } from '../src/testing/marbles.js';
 
 /** A short human description of one event of a diagram; an event of a run's step says which. */
 export function describeValue(value: unknown): string {

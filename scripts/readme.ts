@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { MarbleSpec } from 'cleanturn/testing';
+import type { MarbleSpec } from '../src/testing/marbles.js';
 import { type PackageExport, packageExports, renderEntryTable, rewriteEntryTable } from './entryPoints.js';
 import { marbleSvgPath } from './marbleSvg.js';
 import { renderSpecText } from './marbleText.js';

@@ -1,10 +1,10 @@
 // The marble diagram in an operator's doc comment is the rendering of its spec's first case, so that every
 // diagram a user reads in an editor's hover is one TestScheduler runs.
 import { readFileSync } from 'node:fs';
-import type { MarbleSpec } from 'cleanturn/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderDocDiagrams, staleDocDiagrams } from '../scripts/docDiagrams.js';
 import { loadSpecs } from '../scripts/readme.js';
+import type { MarbleSpec } from '../src/testing/marbles.js';
 
 let specs: Map<string, MarbleSpec>;
 beforeAll(async () => {

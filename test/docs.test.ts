@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import type { MarbleCase, MarbleSpec } from 'cleanturn/testing';
 import { TestScheduler } from 'rxjs/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { diffDocs, renderDocs } from '../scripts/docs.js';
 import { parseMarbles, parseSubscription } from '../scripts/marbleParse.js';
 import { escapeXml, renderCaseSvg } from '../scripts/marbleSvg.js';
 import { loadSpecs } from '../scripts/readme.js';
+import type { MarbleCase, MarbleSpec } from '../src/testing/marbles.js';
 
 // The pictures (docs/marbles/*.svg) and pages (docs/operators/*.md) are generated from marbles/ by
 // `npm run docs`; these tests render them again in memory and compare with what is committed.

@@ -1,6 +1,6 @@
-import type { MarbleSpec } from 'cleanturn/testing';
 import { runMarbleCase } from 'cleanturn/testing';
 import { describe, expect, it } from 'vitest';
+import type { MarbleSpec } from '../src/testing/marbles.js';
 
 // Every diagram in marbles/ is executed here: the pictures in the docs cannot drift from the behaviour.
 const specs = import.meta.glob<{ default: MarbleSpec }>('../marbles/*.marbles.ts', { eager: true });

@@ -4,7 +4,6 @@
 // relative link must lead to a file and a heading that exist, and the README must stay a front page.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
-import type { MarbleSpec } from 'cleanturn/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   markdownSections,
@@ -14,6 +13,7 @@ import {
   tableExports,
 } from '../scripts/entryPoints.js';
 import { documentPaths, loadSpecs, type RenderedDocument, renderDocuments } from '../scripts/readme.js';
+import type { MarbleSpec } from '../src/testing/marbles.js';
 
 const readme = () => readFileSync('README.md', 'utf8');
 

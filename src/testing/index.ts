@@ -18,5 +18,4 @@ export {
   text,
   usage,
 } from './events.js';
-export type { MarbleCase, MarbleSpec } from './marbles.js';
 export { defineMarbles, runMarbleCase } from './marbles.js';

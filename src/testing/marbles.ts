@@ -6,6 +6,8 @@ import { TestScheduler } from 'rxjs/testing';
  *
  * Diagrams use dashes for time (one frame each) and no spaces or time literals inside a line, so that the
  * same text can be drawn as a picture.
+ *
+ * @inline
  */
 export interface MarbleCase {
   /** What the case shows, in one sentence. */
@@ -32,7 +34,12 @@ export interface MarbleCase {
   subscriptions?: string | readonly string[];
 }
 
-/** The marble cases of one operator or policy. */
+/**
+ * The marble cases of one operator or policy: what {@link defineMarbles} takes and returns (write
+ * `ReturnType<typeof defineMarbles>` for the type).
+ *
+ * @inline
+ */
 export interface MarbleSpec {
   /** The operator's or policy's name. */
   name: string;
