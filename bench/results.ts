@@ -4,6 +4,17 @@
 import type { AdapterRow } from './adapters.js';
 import type { EffectKeyResult } from './effectKeys.js';
 import type { FormatResult } from './endToEnd.js';
+import {
+  CHUNKS_PER_SECOND,
+  fixed,
+  type GatewayResult,
+  type GatewayRow,
+  GOALS,
+  keptUp,
+  perSecond,
+  relayOf,
+  rowVerdicts,
+} from './gateway.js';
 import { bytes, type Machine, type Measured, mark, ms, rate, ratio, times, type Verdict } from './harness.js';
 import type { MemoryResult } from './memory.js';
 import type { OperatorResult } from './operators.js';
@@ -32,6 +43,8 @@ export interface RunResults {
   keys?: EffectKeyResult;
   memory?: MemoryResult;
   profile?: ProfileResult;
+  /** Item 6: turnServer holding many live turns, against a plain SSE relay. */
+  gateway?: GatewayResult;
 }
 
 const MB = 1024 * 1024;
@@ -123,6 +136,7 @@ export function verdicts(r: RunResults): Verdict[] {
       met: Math.abs(grew) <= 5 * MB && m.survivors === 0,
     });
   }
+  if (r.gateway) out.push(...gatewayVerdicts(r.gateway));
   out.push({
     item: 'Run time',
     target: 'every comparison in one run, under 5 minutes',
@@ -130,6 +144,163 @@ export function verdicts(r: RunResults): Verdict[] {
     met: r.seconds < 300,
   });
   return out;
+}
+
+const logName = { memory: '`memoryTurnLog`', redis: '`redisTurnLog`' } as const;
+
+/** The rows of one log, by N. */
+function logRows(g: GatewayResult, mode: 'memory' | 'redis'): GatewayRow[] {
+  return g.rows.filter((row) => row.mode === mode);
+}
+
+/**
+ * A sentence per N at which a row delivered less than 95% of the offered chunks: which processes fell behind, and
+ * whether the relay itself did (then this machine is the limit at that N, not turnServer).
+ */
+function gatewayLimits(g: GatewayResult): string[] {
+  const counts = [...new Set(g.rows.map((row) => row.turns))];
+  const out: string[] = [];
+  for (const turns of counts) {
+    const rows = g.rows.filter((row) => row.turns === turns);
+    if (rows.every(keptUp)) continue;
+    const relay = relayOf(g.rows, turns);
+    const offered = (rows[0] as GatewayRow).offered;
+    const each = rows
+      .map(
+        (row) =>
+          `${row.mode === 'relay' ? 'the relay' : logName[row.mode]} ${perSecond(row.delivered)} (${((100 * row.delivered) / row.offered).toFixed(0)}%; gateway process at ${row.cpuPercent.toFixed(0)}% of a core, provider + clients at ${row.harnessCpuPercent.toFixed(0)}%)`,
+      )
+      .join(', ');
+    const relayBehind = relay !== undefined && !keptUp(relay);
+    out.push(
+      `At ${turns.toLocaleString('en')} turns (${perSecond(offered)} offered) the clients received ${each}. ${relayBehind ? 'The relay itself cannot keep that rate on this machine: the figures of this N measure a saturated machine, and its CPU ratios compare processes that each did what they could.' : 'The relay kept the rate: turnServer is the limit at this N.'}`,
+    );
+  }
+  return out;
+}
+
+/** Milliseconds, or `—` when nothing was measured. */
+function msOrNone(value: number): string {
+  return Number.isFinite(value) ? ms(value) : '—';
+}
+
+/**
+ * Item 6's targets: CPU per chunk against the relay (judged at the N where the relay kept the offered rate: past
+ * it the machine is the limit), p99 at 1,000 turns, heap per live turn (at the largest N that kept the rate).
+ */
+function gatewayVerdicts(g: GatewayResult): Verdict[] {
+  const out: Verdict[] = [];
+  const limits = gatewayLimits(g);
+  const relayKept = (row: GatewayRow) => {
+    const relay = relayOf(g.rows, row.turns);
+    return relay !== undefined && keptUp(relay);
+  };
+  for (const mode of ['memory', 'redis'] as const) {
+    const rows = logRows(g, mode);
+    if (rows.length === 0) continue;
+    const item = `6. Gateway, ${logName[mode]}`;
+    const goal = mode === 'memory' ? GOALS.memoryCpu : GOALS.redisCpu;
+    const ratioOf = (row: GatewayRow) => rowVerdicts(row, g.rows).cpu?.ratio ?? Number.NaN;
+    const judged = rows.some(relayKept) ? rows.filter(relayKept) : rows;
+    const met = judged.every((row) => ratioOf(row) <= goal);
+    out.push({
+      item,
+      target: `CPU per delivered chunk ≤ ${goal}× the plain SSE relay's`,
+      measured: rows
+        .map(
+          (row) =>
+            `${fixed(ratioOf(row), 2)}× at ${row.turns.toLocaleString('en')} turns (${fixed(row.cpuMicrosPerChunk, 1)} vs ${fixed(relayOf(g.rows, row.turns)?.cpuMicrosPerChunk ?? Number.NaN, 1)} µs${relayKept(row) ? '' : '; relay saturated'})`,
+        )
+        .join(', '),
+      met,
+      ...(limits.length === 0 ? {} : { note: limits.join(' ') }),
+    });
+    const at = rows.find((row) => row.turns === GOALS.p99Turns);
+    if (at !== undefined) {
+      out.push({
+        item,
+        target: `p99 added latency ≤ ${GOALS.p99Ms} ms at ${GOALS.p99Turns.toLocaleString('en')} live turns`,
+        measured: `${msOrNone(at.p99)} (p50 ${msOrNone(at.p50)}; relay p99 ${msOrNone(relayOf(g.rows, at.turns)?.p99 ?? Number.NaN)}${relayKept(at) ? '' : ', relay saturated'})`,
+        met: at.p99 <= GOALS.p99Ms,
+      });
+    }
+    const kept = rows.filter(keptUp);
+    const pool = kept.length > 0 ? kept : rows;
+    const largest = pool[pool.length - 1] as GatewayRow;
+    out.push({
+      item,
+      target: `≤ ${GOALS.bytesPerTurn / 1024} KiB of heap per live turn`,
+      measured: `${bytes(largest.heapPerTurn)} heap (${bytes(largest.rssPerTurn)} RSS) at ${largest.turns.toLocaleString('en')} turns, ${largest.chunksAtMemory.toFixed(0)} chunks into each${keptUp(largest) ? '' : ' (no N kept the offered rate: its turns hold fewer chunks)'}`,
+      met: largest.heapPerTurn <= GOALS.bytesPerTurn,
+    });
+  }
+  return out;
+}
+
+/** Item 6 in RESULTS.md: a table per log, beside the relay of the same N. */
+function gatewayMarkdown(g: GatewayResult): string[] {
+  const parts: string[] = [];
+  parts.push('## 6. Gateway: turnServer holding many live turns');
+  parts.push(
+    `N live turns, each streamed by a loopback provider (OpenAI Chat Completions SSE, ${CHUNKS_PER_SECOND} chunks/s for ${g.turnSeconds} s, then the finish and \`[DONE]\`) and read by a client over a real socket (\`GET /turns/<id>\`, one keep-alive connection per turn); the N turns start within the first second. The gateway runs in a process of its own (\`bench/gatewayChild.ts\`): \`turnServer\` over \`node:http\`, each turn run by \`streamTurn({ adapter: openaiChat() })\` and written with \`toSSE\`, with \`memoryTurnLog()\` or \`redisTurnLog()\` (a local redis-server without persistence, its CPU counted apart); the floor is a plain SSE relay in the same kind of process that pipes the provider's bytes through \`node:http\` unparsed. The provider and the clients share this process. CPU is the gateway's user + system time over seconds ${g.window[0]}–${g.window[1]} ÷ the chunks the clients received in that window; the added latency is from the provider's write (a timestamp in the chunk's text) to the client's read of the delivered event; memory per live turn is the gateway's heap (and RSS) at second ${g.window[1]} minus before the turns started, both after GC, ÷ N (a turn that keeps the rate is then about ${(g.window[1] * CHUNKS_PER_SECOND).toFixed(0)} chunks in: its memory log holds that many entries). Where a row delivered less than 95% of the offered chunks, the sentence under the tables says which processes fell behind.`,
+  );
+  if (g.cappedAt !== undefined)
+    parts.push(`\`ulimit -n\` was ${g.fdLimit}: N was capped at ${g.cappedAt.toLocaleString('en')}.`);
+  if (g.redisSkipped !== undefined) parts.push(`The Redis rows were skipped: ${g.redisSkipped}.`);
+  for (const mode of ['memory', 'redis'] as const) {
+    const rows = logRows(g, mode);
+    if (rows.length === 0) continue;
+    parts.push(`**turnServer + ${logName[mode]}**`);
+    parts.push(
+      table(
+        [
+          'N',
+          'Offered',
+          'Delivered (relay)',
+          'CPU µs/chunk',
+          'Relay µs/chunk',
+          '÷ relay',
+          ...(mode === 'redis' ? ['redis-server µs/chunk'] : []),
+          'Gateway CPU',
+          'Added latency p50 / p99 (relay)',
+          'Per live turn: heap, RSS (relay heap)',
+          'Complete turns',
+          'Verdicts',
+        ],
+        rows.map((row) => {
+          const relay = relayOf(g.rows, row.turns);
+          const v = rowVerdicts(row, g.rows);
+          const verdicts = [
+            v.cpu ? `CPU ${mark(v.cpu.met)}` : '',
+            v.p99 ? `p99 ${mark(v.p99.met)}` : '',
+            `memory ${mark(v.memory.met)}`,
+          ].filter((x) => x !== '');
+          return [
+            row.turns.toLocaleString('en'),
+            perSecond(row.offered),
+            `${perSecond(row.delivered)} (${relay ? perSecond(relay.delivered) : '?'})`,
+            fixed(row.cpuMicrosPerChunk, 1),
+            relay ? fixed(relay.cpuMicrosPerChunk, 1) : '?',
+            v.cpu ? `${fixed(v.cpu.ratio, 2)}×` : '?',
+            ...(mode === 'redis'
+              ? [row.redisMicrosPerChunk === undefined ? '?' : fixed(row.redisMicrosPerChunk, 1)]
+              : []),
+            `${row.cpuPercent.toFixed(0)}% of a core (provider + clients ${row.harnessCpuPercent.toFixed(0)}%)`,
+            `${msOrNone(row.p50)} / ${msOrNone(row.p99)} (${relay ? `${msOrNone(relay.p50)} / ${msOrNone(relay.p99)}` : '?'})`,
+            `${bytes(row.heapPerTurn)}, ${bytes(row.rssPerTurn)} (${relay ? bytes(relay.heapPerTurn) : '?'}), ${row.chunksAtMemory.toFixed(0)} chunks in`,
+            `${row.complete.toLocaleString('en')} of ${row.turns.toLocaleString('en')}${row.logErrors > 0 ? `, ${row.logErrors} log errors` : ''}${row.requestsPerTurn > 1.001 ? `, ${row.requestsPerTurn.toFixed(2)} provider requests per turn` : ''}`,
+            verdicts.join(', '),
+          ];
+        }),
+      ),
+    );
+  }
+  parts.push(
+    `Goals: CPU per chunk ≤ ${GOALS.memoryCpu}× the relay's with the memory log, ≤ ${GOALS.redisCpu}× with Redis; p99 added latency ≤ ${GOALS.p99Ms} ms at ${GOALS.p99Turns.toLocaleString('en')} turns; ≤ ${GOALS.bytesPerTurn / 1024} KiB of heap per live turn.`,
+  );
+  const limits = gatewayLimits(g);
+  if (limits.length > 0) parts.push(limits.join(' '));
+  return parts;
 }
 
 function table(header: string[], rows: string[][]): string {
@@ -378,6 +549,8 @@ export function resultsMarkdown(r: RunResults): string {
     );
   }
 
+  if (r.gateway) parts.push(...gatewayMarkdown(r.gateway));
+
   if (r.profile) {
     const p = r.profile;
     parts.push('## CPU profile of the end-to-end case');
@@ -397,7 +570,7 @@ export function resultsMarkdown(r: RunResults): string {
 
   parts.push('## Reproduce');
   parts.push(
-    "```sh\nnpm run bench                 # everything, writes bench/RESULTS.md\nnpm run bench -- --quick      # fewer runs\nnpm run bench -- --only=operators,stages,e2e,scaling,keys,memory,profile\nnpm run bench -- --src=../other-checkout --no-write   # measure another checkout's src/ as a baseline\nnpm run bench:node24          # the same bench under Node 24 (fetched from npm), writes bench/RESULTS-node24.md\nnpm run bench:node24:quick    # the same in quick mode\n```\n" +
+    "```sh\nnpm run bench                 # everything, writes bench/RESULTS.md\nnpm run bench -- --quick      # fewer runs\nnpm run bench -- --only=operators,stages,e2e,scaling,keys,memory,profile,gateway\nnpm run bench -- --src=../other-checkout --no-write   # measure another checkout's src/ as a baseline\nnpm run bench:node24          # the same bench under Node 24 (fetched from npm), writes bench/RESULTS-node24.md\nnpm run bench:node24:quick    # the same in quick mode\n```\n" +
       "The benchmarks build the package with the project's tsup config into `node_modules/.cache/cleanturn-bench/` and measure that build. Close other work on the machine for stable numbers: the load average above tells how busy it was.",
   );
   return `${parts.join('\n\n')}\n`;

@@ -1,6 +1,7 @@
 // npm run bench: every comparison of the performance issue in one run, printed as ratios, written to
-// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,adapters,e2e,scaling,keys,memory,profile,
+// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,adapters,e2e,scaling,keys,memory,gateway,profile,
 // --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md),
+// --gateway-turns=100,1000 (the gateway's live-turn counts instead of 100, 1,000 and 5,000),
 // --out=RESULTS-node24.md (write that file of bench/ instead, also with --quick, and put its targets beside
 // RESULTS.md's in a section of RESULTS.md: how `npm run bench:node24` reports another Node).
 
@@ -11,6 +12,7 @@ import { benchAdapters, printAdapters } from './adapters.js';
 import { loadPackage } from './build.js';
 import { benchEffectKeys, printEffectKeys } from './effectKeys.js';
 import { benchAnthropic, benchOpenAI, printFormat } from './endToEnd.js';
+import { benchGateway, printGateway } from './gateway.js';
 import { load, machine, mark, packageVersion } from './harness.js';
 import { printMemory, runMemory } from './memory.js';
 import { benchOperators, manyAttemptWorkload, printOperators } from './operators.js';
@@ -40,8 +42,17 @@ const only = argv
   .split(',');
 const src = argv.find((a) => a.startsWith('--src='))?.slice('--src='.length);
 const out = argv.find((a) => a.startsWith('--out='))?.slice('--out='.length);
+const gatewayTurns = argv
+  .find((a) => a.startsWith('--gateway-turns='))
+  ?.slice('--gateway-turns='.length)
+  .split(',')
+  .map(Number);
 const write =
-  !argv.includes('--no-write') && only === undefined && src === undefined && (!quick || out !== undefined);
+  !argv.includes('--no-write') &&
+  only === undefined &&
+  src === undefined &&
+  gatewayTurns === undefined &&
+  (!quick || out !== undefined);
 const wanted = (section: string) => only === undefined || only.includes(section);
 
 const started = performance.now();
@@ -111,6 +122,17 @@ if (wanted('memory')) {
   console.log('\n5. Memory (child process, --expose-gc)');
   results.memory = await runMemory();
   printMemory(results.memory);
+}
+if (wanted('gateway')) {
+  console.log(
+    '\n6. Gateway (turnServer holding N live turns at 30 chunks/s each, against a plain SSE relay; three processes)',
+  );
+  results.gateway = await benchGateway({
+    quick,
+    ...(gatewayTurns === undefined ? {} : { turns: gatewayTurns }),
+    ...(src === undefined ? {} : { root: src }),
+  });
+  printGateway(results.gateway);
 }
 if (wanted('profile')) {
   console.log('\nCPU profile of the end-to-end case (child process, --cpu-prof)');
