@@ -1,7 +1,7 @@
 // The help-desk turn from the README, played through each policy side by side, with the three rules of its
 // scenario: the connection resets mid-turn, the client retries, and the process crashes after the refund ran and
 // before it was recorded, then runs the turn again on restart.
-// Run it with `npm run demo` (it builds the package first).
+// Run it with `npm run demo` (it builds the package first when the sources changed).
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DemoServer, startDemoServer } from '../../examples/browser/serve.js';
+import { CHROMIUM, skippedWithout } from '../support/requirements.js';
 
 // The browser demo end to end: the page streams the help-desk turn from the demo server over a real socket, the
 // test breaks that socket after attempt 1's refund, the app crashes after attempt 2's refund and before recording
@@ -22,7 +23,7 @@ const retryDelayMs = 5000;
 
 const missing = `${executablePath} not found (apt-get install chromium fonts-liberation)`;
 
-if (!hasChromium && process.env.CI !== 'true') console.warn(`test/browser/demo.test.ts skipped: ${missing}`);
+if (!hasChromium && process.env.CI !== 'true') skippedWithout(CHROMIUM, missing);
 
 // On CI a missing browser is a failure, not a skip.
 it.runIf(!hasChromium && process.env.CI === 'true')('has Chromium on CI', () => {

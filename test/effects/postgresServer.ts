@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { POSTGRES, skippedWithout } from '../support/requirements.js';
 import { captureOutput, freePort } from '../support/serverProcess.js';
 
 /** A running PostgreSQL server. */
@@ -104,7 +105,7 @@ const MISSING = 'PostgreSQL not found: install the Debian package postgresql (or
  * (`CI=true`), where they run and fail: a CI that silently skips the only Postgres tests proves nothing.
  */
 export const postgresTests: { skip: boolean } = { skip: binaries === undefined && process.env.CI !== 'true' };
-if (postgresTests.skip) console.warn(`skipping the PostgreSQL tests: ${MISSING}`);
+if (postgresTests.skip) skippedWithout(POSTGRES, MISSING);
 
 /** As root: the uid and gid of the user the server runs as (`postgres`, else `nobody`). Otherwise nothing. */
 function serverUser(): { uid: number; gid: number } | undefined {

@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
+import { REDIS, skippedWithout } from '../support/requirements.js';
 import { captureOutput, freePort } from '../support/serverProcess.js';
 
 /** A running redis-server. */
@@ -68,7 +69,7 @@ const MISSING = 'redis-server not found: install the Debian package redis-server
  * (`CI=true`), where they run and fail: a CI that silently skips the only Redis tests proves nothing.
  */
 export const redisTests: { skip: boolean } = { skip: !found() && process.env.CI !== 'true' };
-if (redisTests.skip) console.warn(`skipping the Redis tests: ${MISSING}`);
+if (redisTests.skip) skippedWithout(REDIS, MISSING);
 
 /** A started server process, and why it is gone once it is. */
 interface Running {
