@@ -11,7 +11,7 @@ import { accumulateTurn, attemptPipeline, backoff, type TurnState, turnPipeline 
 import { aiSdkParts } from 'cleanturn/providers';
 import { defer, lastValueFrom, tap } from 'rxjs';
 import { z } from 'zod';
-import { printTurnEvent, printTurnSummary } from './support/print.js';
+import { printTurnSummary, turnPrinter } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 // No `execute`: the SDK would run the tool as soon as its call is complete, even in an attempt that fails later.
@@ -50,7 +50,7 @@ async function main(): Promise<TurnState> {
   const openai = createOpenAI(replay ? { apiKey: 'replay', baseURL: `${replay.url}/v1` } : {});
   try {
     return await lastValueFrom(
-      helpDeskTurn(openai.chat('gpt-4o'), 'turn-42').pipe(tap(printTurnEvent), accumulateTurn()),
+      helpDeskTurn(openai.chat('gpt-4o'), 'turn-42').pipe(tap(turnPrinter()), accumulateTurn()),
     );
   } finally {
     await replay?.close();

@@ -9,7 +9,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { accumulateTurn, attemptPipeline, backoff, type TurnState, turnPipeline } from 'cleanturn';
 import { anthropicMessages } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
-import { printTurnEvent, printTurnSummary } from './support/print.js';
+import { printTurnSummary, turnPrinter } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 /** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
@@ -51,7 +51,7 @@ async function main(): Promise<TurnState> {
   // maxRetries: 0: the pipeline retries, and says so; the SDK would splice a retry silently.
   const client = new Anthropic({ maxRetries: 0, ...(replay && { apiKey: 'replay', baseURL: replay.url }) });
   try {
-    return await lastValueFrom(helpDeskTurn(client, 'turn-42').pipe(tap(printTurnEvent), accumulateTurn()));
+    return await lastValueFrom(helpDeskTurn(client, 'turn-42').pipe(tap(turnPrinter()), accumulateTurn()));
   } finally {
     await replay?.close();
   }

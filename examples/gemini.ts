@@ -9,7 +9,7 @@ import { GoogleGenAI, Type } from '@google/genai';
 import { accumulateTurn, attemptPipeline, backoff, type TurnState, turnPipeline } from 'cleanturn';
 import { geminiContent } from 'cleanturn/providers';
 import { concatMap, defer, lastValueFrom, tap } from 'rxjs';
-import { printTurnEvent, printTurnSummary } from './support/print.js';
+import { printTurnSummary, turnPrinter } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 /** The help-desk turn as a clean turn stream: attempts, resets, calls released once their attempt finished. */
@@ -55,7 +55,7 @@ async function main(): Promise<TurnState> {
     ...(replay && { httpOptions: { baseUrl: replay.url } }),
   });
   try {
-    return await lastValueFrom(helpDeskTurn(ai, 'turn-42').pipe(tap(printTurnEvent), accumulateTurn()));
+    return await lastValueFrom(helpDeskTurn(ai, 'turn-42').pipe(tap(turnPrinter()), accumulateTurn()));
   } finally {
     await replay?.close();
   }

@@ -7,7 +7,7 @@ import { accumulateTurn, attemptPipeline, turnPipeline } from 'cleanturn';
 import { openaiChat } from 'cleanturn/providers';
 import OpenAI from 'openai';
 import { defer, from, last, lastValueFrom, mergeMap, tap } from 'rxjs';
-import { printTurnEvent, printTurnSummary } from './support/print.js';
+import { printTurnSummary, turnPrinter } from './support/print.js';
 import { replayServer } from './support/replayServer.js';
 
 const turnId = 'turn-42';
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
       // The turn: retry (at most twice), saying so with a `retry` event; then cleanTurn: attempts, resets, calls
       // held to the finish, effect keys.
       turnPipeline({ turnId, retry: 2 }),
-      tap(printTurnEvent),
+      tap(turnPrinter()),
       accumulateTurn(),
       last(),
     ),

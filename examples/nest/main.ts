@@ -8,7 +8,12 @@
 // The recording is one step, a refund call: the replay server would answer step 2 with the same call (a second
 // refund), so the offline run stops after step 1 (`maxSteps: 1`, its last `step-end` says `max-steps`).
 //
-// Then read a turn as its events arrive (curl shows the raw SSE; a browser uses fromTurnSSE):
+// Then post a turn and read its events as they arrive (curl shows the raw SSE; a browser uses fromTurnSSE):
+//
+//   curl -N -X POST http://127.0.0.1:3000/turns/turn-42 \
+//     -H 'content-type: application/json' -d '{"message":"Please refund order ORD-7781"}'
+//
+// or, with the message in the URL (for an EventSource, which can only GET):
 //
 //   curl -N 'http://127.0.0.1:3000/turns/turn-42?message=Please%20refund%20order%20ORD-7781'
 import 'reflect-metadata';
@@ -33,4 +38,6 @@ await app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1');
 const url = await app.getUrl();
 if (offline)
   console.log('(offline: replaying a recorded turn, one step; set OPENAI_API_KEY to call the API)');
-console.log(`curl -N '${url}/turns/turn-42?message=Please%20refund%20order%20ORD-7781'`);
+console.log(
+  `curl -N -X POST ${url}/turns/turn-42 -H 'content-type: application/json' -d '{"message":"Please refund order ORD-7781"}'`,
+);

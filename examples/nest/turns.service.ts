@@ -22,10 +22,11 @@ import { Payments } from './payments.js';
 export type TurnUpdate = RunEvent;
 
 /**
- * A ledger that answers synchronously (`MemoryEffectLedger`, `SqliteEffectLedger`): its `seen(turnId)` is also
- * `streamTurn`'s `seen`, so that a call whose effect is settled comes as a repeat.
+ * Where tool effects are recorded. A ledger that answers synchronously (`MemoryEffectLedger`, `SqliteEffectLedger`)
+ * has `seen(turnId)`, which is also `streamTurn`'s `seen`, so that a call whose effect is settled comes as a repeat;
+ * without it (`RedisEffectLedger`, `PostgresEffectLedger`), `executeTools` replays the settled keys from the ledger.
  */
-export type SyncLedger = EffectLedger & Pick<MemoryEffectLedger, 'seen'>;
+export type TurnsLedger = EffectLedger & Partial<Pick<MemoryEffectLedger, 'seen'>>;
 
 /** How the module reaches the model, where it records tool effects, and where its runs keep their events. */
 export interface TurnsOptions {
@@ -38,7 +39,7 @@ export interface TurnsOptions {
    * Where tool effects are recorded, once per effect key. Default: in memory. `new SqliteEffectLedger({ database:
    * 'effects.db' })` of `cleanturn/effects/sqlite` keeps them through a restart.
    */
-  ledger?: SyncLedger;
+  ledger?: TurnsLedger;
   /** The delay between attempts of a turn (`streamTurn`'s `backoff`). Default: `backoff()`'s defaults. */
   backoff?: StreamTurnOptions['backoff'];
   /** The most steps (provider turns) of a run. Default 5. */
@@ -82,7 +83,7 @@ const tools = [
 export class TurnsService implements OnModuleDestroy {
   /** Runs each run once, across the instances sharing the log, and keeps its events for the clients that reconnect. */
   readonly #turns: TurnServer<TurnUpdate>;
-  readonly #ledger: SyncLedger;
+  readonly #ledger: TurnsLedger;
   /** Ends this instance's connections, and those that come late, once it has handed its runs over. */
   readonly #closing = new ReplaySubject<void>(1);
 
@@ -168,7 +169,8 @@ export class TurnsService implements OnModuleDestroy {
             url: `${baseUrl}/chat/completions`,
             init: { method: 'POST', headers, body, signal: attempt },
           }),
-          seen: this.#ledger.seen(turnId), // calls whose keys already ran come as repeats
+          // calls whose keys already ran come as repeats (an asynchronous ledger's executor replays them)
+          ...(this.#ledger.seen !== undefined && { seen: this.#ledger.seen(turnId) }),
           ...(backoff !== undefined && { backoff }),
         });
       },

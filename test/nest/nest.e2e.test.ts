@@ -302,6 +302,101 @@ describe('examples/nest: a run of steps over @Sse() that the browser resumes', {
     await until(() => nest.get(TurnsService).running === 0, 'the run to end on the server');
   });
 
+  it('POST /turns/:id streams the run (an LLM turn is a POST), and the reconnect after a cut posts again', async () => {
+    const fake = await startProvider();
+    const nest = await startApp(fake.url);
+    proxy = await startTcpProxy(await nest.getUrl());
+    const cutter = proxy;
+    const wire = recordingFetch();
+    /** Each response's request method and content type: an empty answer to a POST has none. */
+    const answers: { method: string; contentType: string | null }[] = [];
+    const posting: typeof fetch = async (input, init) => {
+      const { method } = new Request(input, init);
+      const response = await wire.fetch(input, init);
+      answers.push({ method, contentType: response.headers.get('content-type') });
+      return response;
+    };
+    const request = () => ({
+      url: `${cutter.url}/turns/${turnId}`,
+      init: {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: question }),
+      },
+    });
+    const turn = read(fromTurnSSE<TurnUpdate>(request, { fetch: posting, reconnect: { delay: 20 } }));
+
+    await until(() => attempt2Started(turn.events), "step 1's attempt 2's first text");
+    expect(cutter.cut()).toBe(1);
+    await until(() => cutter.connections === 2, 'the reconnect');
+    release?.();
+    expect(await turn.ended).toEqual({});
+
+    expect(answers).toEqual([
+      { method: 'POST', contentType: expect.stringMatching(/^text\/event-stream/) },
+      { method: 'POST', contentType: expect.stringMatching(/^text\/event-stream/) },
+    ]);
+    const [first, second] = wire.connections as [Connection, Connection];
+    expect(first.lastEventId).toBeNull();
+    expect(second.lastEventId).toBe(first.ids.at(-1));
+    expect([...first.ids, ...second.ids]).toEqual(
+      Array.from({ length: turn.events.length + 1 }, (_, seq) => `${turnId}:${seq}`),
+    );
+    expect(turn.events.filter((event) => event.type === 'reset')).toHaveLength(1);
+    expect(stepEnds(turn.events)).toEqual([
+      [1, undefined],
+      [2, 'done'],
+    ]);
+    expect((await viewOf(turn.events, 1)).text).toBe(`${opening}${lastSentence}`);
+    expect((await viewOf(turn.events, 2)).text).toBe(stepTwo.join(''));
+    // The body's message reached the provider; the reconnect's copy started nothing.
+    expect(nest.get(Payments).requests).toBe(1);
+    expect(fake.requests).toHaveLength(3);
+    expect(JSON.parse(fake.requests[0]?.body ?? '{}').messages).toEqual([
+      { role: 'user', content: question },
+    ]);
+    await until(() => nest.get(TurnsService).running === 0, 'the run to end on the server');
+  });
+
+  it('POST /turns/:id without a message is a 400, and starts nothing', async () => {
+    const fake = await startProvider();
+    const nest = await startApp(fake.url);
+    const response = await fetch(`${await nest.getUrl()}/turns/${turnId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: question }),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ message: 'the body must be JSON: { "message": "…" }' });
+    expect(fake.requests).toHaveLength(0);
+    expect(nest.get(TurnsService).running).toBe(0);
+  });
+
+  it('on the wire, a turn the server does not know is a `failed` message (not `error`, which EventSource keeps)', async () => {
+    const fake = await startProvider();
+    const nest = await startApp(fake.url);
+    const response = await fetch(`${await nest.getUrl()}/turns/turn-gone`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'last-event-id': 'turn-gone:3' },
+      body: JSON.stringify({ message: question }),
+    });
+    expect(response.status).toBe(201); // Nest's status for a POST route
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const wire = await response.text();
+    // Nest writes a blank line first, then the message's `event:`, `id:` and `data:` lines.
+    expect(wire.trim().split('\n')).toEqual([
+      'event: failed',
+      'id: turn-gone:3',
+      `data: ${JSON.stringify({
+        name: 'TransportError',
+        code: 'turn-not-found',
+        message: 'the turn log does not know turn turn-gone: it never started, or it expired',
+        retryable: false,
+      })}`,
+    ]);
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('a reconnect to a turn the server does not know: a TransportError remote-turn, no reconnect, no provider request', async () => {
     const fake = await startProvider();
     const nest = await startApp(fake.url);

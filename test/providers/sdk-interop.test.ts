@@ -437,8 +437,15 @@ describe('the examples run the whole retrying pipeline (replaying a broken strea
     'examples/%s.ts',
     async (name) => {
       const { stdout } = await promisify(execFile)(tsx, [`examples/${name}.ts`], { cwd, env });
-      expect(stdout).toContain('[reset: attempt 2 starts;');
+      // Attempt 1 streams other words and breaks off mid-word; the reset says what it voids; attempt 2 streams on.
+      const abandoned = 'Looking up order ORD-7781 to refund the dam';
+      const shown = stdout.indexOf(`${abandoned}\n[reset: attempt 2 starts;`);
+      const reset = stdout.indexOf(`; discard ${JSON.stringify(abandoned)}]\nChecking order ORD-7781. `);
+      expect(shown).toBeGreaterThanOrEqual(0);
+      expect(reset).toBeGreaterThan(shown);
+      expect(stdout.match(/\[reset: /g)).toHaveLength(1);
       expect(stdout.match(/\[run issue_refund\(/g)).toHaveLength(1);
+      expect(stdout.indexOf('[run issue_refund(')).toBeGreaterThan(reset); // attempt 1's call was never released
       expect(stdout).toContain('final text (attempt 2 only): "Checking order ORD-7781. "');
       expect(stdout).toContain('attempt 1: abandoned');
       expect(stdout).toContain('attempt 2: completed');
