@@ -13,6 +13,8 @@ export default defineConfig({
       { find: /^cleanturn\/transport\/redis$/, replacement: src('transport/redis/index.ts') },
       { find: /^cleanturn\/renderers$/, replacement: src('renderers/index.ts') },
       { find: /^cleanturn\/acp$/, replacement: src('acp/index.ts') },
+      { find: /^cleanturn\/otel$/, replacement: src('otel/index.ts') },
+      { find: /^cleanturn\/angular$/, replacement: src('angular/index.ts') },
       { find: /^cleanturn\/effects\/sqlite$/, replacement: src('effects/sqlite/index.ts') },
       { find: /^cleanturn\/effects\/redis$/, replacement: src('effects/redis/index.ts') },
       { find: /^cleanturn\/effects\/postgres$/, replacement: src('effects/postgres/index.ts') },
@@ -22,7 +24,7 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/setup/build.ts'],
+    globalSetup: ['test/setup/build.ts', 'test/setup/skips.ts'],
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
   },
 });

@@ -1,4 +1,4 @@
-import { attemptPipeline, TurnError } from 'cleanturn';
+import { attemptPipeline } from 'cleanturn';
 import { call, defineMarbles, delta, finish, text } from 'cleanturn/testing';
 import { missingFinishError } from '../src/errors.js';
 

@@ -1,4 +1,4 @@
-import { requireFinish, TurnError } from 'cleanturn';
+import { requireFinish } from 'cleanturn';
 import { at, defineMarbles, finish, reset, text } from 'cleanturn/testing';
 import { missingFinishError } from '../src/errors.js';
 

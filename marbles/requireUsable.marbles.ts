@@ -1,4 +1,4 @@
-import { requireUsable, TurnError } from 'cleanturn';
+import { requireUsable } from 'cleanturn';
 import { at, call, defineMarbles, finish, helpDesk, reset, text } from 'cleanturn/testing';
 import { unusableAttemptError } from '../src/errors.js';
 

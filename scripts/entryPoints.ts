@@ -158,6 +158,8 @@ const guidesByEntry: Readonly<Record<string, readonly string[]>> = {
   'cleanturn/testing': ['testing'],
   'cleanturn/renderers': ['renderers'],
   'cleanturn/acp': ['renderers'],
+  'cleanturn/otel': ['observability'],
+  'cleanturn/angular': ['angular'],
 };
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -1,9 +1,10 @@
 // Draws one marble case as an SVG picture, from the same spec data the tests run: source timeline(s), the
 // operator in a box, the result timeline, and a legend of what each letter stands for. Pure and
 // deterministic (no fonts are measured, no dates, no randomness), so committed pictures can be compared exactly.
-import type { MarbleCase, MarbleSpec } from '../src/testing/marbles.js';
+
 import { defer, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
+import type { MarbleCase, MarbleSpec } from '../src/testing/marbles.js';
 import { type MarbleEvent, type ParsedSubscription, parseMarbles, parseSubscription } from './marbleParse.js';
 import { type LegendEntry, legendEntries, renderCaseText } from './marbleText.js';
 

@@ -2,7 +2,7 @@ import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
 import { readRetryFacts } from './internal/retryFacts.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
-import type { ResetEvent, RetryFacts } from './types.js';
+import type { ResetEvent } from './types.js';
 
 /**
  * The events {@link resetOnRetry} emits for an input of `E`.

@@ -149,6 +149,8 @@ console.log(JSON.stringify({ refunds: refunds.map((r) => [r.id, r.effectKey]), r
       'cleanturn/effects/redis',
       'cleanturn/effects/postgres',
       'cleanturn/acp',
+      'cleanturn/otel',
+      'cleanturn/angular',
     ]);
     const loaded = runInProject(
       'entries.mjs',

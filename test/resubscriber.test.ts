@@ -1,14 +1,24 @@
-import { of, Subject, Subscriber, throwError, timer } from 'rxjs';
+import { of, Subject, throwError, timer } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import { Resubscriber } from '../src/internal/resubscriber.js';
 
-/** A target that records how it ended. */
+/** A target that records how it ended, and closes then (or when `unsubscribe` is called), as a subscriber does. */
 function target() {
   const ended: string[] = [];
-  const subscriber = new Subscriber<unknown>({
-    error: (error) => ended.push(`error ${String(error)}`),
-    complete: () => ended.push('complete'),
-  });
+  const subscriber = {
+    closed: false,
+    error(error: unknown) {
+      ended.push(`error ${String(error)}`);
+      subscriber.closed = true;
+    },
+    complete() {
+      ended.push('complete');
+      subscriber.closed = true;
+    },
+    unsubscribe() {
+      subscriber.closed = true;
+    },
+  };
   return { subscriber, ended };
 }
 

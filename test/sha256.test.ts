@@ -1,7 +1,7 @@
 // effectKey hashes with Node's native SHA-256 in Node and with @noble/hashes elsewhere: both must give the
 // same 16 hex characters for every input, or keys would differ between a server and a browser.
 import { createHash } from 'node:crypto';
-import { effectKey, TurnError } from 'cleanturn';
+import { effectKey } from 'cleanturn';
 import fc from 'fast-check';
 import stringify from 'fast-json-stable-stringify';
 import { afterEach, describe, expect, it } from 'vitest';

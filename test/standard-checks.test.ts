@@ -20,7 +20,6 @@ import {
   resetOnRetry,
   retryAsEvents,
   retryBudget,
-  TurnError,
   tagAttempts,
 } from 'cleanturn';
 import { at, call, finish, helpDesk, reset, retrying, text, usage } from 'cleanturn/testing';

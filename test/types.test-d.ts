@@ -34,7 +34,7 @@ import { type MonoTypeOperatorFunction, type Observable, type OperatorFunction, 
 import { describe, expectTypeOf, test } from 'vitest';
 import type { AssembledEvent } from '../src/assembleToolCalls.js';
 import type { WithEffectKeys } from '../src/dedupeByEffectKey.js';
-import type { FailedAttempt, TurnErrorCode } from '../src/errors.js';
+import type { FailedAttempt } from '../src/errors.js';
 import type { NextStep } from '../src/nextStep.js';
 import type { WithResets } from '../src/resetOnRetry.js';
 import type { RetryBudgetOptions, RetryBudgetState } from '../src/retryBudget.js';

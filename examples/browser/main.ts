@@ -22,7 +22,7 @@ import {
   TurnError,
   type TurnState,
 } from 'cleanturn';
-import { executeTools, MemoryEffectLedger, type ToolHandler } from 'cleanturn/effects';
+import { executeTools, MemoryEffectLedger, type ToolHandlers } from 'cleanturn/effects';
 import { initialView, retryMessage, type TurnView, type ViewEvent, viewReducer } from 'cleanturn/renderers';
 import { fromSSE, sseJson } from 'cleanturn/transport';
 import {
@@ -574,7 +574,7 @@ function runColumn(
   // The handler passes the effect key to the payment service as its idempotency key, as the docs recommend: after
   // a crash between the effect and its record, the ledger only knows that the key was claimed.
   const shownById = new Map<string, CallView>();
-  const refund: ToolHandler = (_args, { effectKey: key, call, reclaimed }) => {
+  const refund: ToolHandlers[string] = (_args, { effectKey: key, call, reclaimed }) => {
     const { refund, again } = state.payments.refund(call.id, key);
     const shown = shownById.get(call.id);
     if (shown !== undefined) {

@@ -14,6 +14,7 @@ import {
 } from 'rxjs';
 import { isRetryable } from '../errors.js';
 import { checkOneOf, checkOption } from '../internal/options.js';
+import { quietly, type ToolObserver } from '../internal/telemetry.js';
 import type { KeyedToolCall, ReleasedCall, TurnEvent } from '../types.js';
 import { DEFAULT_LEASE_MS } from './defaults.js';
 import { EffectError, effectInDoubtError, leaseLostError, missingEffectKeyError } from './errors.js';
@@ -105,6 +106,12 @@ export interface ExecuteToolsOptions {
    * stores), release the others (timeouts, network errors, bugs, as Powertools deletes the record).
    */
   recordFailure?: (error: unknown) => boolean;
+  /**
+   * Follows the handlers for tracing and metrics: `turnTelemetry()` of `cleanturn/otel` gives an `execute_tool`
+   * span per handler that runs now, and counts the calls answered from the ledger instead (those never get one).
+   * What it throws is dropped and never changes a call's outcome. Default: none.
+   */
+  telemetry?: ToolObserver;
 }
 
 /** Default `pollMs`. */
@@ -202,7 +209,7 @@ const DEFAULT_POLL_MS = 100;
  *   promises a ledger keeps.
  * @param handlers Tool handlers by tool name.
  * @param options `turnId`, and optionally `ledger`, `concurrency`, `order`, `leaseMs`, `handlerTimeoutMs`,
- *   `inDoubt`, `inProgress`, `pollMs`, `recordFailure`.
+ *   `inDoubt`, `inProgress`, `pollMs`, `recordFailure`, `telemetry`.
  * @returns An operator from the clean turn stream to one `tool-result` per tool call.
  */
 export function executeTools(
@@ -210,6 +217,7 @@ export function executeTools(
   options: ExecuteToolsOptions,
 ): OperatorFunction<TurnEvent, ToolResultEvent> {
   const { executor, concurrency, order } = checkOptions(handlers, options);
+  const { telemetry } = executor;
   return function executeToolsOperator(source) {
     return defer(() => {
       // Keys whose calls this subscription has started: a later call with one of them is a repeat.
@@ -225,6 +233,7 @@ export function executeTools(
           tap((result) => {
             if (!answers.has(result.effectKey) && answersRepeats(result))
               answers.set(result.effectKey, result);
+            if (telemetry !== undefined) observeReplay(telemetry, executor.turnId, result);
           }),
         );
       if (order === 'completion' || concurrency === 1) return calls.pipe(mergeMap(run, concurrency));
@@ -244,6 +253,7 @@ interface Executor {
   inDoubt: 'run' | 'report';
   inProgress: 'wait' | 'report';
   recordFailure: (error: unknown) => boolean;
+  telemetry: ToolObserver | undefined;
 }
 
 /** A call as the operator met it: `repeat` when its key already ran (or started) in this subscription. */
@@ -278,6 +288,18 @@ function checkOptions(
       : checkDuration('executeTools', 'handlerTimeoutMs', options.handlerTimeoutMs);
   const inDoubt = options.inDoubt ?? 'run';
   checkOneOf('executeTools', 'inDoubt', inDoubt, ['run', 'report']);
+  const { telemetry } = options;
+  checkOption(
+    telemetry === undefined ||
+      (typeof telemetry === 'object' &&
+        telemetry !== null &&
+        typeof telemetry.run === 'function' &&
+        typeof telemetry.replayed === 'function'),
+    'executeTools',
+    'telemetry',
+    'a tool observer (with run and replayed), as turnTelemetry() makes',
+    telemetry,
+  );
   checkOption(
     concurrency >= 1 && (Number.isInteger(concurrency) || concurrency === Number.POSITIVE_INFINITY),
     'executeTools',
@@ -295,6 +317,7 @@ function checkOptions(
     inDoubt,
     inProgress,
     recordFailure,
+    telemetry,
   };
   return { executor, concurrency, order };
 }
@@ -432,7 +455,8 @@ function execute(
     const lease = keepLease(x.ledger, terms, () => {
       if (!handled) controller.abort(leaseLostError(x.turnId, call.effectKey));
     });
-    return runTimed(handler, call, context, controller, x.handlerTimeoutMs).pipe(
+    const timed = runTimed(handler, call, context, controller, x.handlerTimeoutMs);
+    return (x.telemetry === undefined ? timed : observedRun(x.telemetry, x.turnId, call, timed)).pipe(
       mergeMap((run) => {
         handled = true;
         return recordRun(x, call, token, reclaimed, run, lease);
@@ -440,6 +464,43 @@ function execute(
       finalize(() => lease.end()),
     );
   });
+}
+
+/**
+ * Tells the observer that the handler runs now (when the run is subscribed) and how it settled: its result, what
+ * it threw, a timeout, or an unsubscribe before it settled. Nothing of the call's effect key is passed on.
+ */
+function observedRun(
+  telemetry: ToolObserver,
+  turnId: string,
+  call: KeyedToolCall,
+  run: Observable<TimedRun>,
+): Observable<TimedRun> {
+  return defer(() => {
+    const scope = quietly(() => telemetry.run({ turnId, name: call.name, callId: call.id, args: call.args }));
+    if (scope === undefined) return run;
+    let ended = false;
+    const end = (result: { error?: unknown; result?: unknown; abandoned?: boolean }) => {
+      if (ended) return;
+      ended = true;
+      quietly(() => scope.end(result));
+    };
+    return run.pipe(
+      tap((timed) => {
+        if ('timedOut' in timed) end({ error: timed.timedOut });
+        else if (timed.settled.ok) end({ result: timed.settled.value });
+        else end({ error: timed.settled.error });
+      }),
+      finalize(() => end({ abandoned: true })),
+    );
+  });
+}
+
+/** Tells the observer of a call answered with its key's recorded outcome instead of running its handler. */
+function observeReplay(telemetry: ToolObserver, turnId: string, result: ToolResultEvent): void {
+  const failed = result.outcome === 'failed' && result.replayed;
+  if (result.outcome !== 'replayed' && !failed) return;
+  quietly(() => telemetry.replayed({ turnId, name: result.call.name, callId: result.call.id, failed }));
 }
 
 /**

@@ -19,7 +19,6 @@ export type {
   EffectLedger,
   EffectRecord,
   ToolContext,
-  ToolHandler,
   ToolHandlers,
   ToolResultEvent,
 } from './types.js';

@@ -239,11 +239,13 @@ export interface ToolContext {
 /**
  * Runs one tool. The arguments are the model's, unvalidated: check them (with zod or the like). Return JSON data
  * (or nothing), synchronously, as a promise, or as an observable whose first value is the result. Throw (or
- * reject, or error) to fail.
+ * reject, or error) to fail. Write it as `ToolHandlers[string]` where you need its type.
+ *
+ * @inline
  */
 export type ToolHandler = (args: unknown, context: ToolContext) => unknown;
 
-/** Tool handlers by tool name. */
+/** Tool handlers by tool name: each runs one tool (see {@link ToolContext} for what it is given). */
 export type ToolHandlers = Readonly<Record<string, ToolHandler>>;
 
 /** What every {@link ToolResultEvent} carries. */

@@ -17,6 +17,13 @@ import type { EffectKeyLookup } from '../dedupeByEffectKey.js';
 import { isRetryable, UsageError } from '../errors.js';
 import { isInstance } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
+import {
+  type AttemptScope,
+  quietly,
+  type TurnObserver,
+  type TurnOutcome,
+  type TurnScope,
+} from '../internal/telemetry.js';
 import { type RequireUsableOptions, requireUsable } from '../requireUsable.js';
 import type { RetryAsEventsOptions } from '../retryAsEvents.js';
 import type { RetryBudget } from '../retryBudget.js';
@@ -198,6 +205,13 @@ export interface StreamTurnOptions<I = unknown> {
    * change how the turn ends; it goes to RxJS's `config.onUnhandledError`.
    */
   onReport?: (report: TurnReport) => void;
+  /**
+   * Follows the turn for tracing and metrics: `turnTelemetry()` of `cleanturn/otel` gives OpenTelemetry spans (the
+   * turn, each attempt, each resume) and the GenAI client metrics. It is told when each attempt issues its request,
+   * its events, and how the attempt and the turn end; what it throws is dropped and never changes the turn.
+   * Default: none.
+   */
+  telemetry?: TurnObserver;
   /** The fetch to use; default `globalThis.fetch`. */
   fetch?: typeof fetch;
 }
@@ -258,8 +272,11 @@ export interface StreamTurnOptions<I = unknown> {
  */
 export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEvent> {
   const settings = settingsOf(options);
-  const { turnId, timeouts, signal, onReport } = settings;
+  const { turnId, timeouts, signal, onReport, telemetry } = settings;
   return defer(() => {
+    // The observer of this run of the turn, and of its live attempt.
+    const scope = telemetry === undefined ? undefined : quietly(() => telemetry.turn({ turnId }));
+    let watch: AttemptWatch | undefined;
     // The attempt the next subscription to the source makes.
     let attempt = 0;
     // The provider and model of each attempt that started, for the report: an attempt announced by a reset whose
@@ -272,10 +289,23 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       const record: SentRequest = { attempt, request: undefined, readable: undefined };
       sent = record;
       labels.set(attempt, {});
+      watch = undefined;
       const chosen = settings.plan(attempt);
       labels.set(attempt, { provider: chosen.provider, model: chosen.model });
-      return attemptOf(settings, chosen, attempt, recorded(chosen.request, record));
-    }).pipe(endWithin(timeouts.attemptMs, () => attemptTimeoutError(timeouts.attemptMs ?? 0)));
+      if (scope === undefined) return attemptOf(settings, chosen, attempt, recorded(chosen.request, record));
+      const watched = new AttemptWatch(scope, attempt, chosen);
+      watch = watched;
+      return attemptOf(
+        settings,
+        chosen,
+        attempt,
+        watched.requests(recorded(chosen.request, record)),
+        watched,
+      );
+    }).pipe(
+      endWithin(timeouts.attemptMs, () => attemptTimeoutError(timeouts.attemptMs ?? 0)),
+      scope === undefined ? identity : watching(() => watch),
+    );
     const events = oneAttempt.pipe(
       turnPipeline({
         turnId,
@@ -290,8 +320,9 @@ export function streamTurn<I>(options: StreamTurnOptions<I>): Observable<TurnEve
       endWithin(timeouts.totalMs, () => turnTimeoutError(timeouts.totalMs ?? 0)),
       stoppedBy(signal),
     );
-    if (onReport === undefined) return turn;
-    return reporting(turn, turnId, onReport, labels);
+    const observed = scope === undefined ? turn : observing(turn, scope);
+    if (onReport === undefined) return observed;
+    return reporting(observed, turnId, onReport, labels);
   });
 }
 
@@ -304,6 +335,7 @@ interface TurnSettings {
   early: StreamTurnOptions['early'];
   seen: EffectKeyLookup | undefined;
   onReport: StreamTurnOptions['onReport'];
+  telemetry: TurnObserver | undefined;
   budget: RetryBudget | undefined;
   replay: StreamTurnOptions['replay'];
   fetch: typeof fetch | undefined;
@@ -336,6 +368,9 @@ function settingsOf<I>(options: StreamTurnOptions<I>): TurnSettings {
     throw usage('maxRetryAfter', 'must be a number of milliseconds >= 0', maxRetryAfter);
   optionalFunction('early', early);
   optionalFunction('onReport', onReport);
+  const { telemetry } = options;
+  if (telemetry !== undefined && !hasMethods(telemetry, 'turn'))
+    throw usage('telemetry', 'must be a turn observer (with turn), as turnTelemetry() makes', telemetry);
   optionalFunction('replay', replay);
   optionalFunction('fetch', options.fetch);
   if (seen !== undefined && !hasMethods(seen, 'has'))
@@ -349,7 +384,8 @@ function settingsOf<I>(options: StreamTurnOptions<I>): TurnSettings {
   const wait = waitOf(options.backoff);
   const usable = usableOf(options.usable);
   return {
-    ...{ turnId, step, retry, maxRetryAfter, early, seen, onReport, budget, replay, fetch: options.fetch },
+    ...{ turnId, step, retry, maxRetryAfter, early, seen, onReport, telemetry, budget, replay },
+    fetch: options.fetch,
     ...{ signal, timeouts, sse, plan, resumeFrom, wait, usable },
   };
 }
@@ -363,6 +399,7 @@ function attemptOf(
   chosen: AttemptPlan,
   attempt: number,
   sendRequest: AttemptPlan['request'],
+  watch?: AttemptWatch,
 ): Observable<AssembledEvent<ProviderEvent>> {
   const { sse, usable, resumeFrom, signal } = settings;
   const { resume } = chosen;
@@ -374,13 +411,13 @@ function attemptOf(
   return resumeResponse({
     create: () => fromSSE(sendRequest, sse).pipe(sseJson()),
     retrieve: ({ id, after, cursor }) =>
-      fromSSE(
-        ({ signal: abort }) =>
-          resume.retrieve(
-            cursor === undefined ? { id, after, signal: abort } : { id, after, cursor, signal: abort },
-          ),
-        sse,
-      ).pipe(sseJson()),
+      fromSSE(({ signal: abort }) => {
+        const made = resume.retrieve(
+          cursor === undefined ? { id, after, signal: abort } : { id, after, cursor, signal: abort },
+        );
+        // A takeover's attempt reads a response it did not create: its first request is this one.
+        return watch === undefined ? made : watch.issuing(made);
+      }, sse).pipe(sseJson()),
     // A turn handed over to another runner leaves its response generating: that runner goes on with it.
     cancel:
       resume.cancel &&
@@ -473,6 +510,136 @@ function reporting(
       subscription.unsubscribe();
       fold.unsubscribe();
       report({ outcome: 'cancelled' });
+    };
+  });
+}
+
+/**
+ * What the turn's observer learns of one attempt: the attempt's scope, opened when its first request is issued (its
+ * URL known), its events, and its end, told once.
+ */
+class AttemptWatch {
+  /** The observer's scope of the attempt, once its first request was issued. */
+  #scope: AttemptScope | undefined;
+  /** Whether the first request was issued (the scope asked for), and whether the end was told. */
+  #issued = false;
+  #ended = false;
+
+  constructor(
+    private readonly turn: TurnScope,
+    private readonly attempt: number,
+    private readonly plan: AttemptPlan,
+  ) {}
+
+  /** The attempt's request function, telling the observer when the request it made is issued. */
+  requests(make: AttemptPlan['request']): AttemptPlan['request'] {
+    return async (context) => this.issued(await make(context));
+  }
+
+  /** A request (or the promise of one) that is about to be issued. */
+  issuing(made: SseRequest | Promise<SseRequest>): SseRequest | Promise<SseRequest> {
+    return made instanceof Promise ? made.then((request) => this.issued(request)) : this.issued(made);
+  }
+
+  issued(request: SseRequest): SseRequest {
+    if (!this.#issued && !this.#ended) {
+      this.#issued = true;
+      const { provider, model } = this.plan;
+      const url = quietly(() => urlOf(request));
+      this.#scope = quietly(() => this.turn.attempt({ attempt: this.attempt, provider, model, url }));
+    }
+    return request;
+  }
+
+  event(event: AssembledEvent<ProviderEvent>): void {
+    const scope = this.#scope;
+    if (scope !== undefined && !this.#ended) quietly(() => scope.event(event));
+  }
+
+  end(result: { error?: unknown; abandoned?: boolean }): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const scope = this.#scope;
+    if (scope !== undefined) quietly(() => scope.end(result));
+  }
+}
+
+/** The URL a request goes to, as a string. */
+function urlOf(request: SseRequest): string {
+  const [input] = toFetchArgs(request);
+  return typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+}
+
+/**
+ * Mirrors the attempts, telling the live attempt's watch (`current`, set when the attempt starts) each event and
+ * how the attempt ended: finished, failed, or abandoned when unsubscribed before either.
+ */
+function watching<T extends AssembledEvent<ProviderEvent>>(
+  current: () => AttemptWatch | undefined,
+): MonoTypeOperatorFunction<T> {
+  return (source) =>
+    new Observable<T>((subscriber) => {
+      // The attempt this subscription runs: the watch set when the source was subscribed.
+      let watch: AttemptWatch | undefined;
+      const subscription = source.subscribe({
+        next: (event) => {
+          watch ??= current();
+          watch?.event(event);
+          subscriber.next(event);
+        },
+        error: (error: unknown) => {
+          (watch ?? current())?.end({ error });
+          subscriber.error(error);
+        },
+        complete: () => {
+          (watch ?? current())?.end({});
+          subscriber.complete();
+        },
+      });
+      watch ??= current();
+      return () => {
+        subscription.unsubscribe();
+        watch?.end({ abandoned: true });
+      };
+    });
+}
+
+/**
+ * Mirrors the turn, telling its observer the consumer's resets and repeats, and how the turn ended, once (after
+ * the live attempt's own end: unsubscribing from the turn ends its attempt first).
+ */
+function observing(events: Observable<TurnEvent>, scope: TurnScope): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
+    let ended = false;
+    const end = (outcome: TurnOutcome, error?: unknown) => {
+      if (ended) return;
+      ended = true;
+      quietly(() => scope.end(outcome, error));
+    };
+    const subscription = events.subscribe({
+      next: (event) => {
+        // Only what the observer needs: a repeat's effect key is never passed on.
+        if (event.type === 'reset') {
+          const { attempt, reason } = event;
+          quietly(() => scope.event({ type: 'reset', attempt, reason }));
+        } else if (event.type === 'tool-call-repeat') {
+          const { attempt, name, id } = event;
+          quietly(() => scope.event({ type: 'tool-call-repeat', attempt, name, id }));
+        }
+        subscriber.next(event);
+      },
+      error: (error: unknown) => {
+        end(isInstance(error, TransportError) && error.code === 'turn-stopped' ? 'stopped' : 'failed', error);
+        subscriber.error(error);
+      },
+      complete: () => {
+        end('completed');
+        subscriber.complete();
+      },
+    });
+    return () => {
+      subscription.unsubscribe();
+      end('cancelled');
     };
   });
 }

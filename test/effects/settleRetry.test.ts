@@ -12,7 +12,7 @@ import {
   type EffectLedger,
   executeTools,
   MemoryEffectLedger,
-  type ToolHandler,
+  type ToolHandlers,
   type ToolResultEvent,
 } from 'cleanturn/effects';
 import { RedisEffectLedger } from 'cleanturn/effects/redis';
@@ -149,7 +149,7 @@ describe('executeTools: a completion that SQLite refuses while another process h
   }
 
   /** The refund turn through executeTools over `ledger`. */
-  const turn = (ledger: EffectLedger, handler: ToolHandler, leaseMs = 60_000) =>
+  const turn = (ledger: EffectLedger, handler: ToolHandlers[string], leaseMs = 60_000) =>
     from(refundTurn).pipe(
       cleanTurn({ turnId }),
       executeTools({ issue_refund: handler }, { turnId, ledger, leaseMs }),
