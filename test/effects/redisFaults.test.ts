@@ -7,11 +7,11 @@ import { EffectError } from 'cleanturn/effects';
 import { RedisEffectLedger, type RedisEffectLedgerOptions } from 'cleanturn/effects/redis';
 import { describe, expect, it, vi } from 'vitest';
 import { redisFixtures, rejection, runTurn, turnId } from './redisLedgerKit.js';
-import type { RedisServer, RedisServerOptions } from './redisServer.js';
+import { type RedisServer, type RedisServerOptions, redisTests } from './redisServer.js';
 
 const { server, patientClient } = redisFixtures();
 
-describe('RedisEffectLedger: the server goes away', () => {
+describe.skipIf(redisTests.skip)('RedisEffectLedger: the server goes away', () => {
   it('killed mid-handler: the turn ends with EffectError ledger-timeout once the completion, asked twice, got no answer within commandTimeoutMs, even with maxRetriesPerRequest: null', async () => {
     const redis = await server();
     const ledger = new RedisEffectLedger({ client: patientClient(redis.port), commandTimeoutMs: 500 });
@@ -55,7 +55,7 @@ describe('RedisEffectLedger: the server goes away', () => {
   }, 30_000);
 });
 
-describe('RedisEffectLedger: servers that can forget claims', () => {
+describe.skipIf(redisTests.skip)('RedisEffectLedger: servers that can forget claims', () => {
   /** A ledger on a new server started with `options`. */
   async function ledgerOn(
     serverOptions: RedisServerOptions,
