@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type * as Core from 'cleanturn';
 import type * as Providers from 'cleanturn/providers';
 import type * as Transport from 'cleanturn/transport';
+import type * as TransportRedis from 'cleanturn/transport/redis';
 import { build, type Options } from 'tsup';
 import config from '../tsup.config.js';
 
@@ -15,7 +16,7 @@ import config from '../tsup.config.js';
 export const outDir = fileURLToPath(new URL('../node_modules/.cache/cleanturn-bench/', import.meta.url));
 
 /** The entries the benchmarks load. */
-const entries = ['index', 'providers', 'transport'] as const;
+const entries = ['index', 'providers', 'transport', 'transport-redis'] as const;
 
 /**
  * Builds the entries; the sub-entries import the core from the same build. `root` is the directory whose `src/`
@@ -57,6 +58,7 @@ export interface Package {
   core: typeof Core;
   providers: typeof Providers;
   transport: typeof Transport;
+  transportRedis: typeof TransportRedis;
 }
 
 /** Builds the package (unless `build` is false: a child process loads its parent's build) and loads it. */
@@ -67,5 +69,6 @@ export async function loadPackage(options: { build?: boolean; root?: string } = 
     core: (await load('index')) as typeof Core,
     providers: (await load('providers')) as typeof Providers,
     transport: (await load('transport')) as typeof Transport,
+    transportRedis: (await load('transport-redis')) as typeof TransportRedis,
   };
 }

@@ -17,8 +17,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { build, type Options } from 'tsup';
-import config from '../tsup.config.js';
+import { buildPackage, outDir } from './build.js';
 import type { GatewayAnswer, GatewayChildConfig, GatewayMode, GatewayRequest } from './gatewayChild.js';
 import { bytes, mark, ms } from './harness.js';
 
@@ -77,44 +76,6 @@ export interface GatewayResult {
 }
 
 // ---- the build ----------------------------------------------------------------------------------------------
-
-/** Where the gateway bench's build goes: bench/build.ts's entries and the Redis turn log's. */
-const buildDir = fileURLToPath(new URL('../node_modules/.cache/cleanturn-bench-gateway/', import.meta.url));
-
-/**
- * Builds the package as bench/build.ts does (the project's tsup config, ESM only, no declarations, the package
- * name resolved to this build's core), with the `transport-redis` entry beside `index`, `providers` and
- * `transport`, so that the Redis log shares their chunks. `root`: the checkout whose `src/` is built (default: this one).
- */
-async function buildGatewayPackage(root?: string): Promise<void> {
-  const base = (Array.isArray(config) ? config[0] : config) as Options;
-  const all = base.entry as Record<string, string>;
-  const entry = Object.fromEntries(
-    ['index', 'providers', 'transport', 'transport-redis'].map((name) => [
-      name,
-      root === undefined ? (all[name] as string) : join(root, all[name] as string),
-    ]),
-  );
-  await build({
-    ...base,
-    entry,
-    format: ['esm'],
-    dts: false,
-    sourcemap: false,
-    clean: true,
-    silent: true,
-    outDir: buildDir,
-    external: (base.external ?? []).filter((e) => String(e) !== String(/^cleanturn($|\/)/)),
-    esbuildPlugins: [
-      {
-        name: 'cleanturn-self',
-        setup(b) {
-          b.onResolve({ filter: /^cleanturn$/ }, () => ({ path: './index.js', external: true }));
-        },
-      },
-    ],
-  });
-}
 
 // ---- the provider ---------------------------------------------------------------------------------------------
 
@@ -473,7 +434,12 @@ async function measureRow(
   redis: RedisProcess | undefined,
 ): Promise<GatewayRow> {
   const run = ++runs;
-  const gateway = new Gateway({ mode, providerUrl, buildDir, ...(redis ? { redisPort: redis.port } : {}) });
+  const gateway = new Gateway({
+    mode,
+    providerUrl,
+    buildDir: outDir,
+    ...(redis ? { redisPort: redis.port } : {}),
+  });
   try {
     const { ready: port } = await gateway.ready();
     const base = `http://127.0.0.1:${port}`;
@@ -586,7 +552,7 @@ export async function benchGateway(
     counts = [...new Set(counts.map((n) => Math.min(n, maxTurns)))];
   }
 
-  await buildGatewayPackage(options.root);
+  await buildPackage(options.root);
   const binary = redisBinary();
   let redisSkipped: string | undefined;
   let redis: RedisProcess | undefined;
