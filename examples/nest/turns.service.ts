@@ -53,7 +53,7 @@ export interface TurnsOptions {
   log?: TurnLog<TurnUpdate>;
   /**
    * What the app's close does to the runs of this instance. `false` (the default): they end as failed
-   * (`TurnServerClosedError`, retryable), and their clients are told. `true`: they stop and nothing is written,
+   * (`TransportError` `server-closed`, retryable), and their clients are told. `true`: they stop and nothing is written,
    * their clients' connections end, and another instance sharing the `log` takes each run over once its lease
    * lapses (a deploy that restarts instances one at a time): the clients reconnect there and read on.
    */

@@ -39,6 +39,7 @@ import type { ReplayBasis, ReplaySafety, ReplayVerdict } from './replaySafety.js
  * | `last-event-id` | a `Last-Event-ID` names the turn at a position no message had (`turnId`, `lastEventId`) | no |
  * | `remote-turn` | a served turn failed on the server (`remoteName`, `remoteCode`) | the server's answer |
  * | `runner-lost` | a turn's runner was lost past the takeover bounds (`turnId`, `takeovers`) | yes |
+ * | `server-closed` | the `turnServer` running the turn closed (without `handOver`) before the turn ended (`turnId`) | yes |
  * | `turn-log-timeout` | Redis did not answer the turn log in time (`operation`, `timeoutMs`, `tries`) | yes |
  *
  * @inline
@@ -75,6 +76,7 @@ export type TransportErrorCode =
   | 'last-event-id'
   | 'remote-turn'
   | 'runner-lost'
+  | 'server-closed'
   | 'turn-log-timeout';
 
 /**
@@ -184,7 +186,10 @@ export class TransportError extends CleanturnError<TransportErrorCode> {
   declare readonly attempt: number | undefined;
   /** The turn id's length in UTF-16 code units, 0 for a value that is not a string (`turn-id-*`). */
   declare readonly length: number | undefined;
-  /** The turn (`turn-not-found`, `turn-trimmed`, `turn-ahead`, `turn-taken-over`, `last-event-id`, `runner-lost`). */
+  /**
+   * The turn (`turn-not-found`, `turn-trimmed`, `turn-ahead`, `turn-taken-over`, `last-event-id`, `runner-lost`,
+   * `server-closed`).
+   */
   declare readonly turnId: string | undefined;
   /** The `Last-Event-ID` header, as the client sent it (`last-event-id`). */
   declare readonly lastEventId: string | undefined;
@@ -514,6 +519,11 @@ export function runnerLostError(turnId: string, takeovers: number): TransportErr
     `the runner of turn ${turnId} was lost${takeovers > 0 ? ` after ${takeovers} takeover(s)` : ''}, and the turn is not taken over again`,
     { retryable: true, turnId, takeovers },
   );
+}
+
+/** A turn whose server closed before the turn ended: what its log's failed end says. */
+export function serverClosedError(turnId: string): TransportError {
+  return new TransportError('server-closed', 'the server closed', { retryable: true, turnId });
 }
 
 /** The Redis turn log's calls, as its errors name them. @internal */

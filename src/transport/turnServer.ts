@@ -19,6 +19,7 @@ import {
   HANDED_OVER,
   lastEventIdError,
   runnerLostError,
+  serverClosedError,
   sseFieldError,
   TransportError,
   turnStoppedError,
@@ -305,11 +306,6 @@ class Server<E> implements TurnServer<E> {
   async close(closeOptions: { handOver?: boolean } = {}): Promise<void> {
     const closing = [...this.#runs.entries()];
     const handingOver = closeOptions.handOver === true && this.#lease !== undefined;
-    const error: TurnFailure = {
-      name: 'TurnServerClosedError',
-      message: 'the server closed',
-      retryable: true,
-    };
     for (const [turnId, record] of closing) {
       // A run that ended already has its end on the way; the others stop, and their log ends as failed (or, handed
       // over, is left for a reader elsewhere to take over once the lease lapses).
@@ -320,6 +316,7 @@ class Server<E> implements TurnServer<E> {
       record.written = record.written.then(async () => {
         if (record.failed) return;
         try {
+          const error = failureOf(serverClosedError(turnId));
           await this.#log.append(turnId, { seq: record.seq, end: 'failed', error });
         } catch (failure) {
           this.#logError(failure, turnId);

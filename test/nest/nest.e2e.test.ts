@@ -440,7 +440,11 @@ describe('examples/nest: a run of steps over @Sse() that the browser resumes', {
     const { error } = await turn.ended;
     expect(error).toBeInstanceOf(TransportError);
     expect(error).toMatchObject({ code: 'remote-turn' });
-    expect(error).toMatchObject({ remoteName: 'TurnServerClosedError', retryable: true });
+    expect(error).toMatchObject({
+      remoteName: 'TransportError',
+      remoteCode: 'server-closed',
+      retryable: true,
+    });
     // Attempt 1's connection, which the provider reset, and attempt 2's, which the app aborted.
     await until(() => fake.aborted === 2, "the abort of attempt 2's request");
     expect(fake.requests).toHaveLength(2);

@@ -46,6 +46,7 @@ function describeCode(code: TransportErrorCode): string {
     case 'last-event-id':
     case 'remote-turn':
     case 'runner-lost':
+    case 'server-closed':
       return 'the turn server';
     default: {
       const unhandled: never = code;
