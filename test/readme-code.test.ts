@@ -113,6 +113,11 @@ const filledGuides = [
   'docs/guides/providers.md',
   'docs/guides/pipeline.md',
   'docs/guides/nestjs.md',
+  'docs/guides/adapters.md',
+  'docs/guides/angular.md',
+  'docs/guides/observability.md',
+  'docs/guides/renderers.md',
+  'docs/guides/testing.md',
 ];
 
 /** Every adapter of `cleanturn/providers`, as a user writes it in `adapter:` (checked against the entry below). */
@@ -143,6 +148,19 @@ const chatRequest = `({ signal }: { signal: AbortSignal }) => ({
 /** A provider's events over fetch, once per shipped adapter (the SSE payloads of its format). */
 const providerStreams = eachAdapter(`fromSSE(${chatRequest}).pipe(sseJson(), ADAPTER)`);
 const transportImport = "import { fromSSE, sseJson, streamTurn } from 'cleanturn/transport';";
+
+/** The Angular guide's chat turn (its chat-turn.ts): a turn over the app's own endpoint. */
+const angularChatTurn = `import { openaiChat as chatAdapter } from 'cleanturn/providers';
+import { streamTurn as chatStream } from 'cleanturn/transport';
+function injectChatTurn() {
+  return (turnId: string, messages: { role: 'user' | 'assistant'; content: string }[]) =>
+    chatStream({
+      turnId,
+      adapter: chatAdapter(),
+      request: ({ signal }) =>
+        new Request('/api/chat/completions', { method: 'POST', body: JSON.stringify({ messages, stream: true }), signal }),
+    });
+}`;
 
 /** The refund tool as a user writes it: the effect key goes to the payment service as its idempotency key. */
 const refundHandlers = `const handlers = {
@@ -247,6 +265,43 @@ const fillings: Readonly<Record<string, readonly Filling[]>> = {
       "attemptPipeline(geminiContent()),\n  turnPipeline({ turnId: 'turn-42'",
       'concatMap((stream): AsyncIterable<Interactions.InteractionSSEEvent> => stream)',
     ].map((anchor) => ({ in: anchor, define: renderText })),
+  ],
+  'docs/guides/adapters.md': [
+    {
+      // The reader's own decoder, as the first block of the guide writes it: here one that reads text lines only.
+      replace: [
+        [
+          "declare function relay(): OperatorFunction<unknown, ProviderEvent>; // import { relay } from '../src/relay.js';",
+          `import { map } from 'rxjs';
+const relay = (): OperatorFunction<unknown, ProviderEvent> =>
+  map((line) => ({ type: 'text', text: String((line as { text?: unknown }).text) }));`,
+        ],
+      ],
+    },
+  ],
+  'docs/guides/angular.md': [
+    '@switch (turn.status())',
+    "selector: 'app-chat-resource'",
+    'imports: [AsyncPipe]',
+  ].map((anchor) => ({ in: anchor, define: angularChatTurn })),
+  'docs/guides/observability.md': [
+    {
+      replace: [
+        [
+          'declare const reader: MetricReader; // the reader your metrics pipeline collects from',
+          `import { AggregationTemporality, InMemoryMetricExporter, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+const reader: MetricReader = new PeriodicExportingMetricReader({
+  exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+});`,
+        ],
+      ],
+    },
+  ],
+  'docs/guides/renderers.md': [
+    {
+      in: 'concatMap((update) => client.notify(acp.methods.client.session.update, update))',
+      define: `${adapterImport}\n${transportImport}\nconst streamFromProvider = () => ${providerStreams[0]};`,
+    },
   ],
   'docs/guides/pipeline.md': [
     {
