@@ -138,7 +138,11 @@ describe('turnServer + fromTurnSSE', () => {
     await turns.close();
     const error = await reading;
     expect(error).toBeInstanceOf(TransportError);
-    expect(error).toMatchObject({ code: 'remote-turn', remoteName: 'TransportError', remoteCode: 'server-closed' });
+    expect(error).toMatchObject({
+      code: 'remote-turn',
+      remoteName: 'TransportError',
+      remoteCode: 'server-closed',
+    });
     expect((error as TransportError).retryable).toBe(true);
     expect(source.observed).toBe(false);
   });
