@@ -9,6 +9,7 @@
  */
 
 import type { AssembledEvent } from '../assembleToolCalls.js';
+import type { TurnReport } from '../transport/turnReport.js';
 import type { ProviderEvent } from '../types.js';
 
 /**
@@ -17,7 +18,7 @@ import type { ProviderEvent } from '../types.js';
  *
  * @inline
  */
-export type TurnOutcome = 'completed' | 'failed' | 'stopped' | 'cancelled';
+export type TurnOutcome = TurnReport['outcome'];
 
 /**
  * An observer of `streamTurn`'s turns: told when each subscription of a turn starts.

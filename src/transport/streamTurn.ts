@@ -7,7 +7,6 @@ import {
   type OperatorFunction,
   Subject,
   type Subscription,
-  tap,
 } from 'rxjs';
 import { accumulateTurn, type TurnState } from '../accumulateTurn.js';
 import type { AssembledEvent } from '../assembleToolCalls.js';
@@ -17,13 +16,7 @@ import type { EffectKeyLookup } from '../dedupeByEffectKey.js';
 import { isRetryable, UsageError } from '../errors.js';
 import { isInstance } from '../internal/describeError.js';
 import { describeValue } from '../internal/describeValue.js';
-import {
-  type AttemptScope,
-  quietly,
-  type TurnObserver,
-  type TurnOutcome,
-  type TurnScope,
-} from '../internal/telemetry.js';
+import { type AttemptScope, quietly, type TurnObserver, type TurnScope } from '../internal/telemetry.js';
 import { type RequireUsableOptions, requireUsable } from '../requireUsable.js';
 import type { RetryAsEventsOptions } from '../retryAsEvents.js';
 import type { RetryBudget } from '../retryBudget.js';
@@ -462,6 +455,47 @@ function retryRule(
   };
 }
 
+/**
+ * Mirrors `events`, telling `next` each event and `end` once how the turn ended, however it ended: `completed`,
+ * `stopped` (a `TransportError` `turn-stopped`), `failed`, or `cancelled` when the consumer unsubscribed first. What
+ * the turn's report and its observer both read.
+ */
+function endingOnce(
+  events: Observable<TurnEvent>,
+  next: (event: TurnEvent) => void,
+  end: (outcome: TurnReport['outcome'], error?: unknown) => void,
+): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
+    let ended = false;
+    const once = (outcome: TurnReport['outcome'], error?: unknown) => {
+      if (ended) return;
+      ended = true;
+      end(outcome, error);
+    };
+    const subscription = events.subscribe({
+      next: (event) => {
+        next(event);
+        subscriber.next(event);
+      },
+      error: (error: unknown) => {
+        once(
+          isInstance(error, TransportError) && error.code === 'turn-stopped' ? 'stopped' : 'failed',
+          error,
+        );
+        subscriber.error(error);
+      },
+      complete: () => {
+        once('completed');
+        subscriber.complete();
+      },
+    });
+    return () => {
+      subscription.unsubscribe();
+      once('cancelled');
+    };
+  });
+}
+
 /** Mirrors `events` and calls `onReport` exactly once when the turn ends, however it ends. */
 function reporting(
   events: Observable<TurnEvent>,
@@ -469,48 +503,33 @@ function reporting(
   onReport: (report: TurnReport) => void,
   labels: ReadonlyMap<number, { provider?: string; model?: string }>,
 ): Observable<TurnEvent> {
-  return new Observable<TurnEvent>((subscriber) => {
-    let state: TurnState<unknown> | undefined;
-    let reported = false;
-    const report = (end: { outcome: TurnReport['outcome']; error?: unknown }) => {
-      if (reported) return;
-      reported = true;
-      try {
-        onReport(toTurnReport(turnId, state, end, labels));
-      } catch (error) {
-        // A failing report must not change how the turn ends for its consumer: report it as RxJS reports an
-        // error nobody handles.
-        if (config.onUnhandledError) config.onUnhandledError(error);
-        else
-          setTimeout(() => {
-            throw error;
-          });
-      }
-    };
+  return defer(() => {
     // The clean events also feed the turn state, synchronously and in order.
+    let state: TurnState<unknown> | undefined;
     const feed = new Subject<TurnEvent>();
     const fold = feed.pipe(accumulateTurn()).subscribe((s) => {
       state = s;
     });
-    const subscription = events
-      .pipe(
-        tap({
-          next: (event) => feed.next(event),
-          error: (error: unknown) =>
-            report({
-              outcome:
-                isInstance(error, TransportError) && error.code === 'turn-stopped' ? 'stopped' : 'failed',
-              error,
-            }),
-          complete: () => report({ outcome: 'completed' }),
-        }),
-      )
-      .subscribe(subscriber);
-    return () => {
-      subscription.unsubscribe();
-      fold.unsubscribe();
-      report({ outcome: 'cancelled' });
-    };
+    return endingOnce(
+      events,
+      (event) => feed.next(event),
+      (outcome, error) => {
+        fold.unsubscribe();
+        try {
+          onReport(
+            toTurnReport(turnId, state, error === undefined ? { outcome } : { outcome, error }, labels),
+          );
+        } catch (thrown) {
+          // A failing report must not change how the turn ends for its consumer: report it as RxJS reports an
+          // error nobody handles.
+          if (config.onUnhandledError) config.onUnhandledError(thrown);
+          else
+            setTimeout(() => {
+              throw thrown;
+            });
+        }
+      },
+    );
   });
 }
 
@@ -609,39 +628,20 @@ function watching<T extends AssembledEvent<ProviderEvent>>(
  * the live attempt's own end: unsubscribing from the turn ends its attempt first).
  */
 function observing(events: Observable<TurnEvent>, scope: TurnScope): Observable<TurnEvent> {
-  return new Observable<TurnEvent>((subscriber) => {
-    let ended = false;
-    const end = (outcome: TurnOutcome, error?: unknown) => {
-      if (ended) return;
-      ended = true;
-      quietly(() => scope.end(outcome, error));
-    };
-    const subscription = events.subscribe({
-      next: (event) => {
-        // Only what the observer needs: a repeat's effect key is never passed on.
-        if (event.type === 'reset') {
-          const { attempt, reason } = event;
-          quietly(() => scope.event({ type: 'reset', attempt, reason }));
-        } else if (event.type === 'tool-call-repeat') {
-          const { attempt, name, id } = event;
-          quietly(() => scope.event({ type: 'tool-call-repeat', attempt, name, id }));
-        }
-        subscriber.next(event);
-      },
-      error: (error: unknown) => {
-        end(isInstance(error, TransportError) && error.code === 'turn-stopped' ? 'stopped' : 'failed', error);
-        subscriber.error(error);
-      },
-      complete: () => {
-        end('completed');
-        subscriber.complete();
-      },
-    });
-    return () => {
-      subscription.unsubscribe();
-      end('cancelled');
-    };
-  });
+  return endingOnce(
+    events,
+    (event) => {
+      // Only what the observer needs: a repeat's effect key is never passed on.
+      if (event.type === 'reset') {
+        const { attempt, reason } = event;
+        quietly(() => scope.event({ type: 'reset', attempt, reason }));
+      } else if (event.type === 'tool-call-repeat') {
+        const { attempt, name, id } = event;
+        quietly(() => scope.event({ type: 'tool-call-repeat', attempt, name, id }));
+      }
+    },
+    (outcome, error) => quietly(() => scope.end(outcome, error)),
+  );
 }
 
 /**
