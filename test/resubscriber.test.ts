@@ -1,5 +1,5 @@
 import { of, Subject, throwError, timer } from 'rxjs';
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Resubscriber } from '../src/internal/resubscriber.js';
 
 /** A target that records how it ended, and closes then (or when `unsubscribe` is called), as a subscriber does. */
@@ -23,6 +23,13 @@ function target() {
 }
 
 describe('Resubscriber: the one resubscribe driver of retry, resume and reconnect', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('runs a step asked for again from inside a run after that run returns, without growing the stack', () => {
     const { subscriber } = target();
     let runs = 0;
@@ -54,49 +61,39 @@ describe('Resubscriber: the one resubscribe driver of retry, resume and reconnec
   });
 
   it('starts the next run on the first value of the wait, once, and never after the target closed', () => {
-    vi.useFakeTimers();
-    try {
-      const { subscriber } = target();
-      const step = vi.fn();
-      const driver = new Resubscriber(step, subscriber);
-      driver.again(timer(100));
-      vi.advanceTimersByTime(99);
-      expect(step).not.toHaveBeenCalled();
-      vi.advanceTimersByTime(1);
-      expect(step).toHaveBeenCalledTimes(1);
+    const { subscriber } = target();
+    const step = vi.fn();
+    const driver = new Resubscriber(step, subscriber);
+    driver.again(timer(100));
+    vi.advanceTimersByTime(99);
+    expect(step).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(1);
+    expect(step).toHaveBeenCalledTimes(1);
 
-      const notifier = new Subject<void>();
-      driver.again(notifier);
-      notifier.next();
-      notifier.next();
-      expect(step).toHaveBeenCalledTimes(2);
+    const notifier = new Subject<void>();
+    driver.again(notifier);
+    notifier.next();
+    notifier.next();
+    expect(step).toHaveBeenCalledTimes(2);
 
-      driver.again(timer(100));
-      subscriber.unsubscribe();
-      vi.advanceTimersByTime(100);
-      expect(step).toHaveBeenCalledTimes(3);
-      driver.again();
-      expect(step).toHaveBeenCalledTimes(3);
-    } finally {
-      vi.useRealTimers();
-    }
+    driver.again(timer(100));
+    subscriber.unsubscribe();
+    vi.advanceTimersByTime(100);
+    expect(step).toHaveBeenCalledTimes(3);
+    driver.again();
+    expect(step).toHaveBeenCalledTimes(3);
   });
 
   it('close ends a pending wait: no run follows, and no timer is left', () => {
-    vi.useFakeTimers();
-    try {
-      const { subscriber } = target();
-      const step = vi.fn();
-      const driver = new Resubscriber(step, subscriber);
-      driver.again(timer(100));
-      expect(vi.getTimerCount()).toBe(1);
-      driver.close();
-      expect(vi.getTimerCount()).toBe(0);
-      vi.advanceTimersByTime(1_000);
-      expect(step).not.toHaveBeenCalled();
-    } finally {
-      vi.useRealTimers();
-    }
+    const { subscriber } = target();
+    const step = vi.fn();
+    const driver = new Resubscriber(step, subscriber);
+    driver.again(timer(100));
+    expect(vi.getTimerCount()).toBe(1);
+    driver.close();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(1_000);
+    expect(step).not.toHaveBeenCalled();
   });
 
   it('errors the target with a wait that errors, and completes it with one that completes without a value', () => {
@@ -114,25 +111,20 @@ describe('Resubscriber: the one resubscribe driver of retry, resume and reconnec
   });
 
   it('keeps the wait that a synchronously fired wait started, so that close still ends it', () => {
-    vi.useFakeTimers();
-    try {
-      for (const closeIt of [false, true]) {
-        const { subscriber } = target();
-        let runs = 0;
-        const driver: Resubscriber = new Resubscriber(() => {
-          runs++;
-          if (runs === 1) driver.again(timer(50));
-        }, subscriber);
-        // `of(0)` fires as it is subscribed: the run it starts asks for a wait of its own.
-        driver.again(of(0));
-        expect(runs).toBe(1);
-        if (closeIt) driver.close();
-        vi.advanceTimersByTime(50);
-        expect(runs).toBe(closeIt ? 1 : 2);
-        expect(vi.getTimerCount()).toBe(0);
-      }
-    } finally {
-      vi.useRealTimers();
+    for (const closeIt of [false, true]) {
+      const { subscriber } = target();
+      let runs = 0;
+      const driver: Resubscriber = new Resubscriber(() => {
+        runs++;
+        if (runs === 1) driver.again(timer(50));
+      }, subscriber);
+      // `of(0)` fires as it is subscribed: the run it starts asks for a wait of its own.
+      driver.again(of(0));
+      expect(runs).toBe(1);
+      if (closeIt) driver.close();
+      vi.advanceTimersByTime(50);
+      expect(runs).toBe(closeIt ? 1 : 2);
+      expect(vi.getTimerCount()).toBe(0);
     }
   });
 });

@@ -3,7 +3,7 @@
 // templates render the turn's signals into happy-dom's DOM. Time is faked (vitest fakes setTimeout and
 // requestAnimationFrame, which both the signals' frames and Angular's zoneless scheduler use), so every frame is
 // stepped by the test. Each case ends with no timer left and every subscription to the turn finalized.
-import '@angular/compiler';
+import './zonelessTestBed.js';
 import {
   Component,
   createEnvironmentInjector,
@@ -15,16 +15,13 @@ import {
   signal,
 } from '@angular/core';
 import { type ComponentFixture, TestBed } from '@angular/core/testing';
-import { BrowserTestingModule, platformBrowserTesting } from '@angular/platform-browser/testing';
 import { cleanTurn, type ProviderEvent, type TurnEvent, turnPipeline, UsageError } from 'cleanturn';
 import { injectTurn, type TurnSignals } from 'cleanturn/angular';
 import { initialView, type ViewEvent } from 'cleanturn/renderers';
 import { finish, helpDesk, reasoning, text } from 'cleanturn/testing';
 import { concat, defer, EMPTY, finalize, from, NEVER, type Observable, of, Subject, throwError } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { AssembledEvent } from '../../src/assembleToolCalls.js';
-
-TestBed.initTestEnvironment(BrowserTestingModule, platformBrowserTesting());
 
 const turnId = helpDesk.turnId;
 const attempt2 = 'Checking order ORD-7781. The book arrived damaged, so I have started a full refund.';
@@ -132,18 +129,6 @@ function retriedTurn(delay: number) {
     attempt: (n: number) => attempts[n - 1] as Subject<AssembledEvent<ProviderEvent>>,
   };
 }
-
-beforeEach(() => {
-  vi.useFakeTimers();
-  TestBed.configureTestingModule({ providers: [provideZonelessChangeDetection()] });
-});
-
-afterEach(() => {
-  TestBed.resetTestingModule();
-  // No frame, retry wait or change detection left behind by the case.
-  expect(vi.getTimerCount()).toBe(0);
-  vi.useRealTimers();
-});
 
 describe('injectTurn in a component', () => {
   it('renders the help-desk turn: the reset clears attempt 1, the notice shows the wait, attempt 2 ends clean', async () => {

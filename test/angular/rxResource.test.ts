@@ -3,19 +3,16 @@
 // auditTime(0, animationFrameScheduler). What the guide says of it holds: the reset empties the text, the resource is
 // `resolved` while views arrive, the last view arrives when the turn ends, and a change of params unsubscribes the
 // previous turn.
-import '@angular/compiler';
-import { provideZonelessChangeDetection, signal } from '@angular/core';
+import './zonelessTestBed.js';
+import { signal } from '@angular/core';
 import { rxResource } from '@angular/core/rxjs-interop';
 import { TestBed } from '@angular/core/testing';
-import { BrowserTestingModule, platformBrowserTesting } from '@angular/platform-browser/testing';
 import { type ProviderEvent, turnPipeline } from 'cleanturn';
 import { turnView } from 'cleanturn/renderers';
 import { finish, text } from 'cleanturn/testing';
 import { animationFrameScheduler, auditTime, defer, finalize, Subject } from 'rxjs';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import type { AssembledEvent } from '../../src/assembleToolCalls.js';
-
-TestBed.initTestEnvironment(BrowserTestingModule, platformBrowserTesting());
 
 /** Steps fake time by `ms`, then lets the resource's effects run. */
 async function elapse(ms: number): Promise<void> {
@@ -23,17 +20,6 @@ async function elapse(ms: number): Promise<void> {
   TestBed.tick();
   await vi.advanceTimersByTimeAsync(1);
 }
-
-beforeEach(() => {
-  vi.useFakeTimers();
-  TestBed.configureTestingModule({ providers: [provideZonelessChangeDetection()] });
-});
-
-afterEach(() => {
-  TestBed.resetTestingModule();
-  expect(vi.getTimerCount()).toBe(0);
-  vi.useRealTimers();
-});
 
 it('rxResource over turnView(): one view per frame, the reset empties the text, params unsubscribe the turn', async () => {
   const attempts: Subject<AssembledEvent<ProviderEvent>>[] = [];
