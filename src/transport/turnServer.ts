@@ -145,11 +145,11 @@ export interface TurnServer<E> {
   /** How many turns this server runs now. */
   readonly running: number;
   /**
-   * Stops the turns this server runs (a shutdown); each one's log ends as failed (`the server closed`, retryable),
-   * so that its readers end too. With `handOver: true`, on a log with leases, nothing is written instead: the runs
-   * stop, their leases lapse, and a reader on another instance takes each turn over (a deploy that restarts
-   * instances one at a time loses no turn); their background responses are left generating, not cancelled, for
-   * the runner that takes over.
+   * Stops the turns this server runs (a shutdown); each one's log ends as failed (a `TransportError`
+   * `server-closed`, retryable), so that its readers end too. With `handOver: true`, on a log with leases, nothing
+   * is written instead: the runs stop, their leases lapse, and a reader on another instance takes each turn over
+   * (a deploy that restarts instances one at a time loses no turn); their background responses are left
+   * generating, not cancelled, for the runner that takes over.
    */
   close(options?: { handOver?: boolean }): Promise<void>;
 }
