@@ -4,7 +4,7 @@ import type { Observable, Subscription } from 'rxjs';
  * Where a {@link Resubscriber}'s runs end up: the subscriber of the Observable it drives. A wait that errors
  * errors it, and one that completes before it fired completes it.
  */
-export interface ResubscribeTarget {
+interface ResubscribeTarget {
   readonly closed: boolean;
   error(error: unknown): void;
   complete(): void;
