@@ -1,5 +1,6 @@
-import { defer, map, type OperatorFunction } from 'rxjs';
+import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
+import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { Attempted, FinishEvent, FinishReason, RepeatedToolCall, ToolCallEvent } from './types.js';
 
 /** Token usage as the provider reported it. */
@@ -132,13 +133,16 @@ export function accumulateTurn<E extends { type: string; attempt: number }>(): O
   E,
   TurnState<CallOf<E>>
 > {
-  return function accumulateTurnOperator(source) {
-    return defer(() => {
-      // The working state of this subscription.
-      const turn = new TurnAccumulator<CallOf<E>>();
-      return source.pipe(map((event) => turn.add(event)));
-    });
-  };
+  return stageOperator((out: Sink<TurnState<CallOf<E>>>) => new AccumulateStage<E, CallOf<E>>(out));
+}
+
+/** The stage of {@link accumulateTurn}: the working state of one subscription, a snapshot out per event. */
+class AccumulateStage<E extends { type: string; attempt: number }, C> extends Stage<E, TurnState<C>> {
+  private readonly turn = new TurnAccumulator<C>();
+
+  next(event: E): void {
+    this.out.next(this.turn.add(event));
+  }
 }
 
 /** An attempt record under construction (the fields of {@link AttemptRecord}, writable). */

@@ -151,6 +151,38 @@ check<AssembledEvent<ProviderEvent>>({
   ],
 });
 
+// The same policy written as the operators one by one, in pipe calls of their own: they fuse into one subscriber.
+const oneByOne =
+  (options: { early?: (c: never) => boolean; key?: () => never } = {}) =>
+  (source: Observable<AssembledEvent<ProviderEvent>>) =>
+    source
+      .pipe(tagAttempts())
+      .pipe(resetOnRetry())
+      .pipe(bufferUntilFinish({ early: options.early }))
+      .pipe(dedupeByEffectKey({ turnId: 'turn-42', key: options.key }));
+
+// biome-ignore format: aligned diagrams
+check<AssembledEvent<ProviderEvent>>({
+  name: 'tagAttempts → resetOnRetry → bufferUntilFinish → dedupeByEffectKey, one pipe call each',
+  make: () => oneByOne(),
+  values: { a: text('Checking'), b: usage(120, 8), c: finish() },
+  expected: { a: at(1, text('Checking')), b: at(1, usage(120, 8)), c: at(1, finish()) },
+  throwing: [
+    {
+      callback: 'early', make: (fail) => oneByOne({ early: fail }),
+      source:     '-a-b-c-|', values: provider,
+      expected:   '-a-#',     expectedValues: attempted,
+      sourceSubs: '^--!',
+    },
+    {
+      callback: 'key', make: (fail) => oneByOne({ key: fail }),
+      source:     '-a-b-c-|', values: provider,
+      expected:   '-a---#',   expectedValues: attempted,
+      sourceSubs: '^----!',
+    },
+  ],
+});
+
 check({
   name: 'accumulateTurn',
   make: () => accumulateTurn(),
@@ -321,6 +353,7 @@ it('covers every operator and policy', () => {
       'dedupeByEffectKey',
       'assembleToolCalls',
       'cleanTurn',
+      'tagAttempts → resetOnRetry → bufferUntilFinish → dedupeByEffectKey, one pipe call each',
       'accumulateTurn',
       'retryAsEvents',
       'retryAsEvents with a budget',
