@@ -34,7 +34,7 @@ function stages(log: Log, throwAt?: { key?: number }): Op[] {
     tagAttempts(),
     resetOnRetry(),
     bufferUntilFinish({
-      early: (c) => {
+      early: (c: { id: string; name: string }) => {
         log.push(`early ${c.id}`);
         return c.name === 'lookup_order';
       },
@@ -251,7 +251,7 @@ describe('fused and unfused compositions on random turns', () => {
             ops[0] as Op,
             tagAttempts() as Op,
             resetOnRetry() as Op,
-            bufferUntilFinish({ early: (c) => c.name === 'lookup_order' }) as Op,
+            bufferUntilFinish({ early: (c: { name: string }) => c.name === 'lookup_order' }) as Op,
             dedupeByEffectKey({ turnId: 'turn-fused' }) as Op,
             accumulateTurn() as Op,
           ]),

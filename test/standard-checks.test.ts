@@ -153,7 +153,7 @@ check<AssembledEvent<ProviderEvent>>({
 
 // The same policy written as the operators one by one, in pipe calls of their own: they fuse into one subscriber.
 const oneByOne =
-  (options: { early?: (c: never) => boolean; key?: () => never } = {}) =>
+  (options: { early?: () => boolean; key?: () => never } = {}) =>
   (source: Observable<AssembledEvent<ProviderEvent>>) =>
     source
       .pipe(tagAttempts())
