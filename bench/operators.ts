@@ -21,7 +21,7 @@ export interface OperatorWorkload {
   templates: readonly (readonly ProviderEvent[])[];
 }
 
-const words = [
+export const words = [
   'The ',
   'order ',
   'ORD-7781 ',

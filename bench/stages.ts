@@ -6,8 +6,9 @@
 // minus the bare source's, paired round by round; "no stage slower than today" compares these between two
 // checkouts (`--src=`).
 
+import { isDeepStrictEqual } from 'node:util';
 import type * as Core from 'cleanturn';
-import { from, map, type OperatorFunction } from 'rxjs';
+import { defer, from, map, type OperatorFunction } from 'rxjs';
 import { compare, type Measured, median, ms, pick, ratio, times, type Variant } from './harness.js';
 import { manyAttemptWorkload, type OperatorWorkload, operatorWorkload } from './operators.js';
 
@@ -43,6 +44,79 @@ function stagesOf(core: typeof Core): Stage[] {
     { name: 'dedupeByEffectKey', make: (t) => op(dedupeByEffectKey({ turnId: `turn-${t}` })) },
     { name: 'accumulateTurn', make: () => op(accumulateTurn()) },
   ];
+}
+
+/** An attempt record, as far as the bookkeeping map writes one. */
+interface Rec {
+  attempt: number;
+  outcome: string;
+  reason?: string;
+  finishReason?: string;
+  usage?: object;
+  textLength: number;
+  toolCalls: number;
+}
+
+/**
+ * A `map` (with its state per subscription, in a `defer`) that does accumulateTurn's bookkeeping by hand: the live
+ * attempt's text, reasoning, calls, usage and finish, a record per attempt, and a new snapshot object after every
+ * event (what accumulateTurn emits), on events that are already clean (no straggler to drop).
+ */
+function sameBookkeeping(): Op {
+  return (source) =>
+    defer(() => {
+      let attempt = 1;
+      let text = '';
+      let reasoning = '';
+      let toolCalls: readonly Ev[] = [];
+      let finish: (Ev & { reason: string; responseId?: string }) | undefined;
+      let usage: object | undefined;
+      let closed: readonly Rec[] = [];
+      const record = (outcome: string, reason?: string): Rec => {
+        const r: Rec = { outcome, attempt, toolCalls: toolCalls.length, textLength: text.length };
+        if (reason !== undefined) r.reason = reason;
+        if (finish !== undefined) r.finishReason = finish.reason;
+        if (usage !== undefined) r.usage = usage;
+        return r;
+      };
+      return source.pipe(
+        map((event) => {
+          const e = event as Ev & { attempt: number; text?: string; reason?: string };
+          if (e.attempt > attempt) {
+            closed = [...closed, record('abandoned', e.reason)];
+            attempt = e.attempt;
+            text = '';
+            reasoning = '';
+            toolCalls = [];
+            finish = undefined;
+            usage = undefined;
+          }
+          if (e.type === 'text') text += e.text;
+          else if (e.type === 'reasoning') reasoning += e.text;
+          else if (e.type === 'tool-call' || e.type === 'tool-call-repeat') toolCalls = [...toolCalls, e];
+          else if (e.type === 'usage') {
+            const { type: _, attempt: __, ...counts } = e as Record<string, unknown>;
+            usage = { ...usage, ...counts };
+          } else if (e.type === 'finish') finish = e as typeof finish;
+          const live =
+            finish === undefined
+              ? record('streaming')
+              : record(finish.reason === 'error' ? 'failed' : 'completed');
+          // The snapshot's keys in another order than accumulateTurn's: objects of one shape shared by two
+          // implementations in one process would make V8 generalize the shape for both, and time neither.
+          return {
+            attempts: [...closed, live],
+            text,
+            reasoning,
+            attempt,
+            toolCalls,
+            usage,
+            finish,
+            responseId: finish?.responseId,
+          } as unknown as Ev;
+        }),
+      );
+    });
 }
 
 /** Runs `events` through `operators` synchronously and collects what comes out; throws on an error. */
@@ -119,6 +193,8 @@ export interface StageResult {
 
 const SOURCE = 'source only';
 const YARDSTICK = 'rxjs map (yardstick)';
+/** The row of the bookkeeping map, measured on accumulateTurn's input. */
+export const BOOKKEEPING = 'map, same bookkeeping';
 
 export async function benchStages(
   core: typeof Core,
@@ -187,6 +263,59 @@ export async function benchStages(
   return { workload: workload.name, events, rows };
 }
 
+/** accumulateTurn beside a `map` doing the same bookkeeping, on accumulateTurn's input inside the pipeline. */
+export interface BookkeepingResult {
+  workload: string;
+  accumulateTurn: Measured;
+  map: Measured;
+  /** accumulateTurn ÷ the map, paired by round: the target is at most 1.3. */
+  ratio: number;
+}
+
+/**
+ * accumulateTurn against {@link sameBookkeeping} in a comparison of their own: both get, for each turn, what
+ * accumulateTurn receives in the pipeline, and must emit equal snapshots.
+ */
+export async function benchBookkeeping(
+  core: typeof Core,
+  workload: OperatorWorkload,
+  options: { quick: boolean },
+): Promise<BookkeepingResult> {
+  const stages = stagesOf(core);
+  const accumulate = stages.findIndex((stage) => stage.name === 'accumulateTurn');
+  const upstream = stages.slice(0, accumulate);
+  const inputs = workload.templates.map((list, v) =>
+    collect(
+      list,
+      upstream.map((stage) => stage.make(v)),
+    ),
+  );
+  inputs.forEach((list, v) => {
+    const ours = collect(list, [core.accumulateTurn() as unknown as Op]);
+    if (!isDeepStrictEqual(collect(list, [sameBookkeeping()]), ours))
+      throw new Error(`bookkeeping (${workload.name}): the map and accumulateTurn disagree on template ${v}`);
+  });
+  const results = await compare(
+    [
+      {
+        name: 'accumulateTurn',
+        fn: () => runStage(inputs, workload.turns, () => core.accumulateTurn() as unknown as Op),
+      },
+      { name: BOOKKEEPING, fn: () => runStage(inputs, workload.turns, sameBookkeeping) },
+    ],
+    { rounds: options.quick ? 4 : 12, iterations: 1, warmup: 3 },
+  );
+  const ours = pick(results, 'accumulateTurn');
+  const byHand = pick(results, BOOKKEEPING);
+  return { workload: workload.name, accumulateTurn: ours, map: byHand, ratio: ratio(ours, byHand) };
+}
+
+export function printBookkeeping(r: BookkeepingResult): void {
+  console.log(
+    `  ${r.workload}: accumulateTurn ${ms(r.accumulateTurn.median)}, ${BOOKKEEPING} ${ms(r.map.median)}: ${times(r.ratio)} (target ≤ 1.3×)`,
+  );
+}
+
 /** The per-stage costs on both operator workloads (item 1's and item 1b's). */
 export async function benchAllStages(core: typeof Core, options: { quick: boolean }): Promise<StageResult[]> {
   return [
@@ -215,5 +344,8 @@ export function printStages(r: StageResult): void {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { loadPackage } = await import('./build.js');
   const { core } = await loadPackage();
-  for (const r of await benchAllStages(core, { quick: process.argv.includes('--quick') })) printStages(r);
+  const quick = process.argv.includes('--quick');
+  for (const r of await benchAllStages(core, { quick })) printStages(r);
+  for (const w of [operatorWorkload(), manyAttemptWorkload()])
+    printBookkeeping(await benchBookkeeping(core, w, { quick }));
 }

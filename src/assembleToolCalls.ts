@@ -56,25 +56,31 @@ function newScan(): JsonScan {
 /** Advances `scan` over `text`; sets `closed` when the top-level object or array closes. */
 function advance(scan: JsonScan, text: string): void {
   if (scan.opaque) return;
+  // The state in locals for the loop (read and written back once per fragment, not once per character).
+  let { depth, inString, escaped, structured } = scan;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (scan.inString) {
-      if (scan.escaped) scan.escaped = false;
-      else if (c === 92 /* \\ */) scan.escaped = true;
-      else if (c === 34 /* " */) scan.inString = false;
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === 92 /* \\ */) escaped = true;
+      else if (c === 34 /* " */) inString = false;
     } else if (c === 34) {
-      scan.inString = true;
+      inString = true;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
-      scan.depth++;
-      scan.structured = true;
+      depth++;
+      structured = true;
     } else if (c === 125 /* } */ || c === 93 /* ] */) {
-      scan.depth--;
-      if (scan.depth === 0 && scan.structured) scan.closed = true;
-    } else if (!scan.structured && c !== 32 && c !== 10 && c !== 13 && c !== 9) {
+      depth--;
+      if (depth === 0 && structured) scan.closed = true;
+    } else if (!structured && c !== 32 && c !== 10 && c !== 13 && c !== 9) {
       scan.opaque = true;
       return;
     }
   }
+  scan.depth = depth;
+  scan.inString = inString;
+  scan.escaped = escaped;
+  scan.structured = structured;
 }
 
 /**
@@ -253,14 +259,15 @@ const FRAGMENT_FIELDS = new Set<PropertyKey>(['type', 'index', 'id', 'name', 'ar
  * to the call; undefined when there are none, as from the adapters.
  */
 function extraFields(first: Fragment): PropertyKey[] | undefined {
-  const extra: PropertyKey[] = [];
-  for (const key of Object.keys(first)) {
-    if (!FRAGMENT_FIELDS.has(key)) extra.push(key);
+  let extra: PropertyKey[] | undefined;
+  // `for…in` walks the enumerable keys without making a list of them (the prototype's: a plain object has none).
+  for (const key in first) {
+    if (!FRAGMENT_FIELDS.has(key) && Object.hasOwn(first, key)) (extra ??= []).push(key);
   }
   for (const key of Object.getOwnPropertySymbols(first)) {
-    if (Object.prototype.propertyIsEnumerable.call(first, key)) extra.push(key);
+    if (Object.prototype.propertyIsEnumerable.call(first, key)) (extra ??= []).push(key);
   }
-  return extra.length === 0 ? undefined : extra;
+  return extra;
 }
 
 function assemble(call: OpenCall): ToolCallEvent {

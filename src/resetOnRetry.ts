@@ -1,6 +1,6 @@
 import type { OperatorFunction } from 'rxjs';
 import { AttemptTracker } from './AttemptTracker.js';
-import { readRetryFacts } from './internal/retryFacts.js';
+import { copyRetryFacts } from './internal/retryFacts.js';
 import { type Sink, Stage, stageOperator } from './internal/stage.js';
 import type { ResetEvent } from './types.js';
 
@@ -87,7 +87,6 @@ export class ResetStage<E extends { type: string; attempt: number }> extends Sta
       attempt: event.attempt,
       reason: typeof retry.reason === 'string' ? retry.reason : 'retry',
     };
-    Object.assign(reset, readRetryFacts(retry));
-    this.out.next(reset);
+    this.out.next(copyRetryFacts(retry, reset));
   }
 }

@@ -19,10 +19,16 @@ const FACTS = Object.entries(FACT_TYPES);
  * another type (an event made by hand) is left out. The one reading of the facts for every operator and renderer.
  */
 export function readRetryFacts(event: object): RetryFacts {
-  const facts: Record<string, unknown> = {};
-  for (const [name, type] of FACTS) {
+  return copyRetryFacts(event, {});
+}
+
+/** {@link readRetryFacts}, written onto `target` (an event under construction) instead of a new object. */
+export function copyRetryFacts<T extends object>(event: object, target: T): T & RetryFacts {
+  for (let i = 0; i < FACTS.length; i++) {
+    const [name, type] = FACTS[i] as (typeof FACTS)[number];
     const value: unknown = (event as Record<string, unknown>)[name];
-    if (typeof value === type && (type !== 'number' || Number.isFinite(value))) facts[name] = value;
+    if (typeof value === type && (type !== 'number' || Number.isFinite(value)))
+      (target as Record<string, unknown>)[name] = value;
   }
-  return facts as RetryFacts;
+  return target as T & RetryFacts;
 }
