@@ -2,8 +2,9 @@
 // the issue with ✓ or ✗ and, for a miss, why.
 
 import type { AdapterRow } from './adapters.js';
+import type { CompositionResult } from './composition.js';
 import type { EffectKeyResult } from './effectKeys.js';
-import type { FormatResult } from './endToEnd.js';
+import { FLOOR_TARGET, type FormatResult } from './endToEnd.js';
 import {
   CHUNKS_PER_SECOND,
   fixed,
@@ -20,7 +21,7 @@ import type { MemoryResult } from './memory.js';
 import type { OperatorResult } from './operators.js';
 import type { ProfileResult } from './profile.js';
 import type { ScalingResult } from './scaling.js';
-import type { StageResult } from './stages.js';
+import type { BookkeepingResult, StageResult } from './stages.js';
 
 /** Everything one run measured; a section is absent when it was not run (`--only`). */
 export interface RunResults {
@@ -34,15 +35,20 @@ export interface RunResults {
   operators?: OperatorResult;
   /** Item 1b: the operator comparison with 10 attempts per turn. */
   operatorsManyAttempts?: OperatorResult;
+  /** Item 1c: the README's custom policy, one-by-one pipe calls, against cleanTurn and the four-operator chain. */
+  composition?: CompositionResult;
   /** Each operator of the pipeline on its own, on the workloads of items 1 and 1b. */
   stages?: StageResult[];
+  /** Item 1d: accumulateTurn against a map that does the same bookkeeping, on the workloads of items 1 and 1b. */
+  bookkeeping?: BookkeepingResult[];
   adapters?: AdapterRow[];
-  openai?: FormatResult;
-  anthropic?: FormatResult;
+  /** Item 2: end to end from bytes, one result per wire format. */
+  formats?: FormatResult[];
   scaling?: ScalingResult;
   keys?: EffectKeyResult;
   memory?: MemoryResult;
-  profile?: ProfileResult;
+  /** The CPU profile of the end-to-end case, one per wire format. */
+  profile?: ProfileResult[];
   /** Item 6: turnServer holding many live turns, against a plain SSE relay. */
   gateway?: GatewayResult;
 }
@@ -61,24 +67,46 @@ export function verdicts(r: RunResults): Verdict[] {
       met: o.ratioToFourOps <= 3,
     });
   }
-  for (const f of [r.openai, r.anthropic]) {
-    if (f === undefined) continue;
-    const isAnthropic = f === r.anthropic;
-    const floorVsSdk = ratio(f.sdk, f.floor);
+  if (r.composition) {
+    const c = r.composition;
+    out.push({
+      item: "1c. Composition, the README's custom policy",
+      target: 'operators piped one by one ≤ 2.5× the four-operator RxJS chain (10 attempts per turn)',
+      measured: `${times(c.readmeToFourOps)} (${rate((c.events / c.readme.median) * 1000, 'events')} vs ${rate((c.events / c.fourOps.median) * 1000, 'events')})`,
+      met: c.readmeToFourOps <= 2.5,
+    });
+    out.push({
+      item: "1c. Composition, the README's custom policy",
+      target: 'within 1.2× of the fused cleanTurn',
+      measured: `${times(c.readmeToCleanTurn)} (cleanTurn → accumulateTurn ${rate((c.events / c.cleanTurn.median) * 1000, 'events')})`,
+      met: c.readmeToCleanTurn <= 1.2,
+    });
+  }
+  for (const b of r.bookkeeping ?? []) {
+    out.push({
+      item: `1d. accumulateTurn, ${b.workload}`,
+      target: '≤ 1.3× a map that does the same bookkeeping',
+      measured: `${times(b.ratio)} (${ms(b.accumulateTurn.median)} vs ${ms(b.map.median)})`,
+      met: b.ratio <= 1.3,
+    });
+  }
+  for (const f of r.formats ?? []) {
     out.push({
       item: `2. End to end, ${f.format}`,
-      target: 'streamTurn ≤ 1.25× the parsing floor',
+      target: `streamTurn ≤ ${times(FLOOR_TARGET)} the parsing floor`,
       measured: `${times(f.ratioToFloor)} (${rate((f.events / f.streamTurn.median) * 1000, 'chunks')} vs floor ${rate((f.events / f.floor.median) * 1000, 'chunks')})`,
-      met: f.ratioToFloor <= 1.25,
-      ...(f.ratioToFloor <= 1.25
+      met: f.ratioToFloor <= FLOOR_TARGET,
+      ...(f.ratioToFloor <= FLOOR_TARGET
         ? {}
         : {
             note: `cleanturn adds ${ms(f.streamTurn.median - f.floor.median)} per ${f.events.toLocaleString('en')} events (${((1000 * (f.streamTurn.median - f.floor.median)) / f.events).toFixed(2)} µs each) to a floor of ${((1000 * f.floor.median) / f.events).toFixed(2)} µs per event. No single stage dominates (see the breakdown below and the profile): the largest share is the copy tagAttempts makes of every event to stamp its attempt (events belong to the caller and are never mutated), then the snapshot accumulateTurn emits per event; the RxJS subscribers themselves cost little.`,
           }),
     });
+    if (f.sdk === undefined || f.speedupOverSdk === undefined) continue;
+    const floorVsSdk = ratio(f.sdk, f.floor);
     out.push({
       item: `2. End to end, ${f.format}`,
-      target: `≥ 5× faster than the official SDK's ${isAnthropic ? 'MessageStream' : 'stream helper'}`,
+      target: `≥ 5× faster than the official SDK's ${f.adapter === 'anthropicMessages' ? 'MessageStream' : 'stream helper'}`,
       measured: `${times(f.speedupOverSdk)} (SDK ${rate((f.events / f.sdk.median) * 1000, 'chunks')})`,
       met: f.speedupOverSdk >= 5,
       ...(f.speedupOverSdk >= 5
@@ -388,6 +416,48 @@ export function resultsMarkdown(r: RunResults): string {
     );
   }
 
+  if (r.composition) {
+    const c = r.composition;
+    const row = (label: string, x: Measured) => [
+      label,
+      ms(x.median),
+      `${ms(x.min)} – ${ms(x.max)}`,
+      rate((c.events / x.median) * 1000, 'events'),
+      times(ratio(x, c.fourOps)),
+    ];
+    parts.push("## 1c. Composition: the README's custom policy");
+    parts.push(
+      `${c.events.toLocaleString('en')} synthetic events (${c.workload}): 10,000 turns × 10 attempts × 10 events, each turn its own subscription; every attempt streams usage, text and a whole tool call, all but the last are cut by a retry. The policy is the README's code block itself, read from README.md, compiled and loaded against the benchmark build: \`tagAttempts → resetOnRetry → bufferUntilFinish → dedupeByEffectKey → accumulateTurn\` in three \`pipe\` calls, whose adjacent stages fuse into one subscriber. Beside it: \`cleanTurn\` (the same rules as one operator), and the same policy with a \`filter\` of the user's own between \`resetOnRetry\` and \`bufferUntilFinish\`, where the fusion stops. All three must reach the same turn states.`,
+    );
+    parts.push(
+      table(
+        ['Variant', 'Median', 'Range', 'Throughput', '÷ four-operator chain'],
+        [
+          row('RxJS `map → filter → scan → map` (state mutated)', c.fourOps),
+          row("**cleanturn**, the README's policy in three `pipe` calls", c.readme),
+          row('cleanturn `cleanTurn → accumulateTurn`', c.cleanTurn),
+          row('cleanturn, the policy with a `filter` of its own in the middle', c.foreign),
+        ],
+      ),
+    );
+    parts.push(
+      `README policy ÷ four-operator chain = **${times(c.readmeToFourOps)}** (target ≤ 2.5×); ÷ \`cleanTurn\` = **${times(c.readmeToCleanTurn)}** (target ≤ 1.2×); with a foreign operator in the middle, ${times(c.foreignToReadme)} the README policy.`,
+    );
+  }
+
+  if (r.bookkeeping) {
+    parts.push('## 1d. accumulateTurn against a map with the same bookkeeping');
+    parts.push(
+      "Both get, for each turn, what `accumulateTurn` receives inside the pipeline of items 1 and 1b, one subscription per turn. The map (its state in a `defer`) keeps the live attempt's text, reasoning, calls, usage and finish and a record per attempt, and builds a new snapshot per event, as `accumulateTurn` does; both must emit equal snapshots.",
+    );
+    parts.push(
+      table(
+        ['Workload', '`accumulateTurn`', 'map, same bookkeeping', 'ratio'],
+        r.bookkeeping.map((b) => [b.workload, ms(b.accumulateTurn.median), ms(b.map.median), times(b.ratio)]),
+      ),
+    );
+  }
+
   if (r.stages) {
     parts.push('## Per-stage cost');
     parts.push(
@@ -412,9 +482,7 @@ export function resultsMarkdown(r: RunResults): string {
     }
   }
 
-  for (const f of [r.openai, r.anthropic]) {
-    if (f === undefined) continue;
-    const isAnthropic = f === r.anthropic;
+  for (const f of r.formats ?? []) {
     const row = (label: string, x: Measured) => [
       label,
       ms(x.median),
@@ -424,7 +492,7 @@ export function resultsMarkdown(r: RunResults): string {
     ];
     parts.push(`## 2. End to end from bytes: ${f.format}`);
     parts.push(
-      `${f.events.toLocaleString('en')} SSE events (${bytes(f.bytes)}): text deltas and one tool call in 1,000 argument fragments, served by a custom \`fetch\` as a \`ReadableStream\` of 16 KiB pieces, to the final clean turn. Every variant must reach the same text and the same call (id, name, parsed arguments).`,
+      `${f.events.toLocaleString('en')} SSE events (${bytes(f.bytes)}) in the format's wire shape: text deltas and one tool call in about 1,000 argument fragments, served by a custom \`fetch\` as a \`ReadableStream\` of 16 KiB pieces, to the final clean turn. The floor is eventsource-parser + \`JSON.parse\` + the concatenation this format needs (text deltas, the call's id and name, its argument pieces), nothing else. Every variant must reach the same text and the same call (id, name, parsed arguments).`,
     );
     parts.push(
       table(
@@ -432,24 +500,19 @@ export function resultsMarkdown(r: RunResults): string {
         [
           row('floor: eventsource-parser + `JSON.parse` + string concatenation', f.floor),
           row(
-            `**cleanturn** \`streamTurn({ adapter: ${isAnthropic ? 'anthropicMessages' : 'openaiChat'}(), fetch })\` → \`accumulateTurn()\``,
+            `**cleanturn** \`streamTurn({ adapter: ${f.adapter}(), fetch })\` → \`accumulateTurn()\``,
             f.streamTurn,
           ),
           row(
             'cleanturn `fromSSE → sseJson → adapter → assembleToolCalls → cleanTurn → accumulateTurn` (no retry layer)',
             f.composed,
           ),
-          row(
-            isAnthropic
-              ? '`@anthropic-ai/sdk` `messages.stream(…).finalMessage()` (MessageStream)'
-              : '`openai` `chat.completions.stream(…).finalChatCompletion()`',
-            f.sdk,
-          ),
+          ...(f.sdk === undefined ? [] : [row(f.sdkLabel ?? 'official SDK', f.sdk)]),
         ],
       ),
     );
     parts.push(
-      `streamTurn is **${times(f.ratioToFloor)}** the floor and **${times(f.speedupOverSdk)}** faster than the SDK helper.`,
+      `streamTurn is **${times(f.ratioToFloor)}** the floor (target ≤ ${times(FLOOR_TARGET)})${f.speedupOverSdk === undefined ? '' : ` and **${times(f.speedupOverSdk)}** faster than the SDK helper`}.`,
     );
     if (f.breakdown.length > 0) {
       const base = f.breakdown[0] as Measured;
@@ -551,11 +614,10 @@ export function resultsMarkdown(r: RunResults): string {
 
   if (r.gateway) parts.push(...gatewayMarkdown(r.gateway));
 
-  if (r.profile) {
-    const p = r.profile;
-    parts.push('## CPU profile of the end-to-end case');
+  for (const p of r.profile ?? []) {
+    parts.push(`## CPU profile of the end-to-end case: ${p.format}`);
     parts.push(
-      `\`node --cpu-prof\` on the OpenAI case through \`streamTurn\` (${p.runs} runs, ${p.samples.toLocaleString('en')} samples inside the workload). Self time per function; JSON.parse has no frame of its own and is counted in the function that calls it.`,
+      `\`node --cpu-prof\` on the ${p.format} case through \`streamTurn\` (${p.runs} runs, ${p.samples.toLocaleString('en')} samples inside the workload). Self time per function; JSON.parse has no frame of its own and is counted in the function that calls it.`,
     );
     parts.push(
       table(
@@ -570,7 +632,7 @@ export function resultsMarkdown(r: RunResults): string {
 
   parts.push('## Reproduce');
   parts.push(
-    "```sh\nnpm run bench                 # everything, writes bench/RESULTS.md\nnpm run bench -- --quick      # fewer runs\nnpm run bench -- --only=operators,stages,e2e,scaling,keys,memory,profile,gateway\nnpm run bench -- --src=../other-checkout --no-write   # measure another checkout's src/ as a baseline\nnpm run bench:node24          # the same bench under Node 24 (fetched from npm), writes bench/RESULTS-node24.md\nnpm run bench:node24:quick    # the same in quick mode\n```\n" +
+    "```sh\nnpm run bench                 # everything, writes bench/RESULTS.md\nnpm run bench -- --quick      # fewer runs\nnpm run bench -- --only=operators,compose,stages,e2e,scaling,keys,memory,profile,gateway\nnpm run bench -- --src=../other-checkout --no-write   # measure another checkout's src/ as a baseline\nnpm run bench:node24          # the same bench under Node 24 (fetched from npm), writes bench/RESULTS-node24.md\nnpm run bench:node24:quick    # the same in quick mode\n```\n" +
       "The benchmarks build the package with the project's tsup config into `node_modules/.cache/cleanturn-bench/` and measure that build. Close other work on the machine for stable numbers: the load average above tells how busy it was.",
   );
   return `${parts.join('\n\n')}\n`;

@@ -1,5 +1,5 @@
 // npm run bench: every comparison of the performance issue in one run, printed as ratios, written to
-// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,stages,adapters,e2e,scaling,keys,memory,gateway,profile,
+// bench/RESULTS.md. Options: --quick (fewer runs), --only=operators,compose,stages,adapters,e2e,scaling,keys,memory,gateway,profile,
 // --src=<checkout> (measure another checkout's src/ as a baseline), --no-write (do not touch RESULTS.md),
 // --gateway-turns=100,1000 (the gateway's live-turn counts instead of 100, 1,000 and 5,000),
 // --out=RESULTS-node24.md (write that file of bench/ instead, also with --quick, and put its targets beside
@@ -10,16 +10,17 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { benchAdapters, printAdapters } from './adapters.js';
 import { loadPackage } from './build.js';
+import { benchComposition, printComposition } from './composition.js';
 import { benchEffectKeys, printEffectKeys } from './effectKeys.js';
-import { benchAnthropic, benchOpenAI, printFormat } from './endToEnd.js';
+import { benchFormats, printFormat } from './endToEnd.js';
 import { benchGateway, printGateway } from './gateway.js';
 import { load, machine, mark, packageVersion } from './harness.js';
 import { printMemory, runMemory } from './memory.js';
-import { benchOperators, manyAttemptWorkload, printOperators } from './operators.js';
-import { printProfile, runProfile } from './profile.js';
+import { benchOperators, manyAttemptWorkload, operatorWorkload, printOperators } from './operators.js';
+import { printProfile, runProfiles } from './profile.js';
 import { type RunResults, resultsMarkdown, verdicts, withOtherNode } from './results.js';
 import { benchScaling, printScaling } from './scaling.js';
-import { benchAllStages, printStages } from './stages.js';
+import { benchAllStages, benchBookkeeping, printBookkeeping, printStages } from './stages.js';
 
 // The harness collects garbage between variants: make sure this process can (npx tsx bench/run.ts works too).
 if ((globalThis as { gc?: unknown }).gc === undefined) {
@@ -87,12 +88,25 @@ if (wanted('operators')) {
   results.operatorsManyAttempts = await benchOperators(pkg.core, { quick, workload: manyAttemptWorkload() });
   printOperators(results.operatorsManyAttempts);
 }
+if (wanted('compose')) {
+  console.log(
+    "\n1c. Composition (the README's custom policy, 1,000,000 events: 10,000 turns × 10 attempts × 10 events, whole calls)",
+  );
+  results.composition = await benchComposition(pkg.core, { quick });
+  printComposition(results.composition);
+}
 if (wanted('stages')) {
   console.log(
     '\nPer-stage cost (source → one operator, each turn its own subscription, workloads of 1 and 1b)',
   );
   results.stages = await benchAllStages(pkg.core, { quick });
   for (const r of results.stages) printStages(r);
+  console.log('\n1d. accumulateTurn against a map with the same bookkeeping (its input inside the pipeline)');
+  results.bookkeeping = [
+    await benchBookkeeping(pkg.core, operatorWorkload(), { quick }),
+    await benchBookkeeping(pkg.core, manyAttemptWorkload(), { quick }),
+  ];
+  for (const r of results.bookkeeping) printBookkeeping(r);
 }
 if (wanted('adapters')) {
   console.log(
@@ -102,11 +116,10 @@ if (wanted('adapters')) {
   printAdapters(results.adapters);
 }
 if (wanted('e2e')) {
-  console.log('\n2. End to end from bytes (100,000 SSE events in 16 KiB pieces, to the final clean turn)');
-  results.openai = await benchOpenAI(pkg, { quick });
-  printFormat(results.openai);
-  results.anthropic = await benchAnthropic(pkg, { quick });
-  printFormat(results.anthropic);
+  console.log(
+    '\n2. End to end from bytes (100,000 SSE events in 16 KiB pieces, to the final clean turn; five wire formats)',
+  );
+  results.formats = await benchFormats(pkg, { quick, onResult: printFormat });
 }
 if (wanted('scaling')) {
   console.log('\n3. Scaling (one tool call, 10-byte fragments)');
@@ -135,9 +148,8 @@ if (wanted('gateway')) {
   printGateway(results.gateway);
 }
 if (wanted('profile')) {
-  console.log('\nCPU profile of the end-to-end case (child process, --cpu-prof)');
-  results.profile = await runProfile();
-  printProfile(results.profile);
+  console.log('\nCPU profile of the end-to-end case, per wire format (child processes, --cpu-prof)');
+  results.profile = await runProfiles({ onResult: printProfile });
 }
 
 results.seconds = (performance.now() - started) / 1000;

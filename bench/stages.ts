@@ -46,6 +46,14 @@ function stagesOf(core: typeof Core): Stage[] {
   ];
 }
 
+/** Token counts of a usage event. */
+interface Counts {
+  inputTokens?: number;
+  outputTokens?: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+}
+
 /** An attempt record, as far as the bookkeeping map writes one. */
 interface Rec {
   attempt: number;
@@ -95,17 +103,32 @@ function sameBookkeeping(): Op {
           else if (e.type === 'reasoning') reasoning += e.text;
           else if (e.type === 'tool-call' || e.type === 'tool-call-repeat') toolCalls = [...toolCalls, e];
           else if (e.type === 'usage') {
-            const { type: _, attempt: __, ...counts } = e as Record<string, unknown>;
-            usage = { ...usage, ...counts };
+            const u = e as Counts;
+            const next: Counts = { ...usage };
+            if (u.inputTokens !== undefined) next.inputTokens = u.inputTokens;
+            if (u.outputTokens !== undefined) next.outputTokens = u.outputTokens;
+            if (u.cachedInputTokens !== undefined) next.cachedInputTokens = u.cachedInputTokens;
+            if (u.reasoningTokens !== undefined) next.reasoningTokens = u.reasoningTokens;
+            usage = next;
           } else if (e.type === 'finish') finish = e as typeof finish;
+          // The live record as one literal while the attempt streams (one shape each, no key added later).
           const live =
-            finish === undefined
-              ? record('streaming')
-              : record(finish.reason === 'error' ? 'failed' : 'completed');
-          // The snapshot's keys in another order than accumulateTurn's: objects of one shape shared by two
+            finish !== undefined
+              ? record(finish.reason === 'error' ? 'failed' : 'completed')
+              : usage === undefined
+                ? { outcome: 'streaming', attempt, toolCalls: toolCalls.length, textLength: text.length }
+                : {
+                    outcome: 'streaming',
+                    attempt,
+                    toolCalls: toolCalls.length,
+                    textLength: text.length,
+                    usage,
+                  };
+          // Written with the idioms V8 keeps fast (no rest pattern, no spread of the records). The snapshot's keys
+          // in another order than accumulateTurn's: objects of one shape shared by two
           // implementations in one process would make V8 generalize the shape for both, and time neither.
           return {
-            attempts: [...closed, live],
+            attempts: closed.length === 0 ? [live] : closed.concat(live),
             text,
             reasoning,
             attempt,
