@@ -259,15 +259,15 @@ const FRAGMENT_FIELDS = new Set<PropertyKey>(['type', 'index', 'id', 'name', 'ar
  * to the call; undefined when there are none, as from the adapters.
  */
 function extraFields(first: Fragment): PropertyKey[] | undefined {
-  let extra: PropertyKey[] | undefined;
+  const extra: PropertyKey[] = [];
   // `for…in` walks the enumerable keys without making a list of them (the prototype's: a plain object has none).
   for (const key in first) {
-    if (!FRAGMENT_FIELDS.has(key) && Object.hasOwn(first, key)) (extra ??= []).push(key);
+    if (!FRAGMENT_FIELDS.has(key) && Object.hasOwn(first, key)) extra.push(key);
   }
   for (const key of Object.getOwnPropertySymbols(first)) {
-    if (Object.prototype.propertyIsEnumerable.call(first, key)) (extra ??= []).push(key);
+    if (Object.prototype.propertyIsEnumerable.call(first, key)) extra.push(key);
   }
-  return extra;
+  return extra.length === 0 ? undefined : extra;
 }
 
 function assemble(call: OpenCall): ToolCallEvent {
