@@ -1,15 +1,15 @@
-// The CPU profile of the end-to-end case: `node --cpu-prof` on the OpenAI body through streamTurn to the final
-// turn, in a child process; the parent keeps the samples taken while the workload ran and sums self time per
-// function.
+// The CPU profile of the end-to-end case: `node --cpu-prof` on each wire format's body through streamTurn to the
+// final turn, one child process per format; the parent keeps the samples taken while the workload ran and sums
+// self time per function.
 
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { lastValueFrom } from 'rxjs';
 import { outDir } from './build.js';
 import { report, runChild } from './child.js';
-import { fetchServing, openaiBody } from './sse.js';
+import { FORMAT_NAMES, formatCase } from './endToEnd.js';
+import { same } from './harness.js';
 
 /** One row of the profile summary. */
 export interface ProfileRow {
@@ -22,6 +22,8 @@ export interface ProfileRow {
 }
 
 export interface ProfileResult {
+  /** The wire format profiled (a name of the end-to-end bench). */
+  format: string;
   runs: number;
   msPerRun: number;
   samples: number;
@@ -53,29 +55,17 @@ interface Window {
 
 const RUNS = 15;
 
-/** Child: run the end-to-end case RUNS times under --cpu-prof, and report when the workload ran. */
-async function child(): Promise<void> {
+/** Child: run one format's end-to-end case RUNS times under --cpu-prof, and report when the workload ran. */
+async function child(format: string): Promise<void> {
   const { loadPackage } = await import('./build.js');
   const pkg = await loadPackage({ build: false });
-  const body = openaiBody();
-  const doFetch = fetchServing(body.bytes);
-  const once = () =>
-    lastValueFrom(
-      pkg.transport
-        .streamTurn({
-          turnId: 'turn-profile',
-          request: () => 'https://bench.invalid/v1/chat/completions',
-          adapter: pkg.providers.openaiChat(),
-          fetch: doFetch,
-        })
-        .pipe(pkg.core.accumulateTurn()),
-    );
-  for (let i = 0; i < 3; i++) await once();
+  const { body, run } = formatCase(pkg, format);
+  // The warm-up runs check the whole turn; the profiled ones only its text, to keep the check out of the samples.
+  for (let i = 0; i < 3; i++) same(`profile: ${format}`, await run(), body.expected);
   const now = () => Number(process.hrtime.bigint() / 1000n);
   const start = now();
   for (let i = 0; i < RUNS; i++) {
-    const state = await once();
-    if (state.text !== body.expected.text) throw new Error('profile: wrong final text');
+    if ((await run()).text !== body.expected.text) throw new Error(`profile: ${format}: wrong final text`);
   }
   const end = now();
   report({ start, end, runs: RUNS, msPerRun: (end - start) / 1000 / RUNS } satisfies Window);
@@ -155,11 +145,38 @@ function summarise(
   return { rows, samples: total, ours: (100 * ours) / total };
 }
 
-/** Parent: runs the child under --cpu-prof and summarises the main thread's profile. */
-export async function runProfile(): Promise<ProfileResult> {
+/** A file name for a format: `OpenAI Chat Completions` → `openai-chat-completions`. */
+function slug(format: string): string {
+  return format
+    .toLowerCase()
+    .replace(/\(.*\)/g, '')
+    .trim()
+    .replace(/[^a-z0-9]+/g, '-');
+}
+
+/** Parent: profiles every format (or those of `only`), one child each, one after the other. */
+export async function runProfiles(
+  options: { only?: readonly string[]; onResult?: (result: ProfileResult) => void } = {},
+): Promise<ProfileResult[]> {
+  const out: ProfileResult[] = [];
+  for (const format of FORMAT_NAMES) {
+    if (options.only !== undefined && !options.only.includes(format)) continue;
+    const result = await runProfile(format);
+    options.onResult?.(result);
+    out.push(result);
+  }
+  return out;
+}
+
+/** Parent: runs the child of one format under --cpu-prof and summarises the main thread's profile. */
+export async function runProfile(format: string): Promise<ProfileResult> {
   const dir = mkdtempSync(join(tmpdir(), 'cleanturn-prof-'));
   try {
-    const window = await runChild<Window>('./profile.ts', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+    const window = await runChild<Window>(
+      './profile.ts',
+      ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+      [`--format=${format}`],
+    );
     // The loader thread writes a profile too: keep the one with most samples inside the window.
     let best: { file: string; summary: ReturnType<typeof summarise> } | undefined;
     for (const name of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
@@ -171,9 +188,10 @@ export async function runProfile(): Promise<ProfileResult> {
       throw new Error('profile: no samples in the workload');
     const keepDir = join(outDir, '..', 'cleanturn-bench-profile');
     mkdirSync(keepDir, { recursive: true });
-    const kept = join(keepDir, 'end-to-end-openai.cpuprofile');
+    const kept = join(keepDir, `end-to-end-${slug(format)}.cpuprofile`);
     copyFileSync(best.file, kept);
     return {
+      format,
       runs: window.runs,
       msPerRun: window.msPerRun,
       samples: best.summary.samples,
@@ -188,7 +206,7 @@ export async function runProfile(): Promise<ProfileResult> {
 
 export function printProfile(r: ProfileResult): void {
   console.log(
-    `  ${r.runs} runs, ${r.msPerRun.toFixed(0)} ms per run under the profiler, ${r.samples} samples; top self time:`,
+    `  ${r.format}: ${r.runs} runs, ${r.msPerRun.toFixed(0)} ms per run under the profiler, ${r.samples} samples; top self time:`,
   );
   for (const row of r.rows) {
     console.log(`  ${row.percent.toFixed(1).padStart(5)}%  ${row.fn.slice(0, 60).padEnd(60)} ${row.owner}`);
@@ -198,7 +216,10 @@ export function printProfile(r: ProfileResult): void {
   );
 }
 
+// Run alone: npx tsx bench/profile.ts --print [--format=<name>]
 if (import.meta.url === `file://${process.argv[1]}`) {
-  if (process.argv.includes('--print')) printProfile(await runProfile());
-  else await child();
+  const format = process.argv.find((a) => a.startsWith('--format='))?.slice('--format='.length);
+  if (process.argv.includes('--print'))
+    await runProfiles({ ...(format === undefined ? {} : { only: [format] }), onResult: printProfile });
+  else await child(format ?? (FORMAT_NAMES[0] as string));
 }

@@ -99,7 +99,7 @@ export function verdicts(r: RunResults): Verdict[] {
       ...(f.ratioToFloor <= FLOOR_TARGET
         ? {}
         : {
-            note: `cleanturn adds ${ms(f.streamTurn.median - f.floor.median)} per ${f.events.toLocaleString('en')} events (${((1000 * (f.streamTurn.median - f.floor.median)) / f.events).toFixed(2)} µs each) to a floor of ${((1000 * f.floor.median) / f.events).toFixed(2)} µs per event. No single stage dominates (see the breakdown below and the profile): the largest share is the copy tagAttempts makes of every event to stamp its attempt (events belong to the caller and are never mutated), then the snapshot accumulateTurn emits per event; the RxJS subscribers themselves cost little.`,
+            note: `cleanturn adds ${ms(f.streamTurn.median - f.floor.median)} per ${f.events.toLocaleString('en')} events (${((1000 * (f.streamTurn.median - f.floor.median)) / f.events).toFixed(2)} µs each) to a floor of ${((1000 * f.floor.median) / f.events).toFixed(2)} µs per event. The transport (fromSSE with the JSON parse) keeps the floor's pace; the rest is work per event in the stages after it, none dominant (see the breakdown below and the profile of this format): the adapter's neutral event, the copy tagAttempts makes of every event to stamp its attempt (events belong to the caller and are never mutated), the retry and clean layers, and the snapshot accumulateTurn emits per event. That cost is the same for every event, so the smaller a format's events, the larger it is against the floor.`,
           }),
     });
     if (f.sdk === undefined || f.speedupOverSdk === undefined) continue;

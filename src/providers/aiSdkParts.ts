@@ -362,7 +362,9 @@ export class AiSdkPartsDecoder implements Decoder<AiSdkStreamPart> {
    * opens a part, an end closes it; each may bring the part's provider metadata (the last one wins, as in `ai`).
    */
   private piece(part: AiSdkTextDeltaPart): void {
-    const [kind, stage] = pieceKinds[part.type];
+    const kinds = pieceKinds[part.type];
+    const kind = kinds[0];
+    const stage = kinds[1];
     let piece: string | undefined;
     if (stage === 'delta') {
       const { text, delta } = part;
@@ -768,7 +770,9 @@ function json(value: unknown, part: unknown, field: string): JsonValue {
 
 /** A part's `providerMetadata` (an object, or an error), for the `providerOptions` of its message part. */
 function providerOptionsOf(part: { providerMetadata?: unknown }): Metadata | undefined {
-  const value = read.object(part.providerMetadata, site(part, 'providerMetadata'));
+  const given = part.providerMetadata;
+  if (given === undefined || given === null) return undefined; // most parts: no site to build
+  const value = read.object(given, site(part, 'providerMetadata'));
   return value === undefined ? undefined : { value, part };
 }
 

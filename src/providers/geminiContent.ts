@@ -273,7 +273,11 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
     const metadata: unknown = chunk.usageMetadata;
     if (isObject(metadata)) this.usage(metadata);
     else read.object(metadata, { operator, payload: chunk, field: 'usageMetadata' });
-    const id = read.string(chunk.responseId, { operator, payload: chunk, field: 'responseId' });
+    const rawId: unknown = chunk.responseId;
+    const id =
+      typeof rawId === 'string'
+        ? rawId
+        : read.string(rawId, { operator, payload: chunk, field: 'responseId' });
     if (id) this.responseId = id;
     this.finishReason(chunk, candidate);
   }
@@ -384,7 +388,12 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
   private part(entry: unknown): void {
     const part = (isObject(entry) ? entry : read.entry(entry, this.site('', true))) as GeminiPart;
     const { functionCall: fc, text, thought } = part;
-    const signature = read.string(part.thoughtSignature, this.site('thoughtSignature')) || undefined;
+    // The site of a field is built only for one of the wrong type: this runs for every part.
+    const rawSignature: unknown = part.thoughtSignature;
+    const signature =
+      (typeof rawSignature === 'string' || rawSignature === undefined || rawSignature === null
+        ? rawSignature
+        : read.string(rawSignature, this.site('thoughtSignature'))) || undefined;
     if (thought !== undefined && thought !== null && typeof thought !== 'boolean') {
       throw read.invalid(this.site('thought'), 'a boolean', thought);
     }
@@ -553,6 +562,15 @@ export class GeminiContentDecoder implements Decoder<GeminiChunk> {
    * prompt + tool-use prompt; output: candidates + thoughts).
    */
   private usage(metadata: Record<string, unknown>): void {
+    // Most chunks carry no count (`{"trafficType":"ON_DEMAND"}` until the last): nothing to read or emit.
+    if (
+      metadata.promptTokenCount === undefined &&
+      metadata.candidatesTokenCount === undefined &&
+      metadata.thoughtsTokenCount === undefined &&
+      metadata.toolUsePromptTokenCount === undefined &&
+      metadata.cachedContentTokenCount === undefined
+    )
+      return;
     const count = (key: keyof GeminiUsageMetadata) => {
       const value = metadata[key];
       return typeof value === 'number'

@@ -6,6 +6,9 @@ export type UsageCounts = Record<
   number | undefined
 >;
 
+/** The counts, in the order a `usage` event lists them. */
+const KEYS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'reasoningTokens'] as const;
+
 /** Usage totals as a stream reports them again and again: a `usage` event goes out only when a count changes. */
 export class UsageTotals {
   private readonly last: UsageCounts = {
@@ -20,10 +23,15 @@ export class UsageTotals {
    * payload did not give keeps its last value and is left out of the event.
    */
   next(counts: UsageCounts): UsageEvent | undefined {
-    const keys = Object.keys(this.last) as (keyof UsageCounts)[];
-    if (keys.every((key) => counts[key] === undefined || counts[key] === this.last[key])) return undefined;
+    const last = this.last;
+    let changed = false;
+    for (let i = 0; i < KEYS.length && !changed; i++) {
+      const key = KEYS[i] as keyof UsageCounts;
+      changed = counts[key] !== undefined && counts[key] !== last[key];
+    }
+    if (!changed) return undefined;
     const event: UsageEvent = { type: 'usage' };
-    for (const key of keys) {
+    for (const key of KEYS) {
       const count = counts[key];
       if (count !== undefined) event[key] = this.last[key] = count;
     }

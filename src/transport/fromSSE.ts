@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { MAX_TIMER_DELAY } from '../internal/wait.js';
 import { connectionError, httpStatusError, notEventStreamError, retryAfterOf, stallError } from './errors.js';
 import { reconnecting, type SseReconnectOptions } from './reconnect.js';
+import { parseSseData, sseJson } from './sseJson.js';
 import { createSseDecoder, resolveMaxBufferSize, type SseDecoder, type SseMessage } from './sseParser.js';
 import { describeFailure, ERROR_BODY_SIZE, responseProblem } from './sseResponse.js';
 
@@ -250,6 +251,55 @@ export interface FromSSEOptions {
  */
 export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}): Observable<SseMessage> {
   const { reconnect } = options;
+  const settings = checkedSettings(request, options);
+  if (reconnect !== undefined)
+    return reconnecting(request, (made) => fromSSE(made, { ...options, reconnect: undefined }), reconnect);
+  return new Observable<SseMessage>((subscriber) => {
+    const connection = new SseConnection(settings, subscriber, (message) => subscriber.next(message));
+    connection.start();
+    return () => connection.close();
+  });
+}
+
+/**
+ * `fromSSE(request, options).pipe(sseJson())` in one Observable, with the same messages, errors and ends: each
+ * event's `data` parsed as JSON (a payload that is not JSON errors with an `sse-data` `TransportError`), complete
+ * at `[DONE]`, which closes the request. Without a message object per event and the operator between them: this
+ * is the path of every token of `streamTurn`.
+ * @internal
+ */
+export function fromSSEJson<T>(request: SseRequestFactory, options: FromSSEOptions = {}): Observable<T> {
+  const settings = checkedSettings(request, options);
+  if (options.reconnect !== undefined) return fromSSE(request, options).pipe(sseJson<T>());
+  return new Observable<T>((subscriber) => {
+    const connection = new SseConnection(
+      settings,
+      subscriber,
+      (message) => {
+        if (subscriber.closed) return;
+        const data = message.data;
+        if (data === '[DONE]') {
+          subscriber.complete();
+          return;
+        }
+        let payload: T;
+        try {
+          payload = parseSseData<T>(data);
+        } catch (error) {
+          subscriber.error(error);
+          return;
+        }
+        subscriber.next(payload);
+      },
+      true,
+    );
+    connection.start();
+    return () => connection.close();
+  });
+}
+
+/** fromSSE's arguments, checked: a `UsageError` naming `fromSSE` for a wrong one. */
+function checkedSettings(request: SseRequestFactory, options: FromSSEOptions): SseConnectionSettings {
   if (typeof request !== 'function')
     throw new UsageError(
       'fromSSE',
@@ -258,15 +308,8 @@ export function fromSSE(request: SseRequestFactory, options: FromSSEOptions = {}
     );
   const stallTimeout = resolveStallTimeout('fromSSE', options.stallTimeout);
   const maxBufferSize = resolveMaxBufferSize('fromSSE', options.maxBufferSize);
-  if (reconnect !== undefined)
-    return reconnecting(request, (made) => fromSSE(made, { ...options, reconnect: undefined }), reconnect);
   const errorBodyWait = Math.min(ERROR_BODY_WAIT, stallTimeout ?? ERROR_BODY_WAIT);
-  const settings: SseConnectionSettings = { request, options, stallTimeout, maxBufferSize, errorBodyWait };
-  return new Observable<SseMessage>((subscriber) => {
-    const connection = new SseConnection(settings, subscriber);
-    connection.start();
-    return () => connection.close();
-  });
+  return { request, options, stallTimeout, maxBufferSize, errorBodyWait };
 }
 
 /** The checked options of one `fromSSE` stream, shared by its subscriptions. */
@@ -317,12 +360,18 @@ class SseConnection {
   /** When the latest bytes arrived (performance.now()). */
   #lastActivity = 0;
 
+  /**
+   * `deliver` receives each message, in order (the parser's own objects when `dataOnly`: it reads `data` and
+   * keeps none); the connection errors and completes `subscriber` itself.
+   */
   constructor(
     private readonly settings: SseConnectionSettings,
-    private readonly subscriber: Subscriber<SseMessage>,
+    private readonly subscriber: Subscriber<never>,
+    deliver: (message: SseMessage) => void,
+    dataOnly = false,
   ) {
     this.#fetch = settings.options.fetch ?? globalThis.fetch;
-    this.#sse = createSseDecoder((message) => subscriber.next(message), settings.maxBufferSize);
+    this.#sse = createSseDecoder(deliver, settings.maxBufferSize, dataOnly);
   }
 
   /** Makes the request and reads its response; a failure errors the result and aborts the request. */

@@ -53,10 +53,13 @@ export interface SseDecoder {
  *
  * @param onMessage Receives each message, in order.
  * @param maxBufferSize The most text held at once, in characters (UTF-16 code units).
+ * @param asParsed Hand over the parser's own message objects (an `id` it did not see is an own property set to
+ *   `undefined`) rather than a copy without it: for a consumer that reads `data` only and keeps no message.
  */
 export function createSseDecoder(
   onMessage: (message: SseMessage) => void,
   maxBufferSize: number = DEFAULT_MAX_BUFFER_SIZE,
+  asParsed = false,
 ): SseDecoder {
   // Unframed lines since the last event (a raw JSON error tail), and their length in characters.
   let rawLines: string[] = [];
@@ -74,7 +77,7 @@ export function createSseDecoder(
     maxBufferSize,
     onEvent(event: EventSourceMessage) {
       if (rawSize !== 0) clear();
-      onMessage(event.id === undefined ? { event: event.event, data: event.data } : event);
+      onMessage(asParsed || event.id !== undefined ? event : { event: event.event, data: event.data });
     },
     onError(error) {
       if (error.type === 'max-buffer-size-exceeded') {

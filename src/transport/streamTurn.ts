@@ -33,6 +33,7 @@ import {
   endWithin,
   type FromSSEOptions,
   fromSSE,
+  fromSSEJson,
   resolveTimeouts,
   type SseRequest,
   toFetchArgs,
@@ -399,7 +400,7 @@ function attemptOf(
   if (resume === undefined && attempt === 1 && resumeFrom !== undefined)
     throw usage('resumeFrom', 'needs resume requests for attempt 1 (plan({ attempt: 1 }).resume)', resume);
   if (resume === undefined)
-    return fromSSE(sendRequest, sse).pipe(sseJson<never>(), attemptPipeline(chosen.adapter), usable);
+    return fromSSEJson<never>(sendRequest, sse).pipe(attemptPipeline(chosen.adapter), usable);
   const doFetch = settings.fetch ?? globalThis.fetch;
   return resumeResponse({
     create: () => fromSSE(sendRequest, sse).pipe(sseJson()),
