@@ -7,7 +7,10 @@
 // Each chunk's text carries the time the provider wrote it (`[t=<performance.timeOrigin + performance.now()>]`);
 // the client reads it back from the delivered event: the added latency. The gateway reports its CPU time at the
 // start and the end of a steady window (all turns live), and its memory after GC with the turns live and before
-// they started, so that CPU per delivered chunk and memory per live turn are the gateway's alone.
+// they started, so that CPU per delivered chunk and memory per live turn are the gateway's alone. With the memory
+// log, the row also says how much of that memory is the log's (the events it keeps for readers that reconnect with
+// `Last-Event-ID`): the heap a copy of the live turns' entries takes. `--cpu-prof=<dir>` writes a CPU profile of
+// each gateway's window, `--heap-snapshot=<dir>` heap snapshots before the turns and with them live.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -51,6 +54,14 @@ export interface GatewayRow {
   /** (The gateway's heap used, RSS) with the N turns live minus before they started, after GC, ÷ N. */
   heapPerTurn: number;
   rssPerTurn: number;
+  /**
+   * Of `heapPerTurn`, what the memory log's entries of a live turn hold (its events, kept for the readers that
+   * reconnect with `Last-Event-ID`): the heap a copy of them takes ÷ N. Absent for the relay, and for the Redis log
+   * (whose entries are in Redis).
+   */
+  logPerTurn?: number;
+  /** The bytes per entry of `logPerTurn`. */
+  logPerEntry?: number;
   /** Chunks the clients had received per turn when the memory was taken (what a memory log held at least). */
   chunksAtMemory: number;
   /** Requests the provider got per turn (above 1: retries or takeovers). */
@@ -298,8 +309,16 @@ class Gateway {
   cpu(): Promise<{ cpu: { user: number; system: number }; wall: number }> {
     return this.next({ op: 'cpu' });
   }
-  memory(): Promise<{ heapUsed: number; rss: number; external: number }> {
+  memory(): Promise<{
+    heapUsed: number;
+    rss: number;
+    external: number;
+    log?: { bytes: number; entries: number };
+  }> {
     return this.next({ op: 'memory' });
+  }
+  snapshot(path: string): Promise<{ snapshot: string }> {
+    return this.next({ op: 'snapshot', path });
   }
   async close(): Promise<number> {
     const answer = await this.next<{ closed: true; logErrors: number }>({ op: 'close' });
@@ -423,6 +442,17 @@ interface Timing {
   rampMs: number;
 }
 
+/**
+ * What to record of each gateway process besides the figures: a CPU profile of the measured window into
+ * `cpuProfDir` (`<mode>-<N>.cpuprofile`; the profiler's own cost is in that row's CPU figures), and heap snapshots
+ * after GC into `snapshotDir`, before the turns start (`<mode>-<N>-before.heapsnapshot`) and with them live
+ * (`-live`). Snapshots take seconds: they are taken after the window's figures, and the memory figures before them.
+ */
+export interface Profiling {
+  cpuProfDir?: string;
+  snapshotDir?: string;
+}
+
 let runs = 0;
 
 async function measureRow(
@@ -432,6 +462,7 @@ async function measureRow(
   providerUrl: string,
   timing: Timing,
   redis: RedisProcess | undefined,
+  profile: Profiling,
 ): Promise<GatewayRow> {
   const run = ++runs;
   const gateway = new Gateway({
@@ -439,7 +470,14 @@ async function measureRow(
     providerUrl,
     buildDir: outDir,
     ...(redis ? { redisPort: redis.port } : {}),
+    ...(profile.cpuProfDir === undefined
+      ? {}
+      : { cpuProfile: join(profile.cpuProfDir, `${mode}-${turns}.cpuprofile`) }),
   });
+  const snapshot = async (when: 'before' | 'live') => {
+    if (profile.snapshotDir !== undefined)
+      await gateway.snapshot(join(profile.snapshotDir, `${mode}-${turns}-${when}.heapsnapshot`));
+  };
   try {
     const { ready: port } = await gateway.ready();
     const base = `http://127.0.0.1:${port}`;
@@ -450,6 +488,7 @@ async function measureRow(
     for (let i = 0; i < Math.min(turns, 100); i++) warm.open(`warm-${run}-${i}`);
     await warm.ended(30_000);
     const before = await gateway.memory();
+    await snapshot('before');
 
     const chunks = (timing.turnMs / 1000) * CHUNKS_PER_SECOND;
     provider.chunks = chunks;
@@ -476,8 +515,9 @@ async function measureRow(
     const cpuEnd = await gateway.cpu();
     const redisEnd = redis ? processCpu(redis.pid) : undefined;
     const written = provider.written - writtenStart;
-    const live = await gateway.memory();
     const chunksAtMemory = clients.total / turns;
+    const live = await gateway.memory();
+    await snapshot('live');
 
     // The turns end by second turnMs / 1000 + 1 when the gateway keeps up; one that falls behind gets 10 s more.
     await clients.ended(t0 + timing.turnMs + timing.rampMs + 10_000 - performance.now());
@@ -506,6 +546,9 @@ async function measureRow(
       requestsPerTurn: requests / turns,
       heapPerTurn: (live.heapUsed - before.heapUsed) / turns,
       rssPerTurn: (live.rss - before.rss) / turns,
+      ...(live.log === undefined
+        ? {}
+        : { logPerTurn: live.log.bytes / turns, logPerEntry: live.log.bytes / live.log.entries }),
       complete: clients.complete,
       incomplete: clients.incomplete,
       logErrors,
@@ -530,7 +573,7 @@ function fdLimit(): number {
  * whose `src/` is measured (as `--src`).
  */
 export async function benchGateway(
-  options: { quick?: boolean; turns?: readonly number[]; root?: string } = {},
+  options: { quick?: boolean; turns?: readonly number[]; root?: string; profile?: Profiling } = {},
 ): Promise<GatewayResult> {
   const started = performance.now();
   const quick = options.quick === true;
@@ -576,6 +619,7 @@ export async function benchGateway(
           providerUrl,
           timing,
           mode === 'redis' ? redis : undefined,
+          options.profile ?? {},
         );
         rows.push(row);
         printRow(row, rows);
@@ -653,7 +697,7 @@ function printRow(row: GatewayRow, rows: readonly GatewayRow[]): void {
     ? ` — only ${((100 * row.delivered) / row.offered).toFixed(0)}% of the offered rate delivered (the provider wrote ${perSecond(row.written)}; provider + clients at ${row.harnessCpuPercent.toFixed(0)}% of a core)`
     : '';
   console.log(
-    `  ${row.turns.toLocaleString('en').padStart(5)} turns  ${label[row.mode].padEnd(27)} offered ${perSecond(row.offered)}, delivered ${perSecond(row.delivered)}; CPU ${fixed(row.cpuMicrosPerChunk, 1)} µs/chunk${cpu}${redisCpu}, ${row.cpuPercent.toFixed(0)}% of a core; added latency ${latency}${p99}; ${bytes(row.heapPerTurn)} heap (${bytes(row.rssPerTurn)} RSS) per live turn ${mark(v.memory.met)} (${row.chunksAtMemory.toFixed(0)} chunks in); ${row.complete}/${row.turns} turns complete${row.requestsPerTurn > 1 ? `, ${row.requestsPerTurn.toFixed(2)} provider requests per turn` : ''}${row.logErrors > 0 ? `, ${row.logErrors} log errors` : ''}${behind}`,
+    `  ${row.turns.toLocaleString('en').padStart(5)} turns  ${label[row.mode].padEnd(27)} offered ${perSecond(row.offered)}, delivered ${perSecond(row.delivered)}; CPU ${fixed(row.cpuMicrosPerChunk, 1)} µs/chunk${cpu}${redisCpu}, ${row.cpuPercent.toFixed(0)}% of a core; added latency ${latency}${p99}; ${bytes(row.heapPerTurn)} heap (${bytes(row.rssPerTurn)} RSS) per live turn ${mark(v.memory.met)} (${row.chunksAtMemory.toFixed(0)} chunks in${row.logPerTurn === undefined ? '' : `; of which the log: ${bytes(row.logPerTurn)}, ${fixed(row.logPerEntry ?? Number.NaN, 0)} B per entry`}); ${row.complete}/${row.turns} turns complete${row.requestsPerTurn > 1 ? `, ${row.requestsPerTurn.toFixed(2)} provider requests per turn` : ''}${row.logErrors > 0 ? `, ${row.logErrors} log errors` : ''}${behind}`,
   );
 }
 
@@ -663,13 +707,23 @@ export function printGateway(r: GatewayResult): void {
   );
 }
 
-// Alone: npx tsx bench/gateway.ts [--quick] [--turns=100,1000]
+// Alone: npx tsx bench/gateway.ts [--quick] [--turns=100,1000] [--src=<checkout>] [--cpu-prof=<dir>]
+// [--heap-snapshot=<dir>]
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const turns = process.argv
-    .find((a) => a.startsWith('--turns='))
-    ?.slice('--turns='.length)
-    .split(',')
-    .map(Number);
-  const result = await benchGateway({ quick: process.argv.includes('--quick'), ...(turns ? { turns } : {}) });
+  const arg = (name: string) =>
+    process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(`--${name}=`.length);
+  const turns = arg('turns')?.split(',').map(Number);
+  const cpuProfDir = arg('cpu-prof');
+  const snapshotDir = arg('heap-snapshot');
+  const root = arg('src');
+  const result = await benchGateway({
+    quick: process.argv.includes('--quick'),
+    ...(turns ? { turns } : {}),
+    ...(root === undefined ? {} : { root }),
+    profile: {
+      ...(cpuProfDir === undefined ? {} : { cpuProfDir }),
+      ...(snapshotDir === undefined ? {} : { snapshotDir }),
+    },
+  });
   printGateway(result);
 }

@@ -137,8 +137,14 @@ export interface MemoryTurnLogOptions {
 
 /** One turn in memory. */
 interface MemoryTurn<E> {
-  entries: TurnLogEntry<E>[];
-  /** The seq of `entries[0]` (older entries were trimmed). */
+  /**
+   * The events of its entries, without their seq (the seq of `events[i]` is `first + i`): the log holds each event
+   * once, not in an entry object of its own.
+   */
+  events: E[];
+  /** Its end, once appended: the last entry. */
+  end: EndEntry | undefined;
+  /** The seq of `events[0]` (older entries were trimmed). */
   first: number;
   ended: boolean;
   /** When its last entry (or its claim) was written. */
@@ -242,7 +248,8 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
     const owner = Symbol(turnId);
     const at = now();
     turns.set(turnId, {
-      entries: [],
+      events: [],
+      end: undefined,
       first: 0,
       ended: false,
       touched: at,
@@ -267,15 +274,16 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
       this.#tokens.delete(turnId);
       throw turnTakenOverError(turnId);
     }
-    turn.entries.push(entry);
-    if (turn.entries.length > this.store.maxEntries) {
-      turn.entries.shift();
+    if ('end' in entry) turn.end = entry;
+    else turn.events.push(entry.event);
+    if (entryCount(turn) > this.store.maxEntries && turn.events.length > 0) {
+      turn.events.shift();
       turn.first++;
     }
     turn.ended = 'end' in entry;
     turn.touched = this.store.now();
     if (turn.ended) this.#tokens.delete(turnId);
-    for (const reader of [...turn.readers]) reader(entry);
+    deliverTo(turn.readers, entry);
     if (turn.ended) for (const watcher of [...turn.stopWatchers]) watcher(undefined);
   }
 
@@ -297,7 +305,7 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
     turn.leaseUntil = at + this.leaseMs;
     turn.takeovers++;
     this.#tokens.set(turnId, turn.owner);
-    return { count: turn.takeovers, next: turn.first + turn.entries.length, claimedAt: turn.claimedAt };
+    return { count: turn.takeovers, next: turn.first + entryCount(turn), claimedAt: turn.claimedAt };
   }
 
   async requestStop(turnId: string, reason: string): Promise<boolean> {
@@ -354,7 +362,7 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
       const refusal = turn === undefined ? turnNotFoundError(turnId) : readRefusal(turnId, turn, after);
       if (refusal !== undefined || turn === undefined) {
         if (refusal === 'end') {
-          subscriber.next(turn?.entries[turn.entries.length - 1] as TurnLogEntry<E>);
+          subscriber.next(turn?.end as EndEntry);
           subscriber.complete();
         } else subscriber.error(refusal);
         return;
@@ -365,9 +373,10 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
         if ('end' in entry) subscriber.complete();
       };
       // What is there now, then what comes.
-      for (const entry of turn.entries.slice(Math.max(0, after + 1 - turn.first))) {
+      const count = entryCount(turn);
+      for (let i = Math.max(0, after + 1 - turn.first); i < count; i++) {
         if (subscriber.closed) return;
-        deliver(entry);
+        deliver(entryAt(turn, i));
       }
       if (subscriber.closed) return;
       // A reader that already had the end.
@@ -402,6 +411,35 @@ class MemoryLogView<E> implements Required<Omit<TurnLog<E>, 'leaseMs'>> {
   }
 }
 
+/** The end of a turn, as its log keeps it. */
+type EndEntry = Exclude<TurnLogEntry, { event: unknown }>;
+
+/** How many entries a memory turn holds: its events, and its end once appended. */
+function entryCount<E>(turn: MemoryTurn<E>): number {
+  return turn.events.length + (turn.end === undefined ? 0 : 1);
+}
+
+/** The entry at index `i` of the entries a memory turn holds (its end last). */
+function entryAt<E>(turn: MemoryTurn<E>, i: number): TurnLogEntry<E> {
+  return i < turn.events.length
+    ? { seq: turn.first + i, event: turn.events[i] as E }
+    : (turn.end as EndEntry);
+}
+
+/**
+ * Gives an entry to the readers there are now (one that starts reading meanwhile has it already); the one reader of
+ * most turns without a copy of the set.
+ */
+function deliverTo<E>(readers: Set<(entry: TurnLogEntry<E>) => void>, entry: TurnLogEntry<E>): void {
+  if (readers.size === 1) {
+    for (const reader of readers) {
+      reader(entry);
+      return;
+    }
+  }
+  for (const reader of [...readers]) reader(entry);
+}
+
 /**
  * Why a read after `after` cannot follow the turn: past its last entry (the end again, `'end'`, for an ended turn; a
  * running turn never had what the reader names), or before its first kept one. Undefined when it can.
@@ -411,10 +449,9 @@ function readRefusal<E>(
   turn: MemoryTurn<E>,
   after: number,
 ): TransportError | 'end' | undefined {
-  const last = turn.first + turn.entries.length - 1;
+  const last = turn.first + entryCount(turn) - 1;
   if (after > last) {
-    const end = turn.entries[turn.entries.length - 1];
-    return turn.ended && end !== undefined ? 'end' : turnNotFoundError(turnId, 'ahead');
+    return turn.ended && turn.end !== undefined ? 'end' : turnNotFoundError(turnId, 'ahead');
   }
   if (after + 1 < turn.first) return turnNotFoundError(turnId, 'trimmed');
   return undefined;

@@ -276,13 +276,15 @@ class Server<E> implements TurnServer<E> {
       // Only a first connection may start the turn: a client that names the turn in its Last-Event-ID had it
       // once, and must never start it again.
       if (after === undefined && (await this.#log.claim(turnId))) this.#start(turnId, run);
-      return this.#follow(turnId, after ?? -1, run).pipe(map((entry) => messageOf(prefix, entry)));
+      return this.#follow(turnId, after ?? -1, run).pipe(
+        map((entry) => {
+          const message = messageOf(prefix, entry);
+          last = message.id;
+          return message;
+        }),
+      );
     }).pipe(
       mergeAll(),
-      map((message) => {
-        last = message.id;
-        return message;
-      }),
       catchError((error: unknown) => {
         // An error that may pass (a timeout of the log) drops the connection: the client reconnects from its
         // last id. A final one is told, as a message, instead of a broken connection it would reconnect to.
@@ -476,7 +478,11 @@ class Server<E> implements TurnServer<E> {
     return new Observable<TurnLogEntry<E>>((subscriber) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const arm = () => {
-        if (timer !== undefined) clearTimeout(timer);
+        // Each entry restarts the quiet quarter: Node's timers restart in place (no new timer per entry).
+        if (timer !== undefined) {
+          if (restart(timer)) return;
+          clearTimeout(timer);
+        }
         timer = setTimeout(check, lease.checkMs);
       };
       const check = () => {
@@ -507,6 +513,17 @@ class Server<E> implements TurnServer<E> {
       };
     });
   }
+}
+
+/**
+ * Restarts a pending timer's full delay from now, where the runtime's timers can (Node's `Timeout.refresh`):
+ * true when it did; false where a timer is a number (a browser's), to be cleared and set again instead.
+ */
+function restart(timer: ReturnType<typeof setTimeout>): boolean {
+  const refresh = (timer as { refresh?: unknown }).refresh;
+  if (typeof refresh !== 'function') return false;
+  refresh.call(timer);
+  return true;
 }
 
 /**
@@ -569,12 +586,18 @@ export function toSSE(message: TurnMessage): string {
   if (UNSAFE_IN_FIELD.test(message.id)) throw sseFieldError('id');
   if (UNSAFE_IN_FIELD.test(message.type)) throw sseFieldError('event');
   if (message.data.includes('\0')) throw sseFieldError('data');
-  const data = message.data
-    .split(/\r\n|\r|\n/)
-    .map((line) => `data: ${line}\n`)
-    .join('');
+  // One data line (the messages of serve are one line of JSON), else one per line of `data`.
+  const data = LINE_BREAK.test(message.data)
+    ? message.data
+        .split(/\r\n|\r|\n/)
+        .map((line) => `data: ${line}\n`)
+        .join('')
+    : `data: ${message.data}\n`;
   return `id: ${message.id}\nevent: ${message.type}\n${data}\n`;
 }
+
+/** A line break of an event stream: CR, LF or CRLF. */
+const LINE_BREAK = /[\r\n]/;
 
 /** What no SSE field but `data` may hold: CR and LF end its line, and a reader drops an `id` with NUL. */
 const UNSAFE_IN_FIELD = /[\r\n\0]/;

@@ -345,6 +345,48 @@ describe('memoryTurnLog', () => {
     expect(await log.claim('quiet')).toBe(false);
     expect(await all(log.read('quiet', -1).pipe(take(1)))).toEqual([event(0)]);
   });
+
+  it('keeps exactly maxEntries per turn, its end among them, each with its seq', async () => {
+    const log = memoryTurnLog<string>({ maxEntries: 1 });
+    await log.claim('short');
+    await fill(log, 'short', 3);
+    expect(await all(log.read('short', 1).pipe(take(1)))).toEqual([event(2)]);
+    await expect(all(log.read('short', 0))).rejects.toMatchObject({ code: 'turn-trimmed' });
+    await log.append('short', end(3));
+    // Only the end is left: a reader of the last event gets it, one that had it gets nothing more.
+    expect(await all(log.read('short', 2))).toEqual([end(3)]);
+    expect(await all(log.read('short', 3))).toEqual([]);
+    await expect(all(log.read('short', 1))).rejects.toMatchObject({ code: 'turn-trimmed' });
+
+    const three = memoryTurnLog<string>({ maxEntries: 3 });
+    await three.claim('t');
+    await fill(three, 't', 5, true);
+    expect(await all(three.read('t', 2))).toEqual([event(3), event(4), end(5)]);
+    await expect(all(three.read('t', 1))).rejects.toMatchObject({ code: 'turn-trimmed' });
+  });
+
+  it('a reader of a running turn gets the events the log holds, then each appended one, once', async () => {
+    const log = memoryTurnLog<string>();
+    await log.claim('live');
+    await fill(log, 'live', 2);
+    const got: TurnLogEntry<string>[] = [];
+    const reading = log.read('live', 0).subscribe((entry) => {
+      got.push(entry);
+      // A second reader that starts while an entry is delivered has that entry from what the log holds.
+      if (entry.seq === 2)
+        log.read('live', 1).subscribe((second) => got.push({ ...second, seq: -second.seq }));
+    });
+    await log.append('live', event(2));
+    await log.append('live', end(3));
+    reading.unsubscribe();
+    expect(got).toEqual([
+      event(1),
+      event(2),
+      { seq: -2, event: 'e2' },
+      end(3),
+      { seq: -3, end: 'completed' },
+    ]);
+  });
 });
 
 describe.skipIf(redisTests.skip)('redisTurnLog', { timeout: 20_000 }, () => {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { TransportError } from 'cleanturn/transport';
 import { redisTurnLog } from 'cleanturn/transport/redis';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runRedisScript } from '../../src/internal/redisScripts.js';
 import { type RedisServer, redisTests, startRedisServer } from '../effects/redisServer.js';
 import { expectNoLeftoverHandles } from '../support/resources.js';
@@ -101,5 +101,36 @@ describe.skipIf(redisTests.skip)('Redis scripts run in the order sent', { timeou
     await connection.ping();
     expect(await elsewhere.get(`${prefix}:{t}:owner`)).toBeNull();
     expect(await redisTurnLog<string>({ client: elsewhere, prefix }).claim('t')).toBe(true);
+  });
+
+  it("an append is sent by its script's SHA-1 once the server holds it, whole again when it lacks it", async () => {
+    const prefix = fresh();
+    const connection = server.client();
+    cleanup.push(async () => connection.disconnect());
+    const sent = vi.spyOn(connection, 'sendCommand');
+    const log = redisTurnLog<string>({ client: connection, prefix });
+    expect(await log.claim('t')).toBe(true);
+    /** The commands the connection sent for one append. */
+    const append = async (seq: number) => {
+      sent.mockClear();
+      await log.append('t', { seq, event: `e${seq}` });
+      return sent.mock.calls.map(([command]) => command.name);
+    };
+    // The cache is empty (beforeEach): the SHA-1 misses, and the script goes whole, once.
+    expect(await append(0)).toEqual(['evalsha', 'eval']);
+    expect(await append(1)).toEqual(['evalsha']);
+    await elsewhere.script('FLUSH');
+    expect(await append(2)).toEqual(['evalsha', 'eval']);
+    await log.append('t', { seq: 3, end: 'completed' });
+    const entries: unknown[] = [];
+    await new Promise<void>((resolve, reject) =>
+      log.read('t', -1).subscribe({ next: (entry) => entries.push(entry), error: reject, complete: resolve }),
+    );
+    expect(entries).toEqual([
+      { seq: 0, event: 'e0' },
+      { seq: 1, event: 'e1' },
+      { seq: 2, event: 'e2' },
+      { seq: 3, end: 'completed' },
+    ]);
   });
 });

@@ -12,7 +12,7 @@ import { entryAfterEndError } from '../../internal/turnLogRules.js';
 import { turnNotFoundError, turnTakenOverError } from '../errors.js';
 import type { TurnLogEntry } from '../turnLog.js';
 import { idOf } from './streamEntries.js';
-import { keysOf, runTurnScript, type TurnLogContext, write } from './turnLogContext.js';
+import { keysOf, runCachedTurnScript, runTurnScript, type TurnLogContext, write } from './turnLogContext.js';
 import { type AppendAnswer, scripts } from './turnLogScripts.js';
 
 /**
@@ -60,7 +60,7 @@ export async function appendEntry<E>(
   let detail: string | undefined;
   try {
     [status, detail] = (await write(timeoutMs, 'append', () =>
-      runTurnScript(client, scripts.append, keys, [
+      runCachedTurnScript(client, scripts.append, keys, [
         idOf(seq),
         json,
         maxEntries,

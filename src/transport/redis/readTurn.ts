@@ -11,7 +11,7 @@ import { checkReadAfter } from '../../internal/turnLogRules.js';
 import { turnNotFoundError } from '../errors.js';
 import type { TurnLogEntry } from '../turnLog.js';
 import { decode, entriesOf, idOf, PAGE, type StreamEntry, seqOf } from './streamEntries.js';
-import { keysOf, runTurnScript, type TurnKeys, type TurnLogContext, within } from './turnLogContext.js';
+import { keysOf, runCachedTurnScript, type TurnKeys, type TurnLogContext, within } from './turnLogContext.js';
 import { type PageAnswer, scripts } from './turnLogScripts.js';
 
 /**
@@ -95,7 +95,7 @@ class TurnReader<E> {
     return within(
       'read',
       context.timeoutMs,
-      () => runTurnScript(context.client, scripts.page, keys, [idOf(this.next), PAGE]),
+      () => runCachedTurnScript(context.client, scripts.page, keys, [idOf(this.next), PAGE]),
       this.stop.signal,
     ) as Promise<PageAnswer>;
   }

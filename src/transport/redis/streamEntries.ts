@@ -16,7 +16,7 @@ export const PAGE = 1_000;
  * Redis compares, as two integers).
  */
 export function idOf(seq: number): string {
-  return `0-${BigInt(seq) + 1n}`;
+  return seq < Number.MAX_SAFE_INTEGER ? `0-${seq + 1}` : `0-${BigInt(seq) + 1n}`;
 }
 
 /**

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { isReplyError, runRedisScript } from '../../internal/redisScripts.js';
 import { withinTime } from '../../internal/wait.js';
@@ -69,6 +70,41 @@ export function runTurnScript(
   args: (string | number)[],
 ): Promise<unknown> {
   return runRedisScript(client, script, [keys.stream, keys.owner, keys.lease, keys.meta], args);
+}
+
+/**
+ * Runs a script of the log on a turn's keys (as {@link runTurnScript}) by its SHA-1 (`EVALSHA`), sent whole (`EVAL`)
+ * only when the server's script cache lacks it (`NOSCRIPT`): the script's text is not sent with every command. For
+ * the scripts whose order behind later commands does not matter, and only those: the sent-again `EVAL` runs after
+ * whatever was sent meanwhile. The page read reads; an append that runs late is a no-op or refused (the same entry
+ * at the same id answers ok, another entry or an end there refuses it, another token's turn is not its own), and its
+ * runner sends the turn's next entry only after its answer.
+ */
+export async function runCachedTurnScript(
+  client: Redis | Cluster,
+  script: string,
+  keys: TurnKeys,
+  args: (string | number)[],
+): Promise<unknown> {
+  const keyList = [keys.stream, keys.owner, keys.lease, keys.meta];
+  try {
+    return await client.evalsha(shaOf(script), keyList.length, ...keyList, ...args);
+  } catch (error) {
+    if (!isReplyError(error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return runRedisScript(client, script, keyList, args);
+  }
+}
+
+/** The SHA-1 of each script sent by it, as Redis caches scripts. */
+const shas = new Map<string, string>();
+
+function shaOf(script: string): string {
+  let sha = shas.get(script);
+  if (sha === undefined) {
+    sha = createHash('sha1').update(script).digest('hex');
+    shas.set(script, sha);
+  }
+  return sha;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * The Lua scripts of the Redis turn log, one per write or read that has to see several keys at once, and the shapes
- * of their answers. Sent whole with `EVAL` (see `runRedisScript`).
+ * of their answers. Sent whole with `EVAL` (see `runRedisScript`), but for the append and the page read, sent by
+ * their SHA-1 (see `runCachedTurnScript`).
  *
  * @module
  */
