@@ -283,7 +283,7 @@ function cpuNote(mode: 'memory' | 'redis'): string {
 function memoryNote(row: GatewayRow): string {
   const log =
     row.logPerTurn === undefined
-      ? 'The Redis log keeps the entries in redis-server, not in the gateway.'
+      ? "The Redis log keeps the entries in redis-server, not in the gateway; in their place each turn holds its reader's own ioredis connection and three sockets (about 13 KB) and the pending `XREAD`, append and stop check (about 21 KB of promises and closures)."
       : `Of it, the log's entries are about ${bytes(row.logPerTurn)} (${fixed(row.logPerEntry ?? Number.NaN, 0)} B per entry): the events kept so that a reader that reconnects with \`Last-Event-ID\` reads on, which is the log's guarantee.`;
   return `${log} The rest is held per turn, not per chunk, by what a live turn is: heap snapshots of the gateway (100 live turns) attribute about 28 KB to the provider request through \`fetch\` (undici's request, the response body's web streams, its pool client), 12 KB to the RxJS subscriber chains of the turn and of its reader, 8 KB to the decoder's parts kept for the next request (\`finish.output\`: the text parts and the calls as sent), 6 KB to timers (the stall and quiet checks, the lease), 5 KB to the two sockets and 3 KB to the HTTP request and response objects. A provider request over \`node:http\` in place of \`fetch\` would remove most of the first item; the others are the turn's own state.`;
 }
