@@ -3,7 +3,8 @@
 // → bufferUntilFinish → dedupeByEffectKey → accumulateTurn` in three `pipe` calls. Beside it: the fused `cleanTurn`
 // with `accumulateTurn`, the same policy with an operator of the user's own in the middle (a `filter`, which ends
 // the fusion), and the four-operator RxJS chain. The source emits whole calls (the operators of the policy read
-// whole calls; assembling fragments is item 1's pipeline): 10,000 turns × 10 attempts × 10 events.
+// whole calls; assembling fragments is item 1's pipeline): item 1b's turns, each call whole and followed by three
+// text fragments in place of its four fragments: 10,000 turns × 10 attempts × 10 events.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +15,13 @@ import { filter, from, type Observable } from 'rxjs';
 import ts from 'typescript';
 import { outDir } from './build.js';
 import { compare, type Measured, pick, rate, ratio, same, times } from './harness.js';
-import { fourOperatorsExpected, type OperatorWorkload, runFourOperators, words } from './operators.js';
+import {
+  fourOperatorsExpected,
+  manyAttemptTurnEvents,
+  type OperatorWorkload,
+  pushWholeCall,
+  runFourOperators,
+} from './operators.js';
 
 /** The README's policy: a turn's events to its states. */
 type MyTurn = (events$: Observable<AssembledEvent<ProviderEvent>>, turnId: string) => Observable<TurnState>;
@@ -45,37 +52,9 @@ export async function loadReadmePolicy(): Promise<MyTurn> {
   return mod.myTurn;
 }
 
-/**
- * One turn of 100 events: 10 attempts of 10 events each (usage, 3 text, a whole refund call, 3 text, then a
- * retry; the last attempt ends with its usage and the finish instead of its last text and the retry).
- */
-function turnEvents(variant: number, attempts: number): ProviderEvent[] {
-  const events: ProviderEvent[] = [];
-  const word = (i: number) => words[(i + variant) % words.length] as string;
-  for (let a = 1; a <= attempts; a++) {
-    events.push({ type: 'usage', inputTokens: 310 + variant, outputTokens: 1 });
-    for (let i = 0; i < 3; i++) events.push({ type: 'text', text: word(i + a) });
-    events.push({
-      type: 'tool-call',
-      id: `call_${variant}_${a}`,
-      name: 'issue_refund',
-      args: { order_id: `ORD-${7700 + variant}`, amount: 'full' },
-    });
-    for (let i = 0; i < 3; i++) events.push({ type: 'text', text: word(i + a + 3) });
-    if (a < attempts) {
-      events.push({ type: 'text', text: word(a) });
-      events.push({ type: 'retry', reason: 'connection reset' });
-    } else {
-      events.push({ type: 'usage', inputTokens: 310 + variant, outputTokens: 48 + a });
-      events.push({ type: 'finish', reason: 'tool-calls' });
-    }
-  }
-  return events;
-}
-
 /** 10,000 turns × 10 attempts × 10 events of whole calls (1,000,000 events). */
 export function wholeCallWorkload(turns = 10_000, attempts = 10): OperatorWorkload {
-  const templates = Array.from({ length: 100 }, (_, v) => turnEvents(v, attempts));
+  const templates = Array.from({ length: 100 }, (_, v) => manyAttemptTurnEvents(v, attempts, pushWholeCall));
   return {
     name: `${attempts} attempts per turn, whole calls`,
     turns,

@@ -34,6 +34,14 @@ export const words = [
   'starts. ',
 ];
 
+/** The refund call whole, then 3 text fragments: as many events as {@link pushCall}'s fragments. */
+export function pushWholeCall(events: ProviderEvent[], id: string, variant: number): void {
+  const args = { order_id: `ORD-${7700 + variant}`, amount: 'full' };
+  events.push({ type: 'tool-call', id, name: 'issue_refund', args });
+  for (let i = 0; i < 3; i++)
+    events.push({ type: 'text', text: words[(i + variant) % words.length] as string });
+}
+
 /** The four fragments of the refund call: id and name with empty arguments, then the arguments in three pieces. */
 function pushCall(events: ProviderEvent[], id: string, variant: number): void {
   events.push({ type: 'tool-call-delta', index: 0, id, name: 'issue_refund', argsDelta: '' });
@@ -80,13 +88,17 @@ export function operatorWorkload(turns = 10_000): OperatorWorkload {
  * text fragment and the `retry`, mid-way (no final usage, no finish); the last attempt gets its final usage
  * and the finish.
  */
-function manyAttemptTurnEvents(variant: number, attempts: number): ProviderEvent[] {
+export function manyAttemptTurnEvents(
+  variant: number,
+  attempts: number,
+  push: (events: ProviderEvent[], id: string, variant: number) => void = pushCall,
+): ProviderEvent[] {
   const events: ProviderEvent[] = [];
   for (let a = 1; a <= attempts; a++) {
     events.push({ type: 'usage', inputTokens: 310 + variant, outputTokens: 1 });
     for (let i = 0; i < 3; i++)
       events.push({ type: 'text', text: words[(i + a + variant) % words.length] as string });
-    pushCall(events, `call_${variant}_${a}`, variant);
+    push(events, `call_${variant}_${a}`, variant);
     if (a < attempts) {
       events.push({ type: 'text', text: words[(a + variant + 3) % words.length] as string });
       events.push({ type: 'retry', reason: 'connection reset' });
